@@ -1,0 +1,87 @@
+"""latte_lab: run, replay and analyse teams of language agents that coordinate through task graphs.
+
+>>> import latte_lab as ll
+>>> g = ll.CoordinationGraph()
+>>> g.discover("t1", deps=[], title="Fix rms", by="Lead")
+>>> g.frontier()
+['t1']
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from latte_lab.errors import (
+    AuthenticationError,
+    CacheMissError,
+    ConfigError,
+    ContextLengthError,
+    DataError,
+    LatteError,
+    MissingAPIKeyError,
+    ModelError,
+    ModelResponseError,
+    ModelTimeoutError,
+    OperatorError,
+    RateLimitError,
+    TaskError,
+    WorkspaceError,
+)
+
+__version__ = "0.1.0"
+
+# Public names resolved on first use, so `import latte_lab` does not import pandas, matplotlib or the
+# provider SDKs until a notebook needs them.
+_LAZY = {
+    "CoordinationGraph": "latte_lab.graph",
+    "Status": "latte_lab.graph",
+    "parse_actions": "latte_lab.actions",
+    "render_action": "latte_lab.actions",
+    "ParseResult": "latte_lab.actions",
+    "Workspace": "latte_lab.workspace",
+    "TrialConfig": "latte_lab.trial",
+    "TrialResult": "latte_lab.trial",
+    "run_trial": "latte_lab.trial",
+    "replay": "latte_lab.trial",
+    "load_trial": "latte_lab.trial",
+    "run_sweep": "latte_lab.sweep",
+    "load_published": "latte_lab.analysis.loaders",
+    "load_runs": "latte_lab.analysis.loaders",
+    "make_model": "latte_lab.models",
+}
+_SUBMODULES = {"tasks", "analysis", "viz", "models", "metrics", "teams"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"latte_lab.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'latte_lab' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | _SUBMODULES)
+
+
+__all__ = [
+    "AuthenticationError",
+    "CacheMissError",
+    "ConfigError",
+    "ContextLengthError",
+    "DataError",
+    "LatteError",
+    "MissingAPIKeyError",
+    "ModelError",
+    "ModelResponseError",
+    "ModelTimeoutError",
+    "OperatorError",
+    "RateLimitError",
+    "TaskError",
+    "WorkspaceError",
+    *_LAZY,
+]

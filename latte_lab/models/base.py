@@ -1,0 +1,118 @@
+"""Typed records of the model layer and the ``Model`` protocol.
+
+A :class:`ModelRequest` carries everything that determines a reply: provider, model, base URL,
+system prompt, messages, sampling parameters and a :class:`Scope` (trial seed, agent, call index).
+It may also carry an :class:`AgentView`: the structured form of what the agent's prompt shows.
+Real providers ignore the view; the simulated model acts on it. The view is not part of the cache
+key (the prompt text already reflects it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+DEFAULT_TEMPERATURE = 0.7  # the paper's sampling temperature (A4.4)
+DEFAULT_MAX_TOKENS = 4096  # the paper's output cap per call (A4.4); the released code used 8,192
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where a call sits in a trial; part of the cache key so identical prompts in two trials differ."""
+
+    seed: int = 0
+    agent: str = ""
+    call_index: int = 0
+    trial: str = ""  # trial id (hash of config and seed); empty outside trials
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str  # "user" or "assistant"
+    content: str
+
+
+@dataclass
+class AgentView:
+    """What one agent's prompt shows, in structured form (read by the simulated model only).
+
+    Everything here is something the agent's own prompt text also contains; nothing outcome-related.
+    """
+
+    task: str  # task id ("debug", "eda", "textproc", ...)
+    role: str  # lead | worker | peer | product_manager | architect | project_manager | engineer | qa
+    agent: str  # this agent's name, e.g. "Dev2"
+    round: int = 0  # 0 = planning
+    phase: str = "execution"  # planning | execution | <pipeline phase name>
+    allowed_actions: tuple[str, ...] = ()  # action tags this agent's prompt offers
+    teammates: tuple[str, ...] = ()
+    current_task: dict | None = None  # {"id", "title", "description", "status"} of its own node
+    frontier: list[dict] = field(default_factory=list)  # [{"id","title","description"}] when shown
+    graph: list[dict] = field(default_factory=list)  # lead: [{"id","title","status","owner","deps"}]
+    test_output: str | None = None  # latest test output the agent has been shown
+    test_failures: tuple[str, ...] = ()  # failing test ids parsed from that output
+    tests_passed: bool | None = None
+    messages: list[dict] = field(default_factory=list)  # new messages: [{"sender","text"}]
+    files_read: dict[str, str] = field(default_factory=dict)  # path -> content as last read
+    alerts: list[dict] = field(default_factory=list)  # heartbeat alerts [{"agent","task","rounds"}]
+    extra: dict[str, Any] = field(default_factory=dict)  # protocol-specific context (e.g. pipeline docs)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class ModelRequest:
+    provider: str  # openai | anthropic | simulated | scripted | replay
+    model: str
+    system: str
+    messages: list[Message]
+    temperature: float = DEFAULT_TEMPERATURE
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    top_p: float | None = None
+    stop: tuple[str, ...] | None = None
+    base_url: str | None = None
+    scope: Scope = field(default_factory=Scope)
+    view: AgentView | None = None
+
+    def key_fields(self) -> dict:
+        """The fields that determine the reply (the response-cache key is computed from these)."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "base_url": self.base_url,
+            "system": self.system,
+            "messages": [[m.role, m.content] for m in self.messages],
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "top_p": self.top_p,
+            "stop": list(self.stop) if self.stop else None,
+            "scope": asdict(self.scope),
+        }
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+@dataclass
+class ModelResponse:
+    text: str
+    usage: Usage = field(default_factory=Usage)
+    latency_s: float = 0.0  # original latency of the call (kept when served from cache)
+    cached: bool = False  # served from the response cache or a cassette (no tokens billed)
+    finish_reason: str = "stop"  # stop | length | refusal | error
+    model: str = ""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """Anything that turns a request into a response."""
+
+    def generate(self, request: ModelRequest) -> ModelResponse: ...

@@ -1,0 +1,91 @@
+"""The task interface every task package implements.
+
+A task is a small software project: files to set up in a workspace, a description and success
+criteria the agents see, a public test command, a hidden suite for scoring, a reference solution, and
+the work units a reference decomposition would have (used by the simulated model as its "skill").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Mapping
+
+if TYPE_CHECKING:  # pragma: no cover
+    from latte_lab.workspace import Workspace
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    """One subtask of a reference decomposition.
+
+    ``symbols`` names what the unit changes inside its files: top-level functions, classes or
+    ``Class.method`` names for ``.py`` files, top-level keys for ``.json`` files; empty means the
+    whole file. ``wrong`` is a plausible but wrong version of the unit's output, in the same form
+    ({symbol: source} or {path: whole file}); the simulated model writes it when its skill fails.
+    ``tests`` are substrings of the test ids (e.g. ``"TestRms"``) that exercise the unit.
+    """
+
+    id: str
+    title: str
+    description: str
+    files: tuple[str, ...]
+    symbols: tuple[str, ...] = ()
+    deps: tuple[str, ...] = ()
+    visible: bool = True  # visible from the task description (else revealed only by test output)
+    tests: tuple[str, ...] = ()
+    wrong: Mapping[str, str] = field(default_factory=dict)
+    effort: float = 1.0  # relative size of the unit (scales the rounds a simulated agent spends)
+
+
+@dataclass
+class EvalResult:
+    """Outcome of a task's hidden suite (or public suite, for tasks without one)."""
+
+    passed: int
+    failed: int
+    errors: int
+    per_class: dict[str, tuple[int, int]] = field(default_factory=dict)  # class -> (passed, total)
+    missing_outputs: tuple[str, ...] = ()  # required deliverables absent from the workspace
+    output: str = ""
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.errors
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+
+class Task:
+    """Base class; subclasses set the class attributes and implement the methods."""
+
+    id: str = ""
+    official_name: str = ""  # the released code's name (simple_eda, debug_sprint, textproc)
+    title: str = ""
+    description: str = ""  # what agents see
+    success_criteria: str = ""
+    default_max_rounds: int = 40
+    public_tests: tuple[str, ...] = ()  # relative paths of public test files (read-only to agents)
+    test_args: tuple[str, ...] = ()  # pytest arguments of the public test command
+    required_outputs: tuple[str, ...] = ()  # deliverables; a hidden evaluation notes missing ones
+    accuracy_metric: str = "hidden_pass_rate"  # or "success" (debug: the public suite is the criterion)
+
+    def setup(self, workspace: "Workspace") -> None:
+        raise NotImplementedError
+
+    def evaluate(self, workspace: "Workspace") -> EvalResult:
+        raise NotImplementedError
+
+    def reference_solution(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def work_units(self) -> list[WorkUnit]:
+        raise NotImplementedError
+
+    @property
+    def public_test_command(self) -> list[str]:
+        return ["python", "-m", "pytest", "-q", *self.test_args]
+
+    def __repr__(self) -> str:
+        return f"<Task {self.id}: {self.title}>"
