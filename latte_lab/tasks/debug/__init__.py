@@ -1,0 +1,294 @@
+"""The `debug` task (paper "Debug", released code `debug_sprint`).
+
+A pure-Python signal-processing module, ``signal_toolkit.py``, with eight planted bugs (one per leaf
+function, the kinds listed in the reference document §8.2) and three composite functions that are
+correct but whose tests only pass once the leaves they call are fixed. The public ``test_suite.py``
+(33 tests, one class per function) is the success criterion; there is no hidden suite, so
+``evaluate`` runs the pristine public suite on a temporary copy of the workspace.
+
+Files ship as package data with a ``.py.txt`` suffix so that neither pytest nor the linter ever
+treats them as project code: ``files/`` holds the starting workspace, ``solution/`` the reference
+module, ``wrong/`` one plausible wrong fix per leaf (the simulated model's failed-skill output).
+
+Work-unit choice: the description names all eleven functions and their contracts (the docstrings
+state them too), so every unit is ``visible``; the simulated Lead plans from visible units, and a
+careful real team can find each bug from the contract alone. Composite units are check-only (no
+code change): ``symbols=()`` with an empty ``wrong`` and a description starting with
+``CHECK_ONLY_PREFIX`` -- a consumer must not apply the whole-file convention to them.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import shutil
+import tempfile
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+
+from latte_lab.errors import TaskError
+from latte_lab.tasks import register
+from latte_lab.tasks.base import EvalResult, Task, WorkUnit
+
+MODULE = "signal_toolkit.py"  # the only file agents may edit
+TEST_FILE = "test_suite.py"  # the public suite, protected read-only
+CHECK_ONLY_PREFIX = "Check-only:"  # starts the description of a unit that needs no code change
+EVAL_TIMEOUT_SECONDS = 120  # the 33 pure-Python tests take about a second; generous for slow CI
+# Pytest configuration files an agent might add would change how the pristine suite is collected
+# or reported; the evaluation drops them so that only the agents' code is judged.
+EVAL_EXCLUDED_NAMES = frozenset({"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
+REPORT_NAME = "junit.xml"  # per-test outcomes come from pytest's JUnit XML, written outside the copy
+
+# (function, test class, effort, what the fix has to achieve): the eight leaves, in file order.
+LEAVES: tuple[tuple[str, str, float, str], ...] = (
+    ("normalize", "TestNormalize", 1.0, "map the minimum to 0.0 and the maximum to 1.0 exactly"),
+    ("moving_average", "TestMovingAverage", 1.5,
+     "return a trailing average with the same length as the input"),
+    ("rms", "TestRms", 0.8, "return the root of the mean square"),
+    ("find_peaks", "TestFindPeaks", 1.0, "count strict local maxima only (plateaus are not peaks)"),
+    ("linear_detrend", "TestLinearDetrend", 1.2, "subtract the least-squares line from the signal"),
+    ("autocorrelation", "TestAutocorrelation", 1.2,
+     "normalise every lag by the lag-0 energy so that r[0] == 1"),
+    ("zero_crossings", "TestZeroCrossings", 1.0, "count sign changes in both directions"),
+    ("downsample", "TestDownsample", 0.8, "keep every factor-th sample starting with the first"),
+)
+# (function, test class, the leaves it calls): correct code whose tests wait for those leaves.
+COMPOSITES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("band_energy", "TestBandEnergy", ("moving_average", "rms")),
+    ("smooth_detrend", "TestSmoothDetrend", ("linear_detrend", "moving_average")),
+    ("peak_rate", "TestPeakRate", ("downsample", "find_peaks")),
+)
+CHECK_EFFORT = 0.3  # a composite unit only runs its tests
+
+DESCRIPTION = f"""\
+Debug `{MODULE}`, a small pure-Python signal-processing module (standard library only).
+Several of its functions contain bugs -- common numerical and off-by-one mistakes -- and the
+public test suite `{TEST_FILE}` (33 tests, one test class per function) fails. Run it with
+`python -m pytest -q {TEST_FILE}`, read the failures, and fix `{MODULE}` until every test passes.
+Only `{MODULE}` may be edited; `{TEST_FILE}` is read-only. Every function takes a list of numbers
+and returns a new list or a float; each docstring states the function's contract:
+
+- normalize(xs): (x - min) / (max - min), so the minimum maps to 0.0 and the maximum to 1.0;
+  a constant signal maps to all 0.0, an empty one to [].
+- moving_average(xs, window): trailing mean of the last `window` samples (fewer at the start),
+  SAME length as xs; window must be a positive integer.
+- rms(xs): root mean square, sqrt(mean(x**2)); 0.0 for an empty signal.
+- find_peaks(xs): indices of STRICT local maxima (greater than both neighbours), never the first
+  or last sample; plateaus are not peaks.
+- linear_detrend(xs): xs minus its least-squares straight line over i = 0..n-1 (zero-mean residuals).
+- autocorrelation(xs, max_lag): coefficients for lags 0..max_lag of the mean-removed signal,
+  divided by the lag-0 energy, so r[0] == 1.0.
+- zero_crossings(xs): number of sign changes between consecutive samples, both directions;
+  zero counts as non-negative.
+- downsample(xs, factor): every factor-th sample starting with the FIRST, i.e. xs[::factor].
+- band_energy(xs, window) = rms(moving_average(xs, window)).
+- smooth_detrend(xs, window) = moving_average(linear_detrend(xs), window).
+- peak_rate(xs, sample_rate, factor=1): strict peaks of downsample(xs, factor) per second of the
+  original signal (len(xs) / sample_rate seconds).
+
+The last three are composite functions built on the others: their tests can only pass once the
+functions they call are correct.
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def _resource(relative: str) -> str:
+    """Text of a file shipped inside this package (cached: the files never change at run time)."""
+    path = resources.files(__name__).joinpath(*relative.split("/"))
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise TaskError(
+            f"debug task file {relative!r} is missing from the installed package; "
+            "reinstall latte_lab (pip install -e .)"
+        ) from exc
+
+
+def top_level_defs(source: str) -> dict[str, str]:
+    """Source text of every top-level function in ``source``, by name (decorators excluded)."""
+    tree = ast.parse(source)
+    return {
+        node.name: ast.get_source_segment(source, node)
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+
+
+def suite_classes(source: str) -> dict[str, int]:
+    """Test classes of a pytest file and how many ``test_*`` methods each holds, in file order."""
+    tree = ast.parse(source)
+    return {
+        node.name: sum(
+            1
+            for item in node.body
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test")
+        )
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test")
+    }
+
+
+def parse_junit(xml_text: str) -> dict[str, str]:
+    """Outcome ("passed", "failed", "error", "skipped") of every test case, keyed by ``Class::test``.
+
+    A case with both a failure and an error (fails in the call, errors in teardown) counts as an
+    error, like pytest's own summary. Cases outside a class are keyed by the test name alone.
+    """
+    outcomes: dict[str, str] = {}
+    root = ET.fromstring(xml_text)
+    for case in root.iter("testcase"):
+        classname = case.get("classname", "")
+        cls = classname.rsplit(".", 1)[-1] if "." in classname else ""
+        key = f"{cls}::{case.get('name', '')}" if cls.startswith("Test") else case.get("name", "")
+        tags = {child.tag for child in case}
+        if "error" in tags:
+            outcomes[key] = "error"
+        elif "failure" in tags:
+            outcomes[key] = "failed"
+        elif "skipped" in tags:
+            outcomes[key] = "skipped"
+        else:
+            outcomes[key] = "passed"
+    return outcomes
+
+
+@register
+class DebugTask(Task):
+    """Fix the eight planted bugs of signal_toolkit.py until the public suite passes."""
+
+    id = "debug"
+    official_name = "debug_sprint"
+    title = "Debug a signal-processing module"
+    description = DESCRIPTION
+    success_criteria = (
+        f"All 33 tests of {TEST_FILE} pass (`python -m pytest -q {TEST_FILE}` exits 0), "
+        f"with {TEST_FILE} unchanged."
+    )
+    default_max_rounds = 40  # the paper's limit; the released code used 35 (a trial-config switch)
+    public_tests = (TEST_FILE,)
+    test_args = (TEST_FILE,)
+    required_outputs = (MODULE,)
+    accuracy_metric = "success"
+
+    # -- files ---------------------------------------------------------------------------------
+    def starting_files(self) -> dict[str, str]:
+        """The workspace ``setup`` writes: the buggy module and the public suite."""
+        return {MODULE: _resource("files/signal_toolkit.py.txt"), TEST_FILE: _resource("files/test_suite.py.txt")}
+
+    def setup(self, workspace) -> None:
+        for path, text in self.starting_files().items():
+            workspace.setup_file(path, text)
+        workspace.protect(*self.public_tests)
+        workspace.test_args = self.test_args
+
+    def reference_solution(self) -> dict[str, str]:
+        return {MODULE: _resource("solution/signal_toolkit.py.txt")}
+
+    # -- scoring -------------------------------------------------------------------------------
+    def evaluate(self, workspace) -> EvalResult:
+        """Run the pristine public suite against a temporary copy of the workspace.
+
+        Tests pytest never reported (a collection error, a timeout) count as errors, so the total
+        is always the suite's 33 and ``per_class`` always lists all 11 classes. A missing
+        ``signal_toolkit.py`` is noted in ``missing_outputs`` and still scored (every test then
+        errors), following reference §8.5's note-and-score reading for this task.
+        """
+        from latte_lab.workspace import run_pytest  # workspace imports tasks lazily too
+
+        suite = _resource("files/test_suite.py.txt")
+        expected = suite_classes(suite)
+        missing = tuple(p for p in self.required_outputs if not workspace.exists(p))
+        with tempfile.TemporaryDirectory(prefix="latte-debug-eval-") as tmp:
+            work = Path(tmp) / "work"
+            work.mkdir()
+            for rel in workspace.list_files():
+                if Path(rel).name in EVAL_EXCLUDED_NAMES or rel in self.public_tests:
+                    continue
+                target = work / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(Path(workspace.root) / rel, target)
+            report = Path(tmp) / REPORT_NAME
+            run = run_pytest(
+                work,
+                (f"--junitxml={report}", TEST_FILE),
+                timeout=EVAL_TIMEOUT_SECONDS,
+                extra_files={TEST_FILE: suite},
+            )
+            outcomes = parse_junit(report.read_text(encoding="utf-8")) if report.exists() else {}
+        output = run.stdout + (("\n" + run.stderr) if run.stderr else "")
+        return _score(expected, outcomes, missing, output)
+
+    # -- reference decomposition ---------------------------------------------------------------
+    def work_units(self) -> list[WorkUnit]:
+        wrong = top_level_defs(_resource("wrong/signal_toolkit.py.txt"))
+        units = [
+            WorkUnit(
+                id=f"fix-{name}",
+                title=f"Fix {name}",
+                description=(
+                    f"Find and fix the bug in {name} in {MODULE}: {goal}, as its docstring states. "
+                    f"{cls} in {TEST_FILE} must pass."
+                ),
+                files=(MODULE,),
+                symbols=(name,),
+                deps=(),
+                visible=True,
+                tests=(cls,),
+                wrong={name: wrong[name]},
+                effort=effort,
+            )
+            for name, cls, effort, goal in LEAVES
+        ]
+        units += [
+            WorkUnit(
+                id=f"check-{name}",
+                title=f"Verify {name} passes",
+                description=(
+                    f"{CHECK_ONLY_PREFIX} {name} is correct and needs no code change; once "
+                    f"{' and '.join(calls)} are fixed, run {TEST_FILE} and confirm {cls} passes. "
+                    "Do not rewrite the file for this unit."
+                ),
+                files=(MODULE,),
+                symbols=(),
+                deps=tuple(f"fix-{c}" for c in calls),
+                visible=True,
+                tests=(cls,),
+                wrong={},
+                effort=CHECK_EFFORT,
+            )
+            for name, cls, calls in COMPOSITES
+        ]
+        return units
+
+
+def is_check_only(unit: WorkUnit) -> bool:
+    """True for a unit that changes no code (a composite check): no symbols and no wrong variant."""
+    return not unit.symbols and not unit.wrong and unit.description.startswith(CHECK_ONLY_PREFIX)
+
+
+def _score(
+    expected: dict[str, int], outcomes: dict[str, str], missing: tuple[str, ...], output: str
+) -> EvalResult:
+    """Fold per-test outcomes into an EvalResult; tests of the suite that never ran are errors."""
+    passed = failed = errors = 0
+    per_class: dict[str, tuple[int, int]] = {}
+    for cls, total in expected.items():
+        mine = [o for key, o in outcomes.items() if key.startswith(f"{cls}::")]
+        ok = sum(o == "passed" for o in mine)
+        bad = sum(o == "failed" for o in mine)
+        passed += ok
+        failed += bad
+        errors += total - ok - bad  # errors, skips and tests that never ran
+        per_class[cls] = (ok, total)
+    return EvalResult(
+        passed=passed,
+        failed=failed,
+        errors=errors,
+        per_class=per_class,
+        missing_outputs=missing,
+        output=output,
+    )
+
+
+__all__ = ["DebugTask", "is_check_only", "parse_junit", "suite_classes", "top_level_defs"]
