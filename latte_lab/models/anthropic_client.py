@@ -1,0 +1,113 @@
+"""Anthropic Messages client over the official SDK.
+
+Retries, Retry-After and error mapping work as for OpenAI (see :mod:`latte_lab.models.openai_client`).
+The reply is the concatenation of all text blocks (the released code took only the first block, which
+drops text after a thinking or tool block).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from latte_lab.errors import ModelError, ModelResponseError
+from latte_lab.models.base import ModelRequest, ModelResponse, Usage
+from latte_lab.models.keys import get_api_key, redact
+from latte_lab.models.openai_client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, map_sdk_error
+
+ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
+STOP_REASONS = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "stop",
+    "pause_turn": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "refusal": "refusal",
+}
+
+
+def message_params(request: ModelRequest, model: str) -> dict[str, Any]:
+    """The keyword arguments of ``messages.create`` for one request (pure; no I/O)."""
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_tokens,
+        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "temperature": request.temperature,
+    }
+    if request.system:
+        params["system"] = request.system
+    if request.top_p is not None:
+        params["top_p"] = request.top_p
+    if request.stop:
+        params["stop_sequences"] = list(request.stop)
+    return params
+
+
+class AnthropicModel:
+    """``anthropic/<model>`` through the official SDK."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ):
+        import anthropic
+
+        self.provider = "anthropic"
+        self.model = model
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        key = api_key or get_api_key(ANTHROPIC_KEY_ENV, provider="anthropic", base_url=base_url)
+        self._sdk = anthropic
+        self._client = anthropic.Anthropic(
+            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicModel({self.model!r}, base_url={self.base_url!r})"
+
+    def _error(self, exc: BaseException, model: str) -> ModelError:
+        return map_sdk_error(
+            exc, self._sdk, provider="anthropic", model=model, env_var=ANTHROPIC_KEY_ENV,
+            base_url=self.base_url, max_retries=self.max_retries, timeout_s=self.timeout_s,
+        )
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        model = request.model or self.model
+        start = time.perf_counter()
+        try:
+            message = self._client.messages.create(**message_params(request, model))
+        except (self._sdk.AnthropicError, ValueError) as exc:
+            raise self._error(exc, model) from None
+        latency = time.perf_counter() - start
+        return parse_message(message, model=model, latency_s=latency, where=f"anthropic/{model}")
+
+
+def parse_message(message: Any, *, model: str, latency_s: float, where: str) -> ModelResponse:
+    """A :class:`ModelResponse` from an Anthropic Message; unusable bodies raise ModelResponseError."""
+    blocks = getattr(message, "content", None)
+    if not isinstance(blocks, list):
+        raise ModelResponseError(f"{where}: the response has no content blocks ({redact(str(message)[:200])})")
+    texts = [getattr(b, "text", None) for b in blocks if getattr(b, "type", None) == "text"]
+    stop_reason = getattr(message, "stop_reason", None)
+    finish = STOP_REASONS.get(stop_reason or "end_turn", "stop")
+    if not texts and finish != "refusal":
+        raise ModelResponseError(
+            f"{where}: the response has no text block (stop_reason={stop_reason!r}); raise max_tokens "
+            f"if the model spent its budget on thinking"
+        )
+    usage = getattr(message, "usage", None)
+    tokens = Usage(
+        input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
+        output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+    )
+    return ModelResponse(
+        text="".join(t for t in texts if t), usage=tokens, latency_s=latency_s, cached=False,
+        finish_reason=finish, model=getattr(message, "model", None) or model,
+    )

@@ -1,0 +1,236 @@
+"""Cassettes: the calls one trial made, one JSON line each, so the trial replays from that file alone.
+
+A run directory's ``calls.jsonl`` is a cassette. Lines are appended and flushed as calls finish (from
+several threads; a lock keeps lines whole). Replay looks calls up by (agent, call_index), not by line
+order, because concurrent calls finish in any order, then checks the full request key so a changed
+prompt is reported instead of silently answered with a stale reply.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import threading
+from dataclasses import asdict
+from pathlib import Path
+from typing import Iterable
+
+from latte_lab.errors import CacheMissError, DataError, LatteError
+from latte_lab.models.base import ModelRequest, ModelResponse, Usage
+from latte_lab.models.cache import (
+    ResponseCache,
+    canonical_json,
+    diff_fields,
+    key_fields,
+    key_from_fields,
+    request_from_fields,
+)
+from latte_lab.models.keys import redact
+
+CASSETTE_NAME = "calls.jsonl"  # the cassette's file name inside a run directory
+
+
+class Cassette:
+    """Appends one line per call to ``path`` (created with its parent directories)."""
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._file = None
+
+    def __repr__(self) -> str:
+        return f"Cassette({str(self.path)!r})"
+
+    def _write(self, record: dict) -> None:
+        line = redact(canonical_json(record)) + "\n"
+        with self._lock:
+            if self._file is None:
+                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across calls
+            self._file.write(line)
+            self._file.flush()
+
+    def record(self, request: ModelRequest, response: ModelResponse) -> None:
+        fields = key_fields(request)
+        self._write({
+            "type": "call",
+            "key": key_from_fields(fields),
+            "scope": asdict(request.scope),
+            "request": fields,
+            "response": {
+                "text": response.text,
+                "usage": {"input_tokens": response.usage.input_tokens,
+                          "output_tokens": response.usage.output_tokens},
+                "latency_s": response.latency_s,
+                "finish_reason": response.finish_reason,
+                "model": response.model,
+                "cached": response.cached,
+            },
+        })
+
+    def record_error(self, request: ModelRequest, error: BaseException) -> None:
+        """Note a failed call (replay ignores these lines; they explain gaps when reading a run)."""
+        self._write({
+            "type": "error",
+            "scope": asdict(request.scope),
+            "error": type(error).__name__,
+            "message": str(error),
+        })
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+
+    def __enter__(self) -> Cassette:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def _resolve(path: str | os.PathLike) -> Path:
+    p = Path(path)
+    return p / CASSETTE_NAME if p.is_dir() else p
+
+
+def read_cassette(path: str | os.PathLike) -> list[dict]:
+    """Every line of a cassette (a ``calls.jsonl`` file or a run directory holding one), in file order."""
+    p = _resolve(path)
+    if not p.is_file():
+        raise DataError(f"no cassette at {p}; a run directory holds its calls in {CASSETTE_NAME}")
+    records = []
+    with open(p, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except ValueError:
+                raise DataError(f"{p} line {n} is not valid JSON; the cassette is damaged") from None
+    return records
+
+
+def _response_from(record: dict) -> ModelResponse:
+    r = record["response"]
+    return ModelResponse(
+        text=r["text"],
+        usage=Usage(int(r["usage"]["input_tokens"]), int(r["usage"]["output_tokens"])),
+        latency_s=float(r["latency_s"]),
+        cached=True,
+        finish_reason=r.get("finish_reason", "stop"),
+        model=r.get("model", ""),
+    )
+
+
+class CassetteModel:
+    """Serves a trial from its cassette alone: no network, no cache, responses ``cached=True``."""
+
+    provider = "replay"
+    base_url = None
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = _resolve(path)
+        self._calls: dict[tuple[str, int], list[dict]] = {}
+        for record in read_cassette(self.path):
+            if record.get("type") != "call":
+                continue
+            try:
+                slot = (record["scope"]["agent"], int(record["scope"]["call_index"]))
+                record["response"]["text"]  # noqa: B018 - validate now, not mid-replay
+            except (KeyError, TypeError, ValueError):
+                raise DataError(f"{self.path}: a call line lacks scope or response fields") from None
+            self._calls.setdefault(slot, []).append(record)
+        self.model = next((c[0]["request"].get("model", "") for c in self._calls.values()), "")
+
+    def __repr__(self) -> str:
+        return f"CassetteModel({str(self.path)!r})"
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._calls.values())
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        scope = request.scope
+        candidates = self._calls.get((scope.agent, scope.call_index))
+        if not candidates:
+            raise CacheMissError(
+                f"cassette {self.path} has no call for agent {scope.agent!r} call {scope.call_index}; the "
+                f"trial being replayed made more or different calls than the recorded one"
+            )
+        fields = key_fields(request)
+        key = key_from_fields(fields)
+        for record in candidates:
+            if record.get("key") == key:
+                return _response_from(record)
+        diffs = min((diff_fields(c.get("request", {}), fields) for c in candidates), key=len)
+        raise CacheMissError(
+            f"cassette {self.path}: agent {scope.agent!r} call {scope.call_index} was recorded with a "
+            f"different request; differs in: {'; '.join(diffs) or 'key schema version'}"
+        )
+
+
+class RecordingModel:
+    """Wraps a model and appends every successful call (and a note of every failed one) to a cassette."""
+
+    def __init__(self, inner, cassette: Cassette):
+        self.inner = inner
+        self.cassette = cassette
+        self.provider = getattr(inner, "provider", None)
+        self.model = getattr(inner, "model", None)
+        self.base_url = getattr(inner, "base_url", None)
+
+    def __repr__(self) -> str:
+        return f"RecordingModel({self.inner!r}, {self.cassette!r})"
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        try:
+            response = self.inner.generate(request)
+        except LatteError as exc:
+            self.cassette.record_error(request, exc)
+            raise
+        self.cassette.record(request, response)
+        return response
+
+
+def _cassette_paths(sources: Iterable[str | os.PathLike]) -> list[Path]:
+    paths: list[Path] = []
+    for source in sources:
+        text = str(source)
+        matches = sorted(glob.glob(text, recursive=True)) if glob.has_magic(text) else [text]
+        for match in matches:
+            p = Path(match)
+            if p.is_dir():
+                paths += sorted(p.rglob(CASSETTE_NAME))
+            elif p.is_file():
+                paths.append(p)
+    return paths
+
+
+def import_cassettes(run_dirs_or_globs, cache: ResponseCache) -> int:
+    """Merge cassettes into the cache; returns how many responses were stored.
+
+    Accepts a run directory, a sweep directory (searched recursively for ``calls.jsonl``), a cassette
+    file or a glob, or a list of these. Only complete answers are stored; lines whose stored key does
+    not match their request (another key schema) are skipped.
+    """
+    sources = [run_dirs_or_globs] if isinstance(run_dirs_or_globs, (str, os.PathLike)) else run_dirs_or_globs
+    paths = _cassette_paths(sources)
+    if not paths:
+        raise DataError(f"no cassettes ({CASSETTE_NAME}) found under {', '.join(map(str, sources))}")
+    pairs = []
+    for path in paths:
+        for record in read_cassette(path):
+            if record.get("type") != "call":
+                continue
+            try:
+                request = request_from_fields(record["request"])
+                response = _response_from(record)
+            except (KeyError, TypeError, ValueError, DataError):
+                continue
+            if record.get("key") and record["key"] != key_from_fields(key_fields(request)):
+                continue
+            response.cached = False
+            pairs.append((request, response))
+    return cache.put_many(pairs)

@@ -1,0 +1,94 @@
+"""API keys: where they come from (environment, then a ``.env`` file) and how they are kept out of text.
+
+Keys are read only here. Anything that may end up in a log, an error message, a cache row or a
+cassette line goes through :func:`redact` first, which masks provider-shaped keys (``sk-...``,
+``sk-ant-...``), every key this module has handed out, and the values of environment variables whose
+names say they are secret (``*KEY*``, ``*SECRET*``, ``*TOKEN*``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+
+from latte_lab.errors import MissingAPIKeyError
+
+REDACTED = "[REDACTED]"
+MIN_SECRET_LENGTH = 8  # shorter env values ("1", "true") are flags, not secrets; masking them would garble text
+LOCAL_SERVER_KEY = "not-needed"  # local OpenAI-compatible servers (vLLM, Ollama) ignore the key but the SDK wants one
+SECRET_ENV_NAME = re.compile(r"KEY|SECRET|TOKEN", re.IGNORECASE)
+# Provider key shapes: OpenAI "sk-..." / "sk-proj-...", Anthropic "sk-ant-...". The body is long and
+# made of URL-safe characters; 16+ characters avoids masking ordinary words such as "sk-learn".
+KEY_PATTERN = re.compile(r"sk-(?:ant-|proj-)?[A-Za-z0-9_\-]{16,}")
+
+_env_loaded = False
+_env_lock = threading.Lock()
+_known_secrets: set[str] = set()
+
+
+def load_env(path: str | os.PathLike | None = None) -> str | None:
+    """Load a ``.env`` file once (searched from the current directory upwards) without overriding the env.
+
+    Returns the path that was loaded, or None when there is none. Later calls are no-ops unless a path is
+    given explicitly.
+    """
+    global _env_loaded
+    with _env_lock:
+        if _env_loaded and path is None:
+            return None
+        from dotenv import find_dotenv, load_dotenv
+
+        found = str(path) if path is not None else find_dotenv(usecwd=True)
+        if found:
+            load_dotenv(found, override=False)
+        _env_loaded = True
+        return found or None
+
+
+def register_secret(value: str | None) -> None:
+    """Remember a secret so that :func:`redact` masks it even when it matches no known shape."""
+    if value and len(value) >= MIN_SECRET_LENGTH and value != LOCAL_SERVER_KEY:
+        _known_secrets.add(value)
+
+
+def get_api_key(env_var: str, *, provider: str, base_url: str | None = None) -> str:
+    """The API key for a provider, from the environment or ``.env``.
+
+    A local OpenAI-compatible server (``base_url`` given) needs no real key: the env key is used when set,
+    else a dummy. Otherwise a missing key raises :class:`MissingAPIKeyError` naming the variable to set.
+    """
+    load_env()
+    value = os.environ.get(env_var, "").strip()
+    if value:
+        register_secret(value)
+        return value
+    if base_url:
+        return LOCAL_SERVER_KEY
+    raise MissingAPIKeyError(
+        f"no API key for {provider}: set {env_var} in the environment or in a .env file "
+        f"(searched from {os.getcwd()} upwards), or use model='simulated' to run offline"
+    )
+
+
+def _env_secrets() -> set[str]:
+    return {
+        value
+        for name, value in os.environ.items()
+        if SECRET_ENV_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH and value != LOCAL_SERVER_KEY
+    }
+
+
+def redact(text: str) -> str:
+    """``text`` with every secret masked as ``[REDACTED]``.
+
+    >>> redact("key sk-abcdefghijklmnop1234 refused")
+    'key [REDACTED] refused'
+    """
+    if not text:
+        return text
+    # Longest first, so a secret that contains another is masked whole.
+    for secret in sorted(_known_secrets | _env_secrets(), key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return KEY_PATTERN.sub(REDACTED, text)
