@@ -1,0 +1,66 @@
+"""Analysis of trials: loaders, Table 2, Figures 2-4, the §5.1/§5.3 statistics and what the paper lacks.
+
+The same functions take the authors' published data (``ll.load_published``) or our own sweep results
+(``ll.load_runs``); both give ``TrialData.trials`` in the schema of :mod:`latte_lab.analysis.schema`.
+Names resolve on first use so that ``import latte_lab.analysis`` does not import pandas, scipy or
+matplotlib.
+
+>>> import latte_lab as ll
+>>> callable(ll.analysis.table2)
+True
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_LAZY = {
+    # loaders
+    "load_published": "latte_lab.analysis.loaders",
+    "load_runs": "latte_lab.analysis.loaders",
+    "load": "latte_lab.analysis.loaders",
+    "TrialData": "latte_lab.analysis.loaders",
+    "is_published_dir": "latte_lab.analysis.loaders",
+    # tables and statistics
+    "table2": "latte_lab.analysis.stats",
+    "format_table2": "latte_lab.analysis.stats",
+    "normalised_costs": "latte_lab.analysis.stats",
+    "stats_5_1": "latte_lab.analysis.stats",
+    "section53": "latte_lab.analysis.stats",
+    "robust_statistics": "latte_lab.analysis.stats",
+    "cost_regression": "latte_lab.analysis.stats",
+    "bootstrap_ci": "latte_lab.analysis.stats",
+    "rank_biserial": "latte_lab.analysis.stats",
+    "sem": "latte_lab.analysis.stats",
+    # figures
+    "figure2a": "latte_lab.analysis.figures",
+    "figure2b": "latte_lab.analysis.figures",
+    "figure3a": "latte_lab.analysis.figures",
+    "figure3b": "latte_lab.analysis.figures",
+    "figure3c": "latte_lab.analysis.figures",
+    "figure4": "latte_lab.analysis.figures",
+    "expected_cost_per_success": "latte_lab.analysis.figures",
+    "pareto_points": "latte_lab.analysis.figures",
+    "graph_layout": "latte_lab.analysis.figures",
+    "TEAM_PALETTE": "latte_lab.analysis.style",
+    # paper comparison and report
+    "paper_reference": "latte_lab.analysis.report",
+    "compare_with_paper": "latte_lab.analysis.report",
+    "write_all": "latte_lab.analysis.report",
+}
+
+__all__ = sorted(_LAZY) + ["schema"]
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name == "schema":
+        return importlib.import_module("latte_lab.analysis.schema")
+    raise AttributeError(f"module 'latte_lab.analysis' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,344 @@
+"""Table 2, the §5.1 and §5.3 statistics, and the statistics the paper lacks.
+
+Every function takes a ``trials`` frame in the schema of ``latte_lab.analysis.schema`` (published or
+ours) and returns a DataFrame. The constructions follow the released analysis exactly (reference §10):
+
+- Table 2: accuracy per the task's rule over trials with an accuracy; tokens and wall clock over all
+  trials that have them (not only successful ones); per model and pooled; the aggregate pools the
+  per-trial values of all tasks; mean ± SEM (ddof=1).
+- §5.1 normalised costs: per task, the mean cost of the *successful* trials of all teams is 100 %;
+  a team's value is the mean over its successful trials (tasks and models pooled) of cost / normaliser;
+  one-sided Mann-Whitney U: LATTE less costly (``alternative='less'``), LATTE more accurate on
+  per-trial accuracy (``'greater'``).
+- §5.3: per-trial coordination metrics over all trials having them; one-sided Mann-Whitney (LATTE less).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from latte_lab.analysis import schema
+from latte_lab.errors import DataError
+
+REFERENCE_TEAM = "latte"  # every test compares a baseline against LATTE
+BOOTSTRAP_RESAMPLES = 2000  # enough for stable 95 % percentile intervals at 2-3 digits
+BOOTSTRAP_SEED = 0  # intervals are reproducible run to run
+
+COST_FIELDS = {"tokens": "total_tokens", "wall": "wall_clock_seconds"}
+"""§5.1 cost metrics and their trial columns."""
+
+SECTION53_METRICS = (
+    "cross_agent_overwrites",
+    "n_concurrent_collisions",
+    "wasted_chars",
+    "total_messages",
+    "total_message_chars",
+    "active_fraction_released",
+    "node_completion_mean_s",
+    "node_completion_p95_s",
+    "function_overwrites",
+    "function_concurrent_writes",
+    "discarded_chars",
+)
+"""§5.3 metrics (the last five exist only for our own trials); active_fraction_released = 1 - idle."""
+
+
+def _need(trials: pd.DataFrame, cols) -> None:
+    if not isinstance(trials, pd.DataFrame):
+        raise DataError(f"expected a trials DataFrame (e.g. ll.load_published(path).trials), got "
+                        f"{type(trials).__name__}")
+    missing = [c for c in cols if c not in trials.columns]
+    if missing:
+        raise DataError(f"trials frame lacks columns {missing}; build it with ll.load_published or "
+                        "ll.load_runs (schema: latte_lab.analysis.schema.TRIAL_COLUMNS)")
+
+
+def usable(trials: pd.DataFrame) -> pd.DataFrame:
+    """Trials that finished (status ok); crashed trials have no published row either."""
+    if "status" in trials.columns:
+        trials = trials[trials["status"].fillna("ok") == "ok"]
+    return trials
+
+
+def sem(values) -> float:
+    """Standard error of the mean with ddof=1 (NaN for fewer than 2 values)."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    return float(x.std(ddof=1) / math.sqrt(len(x))) if len(x) > 1 else math.nan
+
+
+def _summary(values) -> tuple[int, float, float]:
+    x = pd.to_numeric(pd.Series(values), errors="coerce").dropna().to_numpy(dtype=float)
+    return len(x), (float(x.mean()) if len(x) else math.nan), sem(x)
+
+
+def _mwu(a, b, alternative: str) -> tuple[float, float]:
+    from scipy.stats import mannwhitneyu
+
+    a = np.asarray(a, dtype=float)
+    b = np.asarray(b, dtype=float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if len(a) == 0 or len(b) == 0:
+        return math.nan, math.nan
+    res = mannwhitneyu(a, b, alternative=alternative)
+    return float(res.statistic), float(res.pvalue)
+
+
+def rank_biserial(a, b) -> float:
+    """Rank-biserial correlation r = 2U/(n_a n_b) - 1 for a vs b (positive: a tends to be larger)."""
+    u, _ = _mwu(a, b, "two-sided")
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    na, nb = (~np.isnan(a)).sum(), (~np.isnan(b)).sum()
+    return 2.0 * u / (na * nb) - 1.0 if na and nb else math.nan
+
+
+def bootstrap_ci(values, stat=np.mean, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
+                 level: float = 0.95) -> tuple[float, float]:
+    """Seeded percentile bootstrap interval of ``stat``."""
+    x = np.asarray(values, dtype=float)
+    x = x[~np.isnan(x)]
+    if len(x) < 2:
+        return math.nan, math.nan
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, len(x), size=(n_resamples, len(x)))
+    stats = stat(x[idx], axis=1)
+    lo, hi = np.percentile(stats, [(1 - level) / 2 * 100, (1 + level) / 2 * 100])
+    return float(lo), float(hi)
+
+
+# --- Table 2 ---------------------------------------------------------------------------------------
+
+def table2(trials: pd.DataFrame) -> pd.DataFrame:
+    """Table 2 in the fixed table2.csv form: one row per model x task x team (model/task 'all' = pooled).
+
+    Columns model, task, team, n_acc, acc_mean, acc_sem, n_tokens, tokens_mean, tokens_sem, n_wall,
+    wall_mean, wall_sem (accuracy 0-1, tokens in counts, wall clock in seconds).
+    """
+    _need(trials, ("model", "task", "team", "accuracy", "total_tokens", "wall_clock_seconds"))
+    t = usable(trials)
+    rows = []
+    models = sorted(t["model"].dropna().unique()) + [schema.ALL]
+    tasks = schema.ordered(t["task"].dropna().unique(), schema.TASK_ORDER) + [schema.ALL]
+    teams = schema.ordered(t["team"].dropna().unique(), schema.TEAM_ORDER)
+    for model in models:
+        tm = t if model == schema.ALL else t[t["model"] == model]
+        for task in tasks:
+            tt = tm if task == schema.ALL else tm[tm["task"] == task]
+            for team in teams:
+                cell = tt[tt["team"] == team]
+                n_a, a_m, a_s = _summary(cell["accuracy"])
+                n_t, t_m, t_s = _summary(cell["total_tokens"])
+                n_w, w_m, w_s = _summary(cell["wall_clock_seconds"])
+                if n_a + n_t + n_w == 0:
+                    continue
+                rows.append({"model": model, "task": task, "team": team, "n_acc": n_a, "acc_mean": a_m,
+                             "acc_sem": a_s, "n_tokens": n_t, "tokens_mean": t_m, "tokens_sem": t_s,
+                             "n_wall": n_w, "wall_mean": w_m, "wall_sem": w_s})
+    return pd.DataFrame(rows, columns=["model", "task", "team", "n_acc", "acc_mean", "acc_sem", "n_tokens",
+                                       "tokens_mean", "tokens_sem", "n_wall", "wall_mean", "wall_sem"])
+
+
+def format_table2(table: pd.DataFrame, model: str = schema.ALL) -> pd.DataFrame:
+    """The paper's layout of one model block: rows (metric, task), columns teams, cells 'mean ± SEM'
+    (accuracy integer %, tokens integer K, wall clock minutes with 1 decimal)."""
+    t = table[table["model"] == model]
+    specs = (("Acc. (%)", "acc", 100.0, "{:.0f} ± {:.0f}"), ("Tokens (K)", "tokens", 1e-3, "{:.0f} ± {:.0f}"),
+             ("Wall-clock (m)", "wall", 1 / 60, "{:.1f} ± {:.1f}"))
+    teams = schema.ordered(t["team"].unique(), schema.TEAM_ORDER)
+    tasks = [schema.ALL] + [x for x in schema.ordered(t["task"].unique(), schema.TASK_ORDER) if x != schema.ALL]
+    rows = []
+    for label, key, scale, fmt in specs:
+        for task in tasks:
+            row = {"metric": label, "task": schema.TASK_LABELS.get(task, task)}
+            for team in teams:
+                cell = t[(t["task"] == task) & (t["team"] == team)]
+                if cell.empty or pd.isna(cell[f"{key}_mean"].iloc[0]):
+                    row[schema.TEAM_LABELS.get(team, team)] = ""
+                    continue
+                m, s = cell[f"{key}_mean"].iloc[0] * scale, cell[f"{key}_sem"].iloc[0] * scale
+                row[schema.TEAM_LABELS.get(team, team)] = fmt.format(m, 0.0 if pd.isna(s) else s)
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --- §5.1 ------------------------------------------------------------------------------------------
+
+def normalised_costs(trials: pd.DataFrame, metric: str = "tokens") -> pd.DataFrame:
+    """Successful trials with their cost as a fraction of the task's mean successful-trial cost.
+
+    Returns the trial rows (team, task, model, ...) with a ``norm_cost`` column.
+    """
+    col = COST_FIELDS.get(metric)
+    if col is None:
+        raise DataError(f"unknown cost metric {metric!r}; use one of {sorted(COST_FIELDS)}")
+    _need(trials, ("task", "team", "success", col))
+    t = usable(trials)
+    t = t[t["success"].fillna(False).astype(bool) & t[col].notna()].copy()
+    norm = t.groupby("task")[col].transform("mean")
+    t["norm_cost"] = t[col] / norm
+    return t
+
+
+def _against_reference(groups: dict, alternative: str, metric: str) -> list[dict]:
+    ref = groups.get(REFERENCE_TEAM)
+    rows = []
+    for team in schema.ordered(groups, schema.TEAM_ORDER):
+        vals = groups[team]
+        n, mean, s = _summary(vals)
+        u = p = math.nan
+        if team != REFERENCE_TEAM and ref is not None:
+            u, p = _mwu(ref, vals, alternative)
+        rows.append({"metric": metric, "team": team, "n": n, "mean": mean, "sem": s, "u": u, "p": p})
+    return rows
+
+
+def stats_5_1(trials: pd.DataFrame) -> pd.DataFrame:
+    """§5.1: normalised pooled tokens and wall clock (successful trials) and accuracy (all trials with
+    one), each with the one-sided Mann-Whitney U test against LATTE.
+
+    Columns metric (tokens, wall, accuracy), team, n, mean, sem, u, p (u and p NaN for LATTE).
+    """
+    rows = []
+    for metric in ("tokens", "wall"):
+        nc = normalised_costs(trials, metric)
+        groups = {team: g["norm_cost"].to_numpy() for team, g in nc.groupby("team")}
+        rows += _against_reference(groups, "less", metric)
+    t = usable(trials)
+    acc = t[t["accuracy"].notna()]
+    groups = {team: g["accuracy"].to_numpy(dtype=float) for team, g in acc.groupby("team")}
+    rows += _against_reference(groups, "greater", "accuracy")
+    return pd.DataFrame(rows, columns=["metric", "team", "n", "mean", "sem", "u", "p"])
+
+
+# --- §5.3 ------------------------------------------------------------------------------------------
+
+def coordination_trials(trials: pd.DataFrame) -> pd.DataFrame:
+    """Trials with released event metrics (the §5.3 / Figure 4 sample), plus active_fraction_released."""
+    t = usable(trials)
+    if "cross_agent_overwrites" in t.columns:
+        t = t[t["cross_agent_overwrites"].notna()]
+    t = t.copy()
+    t["active_fraction_released"] = 1.0 - pd.to_numeric(t["idle_fraction"], errors="coerce")
+    return t
+
+
+def section53(trials: pd.DataFrame) -> pd.DataFrame:
+    """§5.3 coordination numbers: per metric and team n, mean, SEM and the one-sided Mann-Whitney U
+    (LATTE less) against LATTE; metrics with no values (e.g. node times in published data) are left out."""
+    _need(trials, ("team", "idle_fraction"))
+    t = coordination_trials(trials)
+    rows = []
+    for metric in SECTION53_METRICS:
+        if metric not in t.columns:
+            continue
+        vals = t[["team", metric]].dropna()
+        if vals.empty:
+            continue
+        groups = {team: pd.to_numeric(g[metric]).to_numpy(dtype=float) for team, g in vals.groupby("team")}
+        rows += _against_reference(groups, "less", metric)
+    return pd.DataFrame(rows, columns=["metric", "team", "n", "mean", "sem", "u", "p"])
+
+
+# --- beyond the paper ------------------------------------------------------------------------------
+
+def _holm(p: pd.Series) -> pd.Series:
+    from statsmodels.stats.multitest import multipletests
+
+    out = pd.Series(np.nan, index=p.index)
+    ok = p.notna()
+    if ok.any():
+        out[ok] = multipletests(p[ok].to_numpy(), method="holm")[1]
+    return out
+
+
+def robust_statistics(trials: pd.DataFrame) -> pd.DataFrame:
+    """The §5.1 and §5.3 comparisons with what the paper lacks: Holm-corrected p-values (within each
+    family: §5.1, §5.3), seeded bootstrap 95 % CIs of each mean, and rank-biserial effect sizes
+    (r > 0: LATTE lower for costs and coordination metrics, higher for accuracy)."""
+    frames = []
+    for family, table, values in (("5.1", stats_5_1(trials), _values_5_1(trials)),
+                                  ("5.3", section53(trials), _values_53(trials))):
+        if table.empty:
+            continue
+        table = table.copy()
+        table.insert(0, "family", family)
+        lo, hi, eff = [], [], []
+        for _, r in table.iterrows():
+            vals = values[r["metric"]].get(r["team"], np.array([]))
+            a, b = bootstrap_ci(vals)
+            lo.append(a)
+            hi.append(b)
+            ref = values[r["metric"]].get(REFERENCE_TEAM)
+            if r["team"] == REFERENCE_TEAM or ref is None:
+                eff.append(math.nan)
+            else:
+                higher_is_better = r["metric"] == "accuracy"
+                rb = rank_biserial(ref, vals)
+                eff.append(rb if higher_is_better else -rb)
+        table["ci_low"], table["ci_high"], table["rank_biserial"] = lo, hi, eff
+        table["p_holm"] = _holm(table["p"])
+        frames.append(table)
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _values_5_1(trials) -> dict:
+    out = {}
+    for metric in ("tokens", "wall"):
+        nc = normalised_costs(trials, metric)
+        out[metric] = {team: g["norm_cost"].to_numpy() for team, g in nc.groupby("team")}
+    t = usable(trials)
+    acc = t[t["accuracy"].notna()]
+    out["accuracy"] = {team: g["accuracy"].to_numpy(dtype=float) for team, g in acc.groupby("team")}
+    return out
+
+
+def _values_53(trials) -> dict:
+    t = coordination_trials(trials)
+    out = {}
+    for metric in SECTION53_METRICS:
+        if metric in t.columns:
+            vals = t[["team", metric]].dropna()
+            out[metric] = {team: pd.to_numeric(g[metric]).to_numpy(dtype=float)
+                           for team, g in vals.groupby("team")}
+    return out
+
+
+def cost_regression(trials: pd.DataFrame, metric: str = "tokens"):
+    """Normalised cost ~ team + task + model (successful trials), OLS with HC3 errors.
+
+    Why: cells are unbalanced (16-20 trials, MetaGPT missing models on some tasks), so the pooled
+    Mann-Whitney mixes task and model composition into the team contrast. An additive OLS with LATTE
+    as the baseline level adjusts for task and model; HC3 standard errors tolerate the very unequal
+    variances of teams (MetaGPT's costs vary far more); Type II sums of squares test each factor after
+    the others regardless of order, which is the sensible choice for unbalanced data without
+    interactions. Returns (coefficients DataFrame, Type II ANOVA DataFrame with HC3).
+    """
+    import statsmodels.formula.api as smf
+    from statsmodels.stats.anova import anova_lm
+
+    nc = normalised_costs(trials, metric)
+    nc = nc[["norm_cost", "team", "task", "model"]].dropna()
+    if nc["team"].nunique() < 2:
+        raise DataError("cost_regression needs successful trials of at least two teams")
+    terms = [f"C(team, Treatment(reference='{REFERENCE_TEAM}'))"
+             if REFERENCE_TEAM in set(nc["team"]) else "C(team)"]
+    terms += [f"C({c})" for c in ("task", "model") if nc[c].nunique() > 1]
+    fit = smf.ols("norm_cost ~ " + " + ".join(terms), data=nc).fit(cov_type="HC3")
+    coefs = pd.DataFrame({"coef": fit.params, "se_hc3": fit.bse, "p": fit.pvalues,
+                          "ci_low": fit.conf_int()[0], "ci_high": fit.conf_int()[1]})
+    coefs.index = [_clean_term(t) for t in coefs.index]
+    coefs.index.name = "term"
+    anova = anova_lm(smf.ols("norm_cost ~ " + " + ".join(terms), data=nc).fit(), typ=2, robust="hc3")
+    coefs.attrs["n"] = int(fit.nobs)
+    coefs.attrs["r2"] = float(fit.rsquared)
+    anova.index = [_clean_term(t) for t in anova.index]
+    return coefs.reset_index(), anova.rename_axis("term").reset_index()
+
+
+def _clean_term(term: str) -> str:
+    """'C(team, Treatment(reference='latte'))[T.static]' -> 'team[T.static]'."""
+    return re.sub(r"C\((\w+)(?:, Treatment\(reference='[^']*'\))?\)", r"\1", term)
