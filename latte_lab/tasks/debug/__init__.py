@@ -43,13 +43,21 @@ REPORT_NAME = "junit.xml"  # per-test outcomes come from pytest's JUnit XML, wri
 # (function, test class, effort, what the fix has to achieve): the eight leaves, in file order.
 LEAVES: tuple[tuple[str, str, float, str], ...] = (
     ("normalize", "TestNormalize", 1.0, "map the minimum to 0.0 and the maximum to 1.0 exactly"),
-    ("moving_average", "TestMovingAverage", 1.5,
-     "return a trailing average with the same length as the input"),
+    (
+        "moving_average",
+        "TestMovingAverage",
+        1.5,
+        "return a trailing average with the same length as the input",
+    ),
     ("rms", "TestRms", 0.8, "return the root of the mean square"),
     ("find_peaks", "TestFindPeaks", 1.0, "count strict local maxima only (plateaus are not peaks)"),
     ("linear_detrend", "TestLinearDetrend", 1.2, "subtract the least-squares line from the signal"),
-    ("autocorrelation", "TestAutocorrelation", 1.2,
-     "normalise every lag by the lag-0 energy so that r[0] == 1"),
+    (
+        "autocorrelation",
+        "TestAutocorrelation",
+        1.2,
+        "normalise every lag by the lag-0 energy so that r[0] == 1",
+    ),
     ("zero_crossings", "TestZeroCrossings", 1.0, "count sign changes in both directions"),
     ("downsample", "TestDownsample", 0.8, "keep every factor-th sample starting with the first"),
 )
@@ -92,7 +100,7 @@ functions they call are correct.
 """
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _resource(relative: str) -> str:
     """Text of a file shipped inside this package (cached: the files never change at run time)."""
     path = resources.files(__name__).joinpath(*relative.split("/"))
@@ -174,7 +182,10 @@ class DebugTask(Task):
     # -- files ---------------------------------------------------------------------------------
     def starting_files(self) -> dict[str, str]:
         """The workspace ``setup`` writes: the buggy module and the public suite."""
-        return {MODULE: _resource("files/signal_toolkit.py.txt"), TEST_FILE: _resource("files/test_suite.py.txt")}
+        return {
+            MODULE: _resource("files/signal_toolkit.py.txt"),
+            TEST_FILE: _resource("files/test_suite.py.txt"),
+        }
 
     def setup(self, workspace) -> None:
         for path, text in self.starting_files().items():
