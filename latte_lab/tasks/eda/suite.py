@@ -1,0 +1,128 @@
+"""Running a hidden test suite against a copy of a workspace, with per-class counts.
+
+Shared by the eda and textproc tasks. The suite runs in a temporary copy of the workspace
+plus the hidden files, so hidden tests never reach the agents' workspace. Outcomes come from
+pytest's JUnit XML report; the denominators come from the suite's source (test methods per class,
+``pytest.mark.parametrize`` with a literal list counted per value), so a suite that fails to collect
+still scores 0 of its full size instead of 0 of 0.
+"""
+
+from __future__ import annotations
+
+import ast
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from latte_lab.errors import TaskError
+from latte_lab.tasks.base import EvalResult
+
+if TYPE_CHECKING:  # pragma: no cover
+    from latte_lab.workspace import Workspace
+
+JUNIT_NAME = "hidden_junit.xml"  # report file, written outside the copy the suite runs in
+
+
+def _parametrize_width(decorator: ast.expr) -> int:
+    """Cases one ``@pytest.mark.parametrize("x", [...])`` decorator makes (1 if not literal)."""
+    if (
+        isinstance(decorator, ast.Call)
+        and isinstance(decorator.func, ast.Attribute)
+        and decorator.func.attr == "parametrize"
+        and len(decorator.args) >= 2
+        and isinstance(decorator.args[1], (ast.List, ast.Tuple))
+    ):
+        return len(decorator.args[1].elts)
+    return 1
+
+
+def count_tests(source: str) -> dict[str, int]:
+    """Test cases per ``Test*`` class of a suite's source."""
+    counts: dict[str, int] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
+            n = 0
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test"):
+                    width = 1
+                    for d in item.decorator_list:
+                        width *= _parametrize_width(d)
+                    n += width
+            counts[node.name] = n
+    return counts
+
+
+def parse_junit(xml_text: str) -> dict[str, dict[str, str]]:
+    """{class name: {test name: "passed" | "failed" | "error" | "skipped"}} from a JUnit report."""
+    outcomes: dict[str, dict[str, str]] = {}
+    root = ET.fromstring(xml_text)
+    for case in root.iter("testcase"):
+        cls = case.get("classname", "").rsplit(".", 1)[-1]
+        kinds = {child.tag for child in case}
+        if "error" in kinds:
+            outcome = "error"
+        elif "failure" in kinds:
+            outcome = "failed"
+        elif "skipped" in kinds:
+            outcome = "skipped"
+        else:
+            outcome = "passed"
+        bucket = outcomes.setdefault(cls, {})
+        name = case.get("name", "")
+        # A test failing in its body and erroring in teardown appears twice; keep the worse outcome.
+        if bucket.get(name) not in ("failed", "error"):
+            bucket[name] = outcome
+    return outcomes
+
+
+def run_hidden_suite(
+    workspace: Workspace,
+    hidden: Mapping[str, str],
+    suite_path: str,
+    *,
+    required_outputs: tuple[str, ...] = (),
+    missing: tuple[str, ...] | None = None,
+) -> EvalResult:
+    """Run ``suite_path`` (one of ``hidden``) on a temporary copy of ``workspace`` plus ``hidden``.
+
+    ``missing`` overrides the default "required output absent from the workspace" check.
+    Skipped tests count as failed: a hidden test the deliverables made pytest skip was not passed.
+    """
+    from latte_lab.workspace import run_pytest
+
+    if suite_path not in hidden:
+        raise TaskError(f"hidden suite {suite_path!r} is not among the hidden files {sorted(hidden)}")
+    totals = count_tests(hidden[suite_path])
+    if missing is None:
+        missing = tuple(p for p in required_outputs if not workspace.exists(p))
+    with tempfile.TemporaryDirectory(prefix="latte_hidden_") as tmp:
+        report = Path(tmp) / JUNIT_NAME
+        # run_pytest copies the workspace to its own temporary directory before adding ``hidden``.
+        run = run_pytest(
+            workspace.root,
+            [suite_path, f"--junitxml={report}", "-o", "junit_family=xunit1"],
+            extra_files=dict(hidden),
+        )
+        outcomes = parse_junit(report.read_text(encoding="utf-8")) if report.exists() else {}
+    per_class: dict[str, tuple[int, int]] = {}
+    passed = errors = 0
+    for cls, total in totals.items():
+        got = outcomes.get(cls, {})
+        n_passed = sum(1 for o in got.values() if o == "passed")
+        n_errors = sum(1 for o in got.values() if o == "error")
+        if not got:  # the class never ran (collection error, timeout): all of it is an error
+            n_errors = total
+        per_class[cls] = (n_passed, total)
+        passed += n_passed
+        errors += min(n_errors, total - n_passed)
+    total_all = sum(totals.values())
+    return EvalResult(
+        passed=passed,
+        failed=total_all - passed - errors,
+        errors=errors,
+        per_class=per_class,
+        missing_outputs=tuple(missing),
+        output=run.stdout[-4000:] + (run.stderr[-2000:] if run.stderr else ""),
+    )
