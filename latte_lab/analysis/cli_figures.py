@@ -1,0 +1,44 @@
+"""``latte-lab figures``: every figure, table and a short report from published data or our runs."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from latte_lab.errors import DataError
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "figures",
+        help="write Figures 2-4, Table 2, the §5.1/§5.3 statistics and report.md",
+        description="Regenerate the paper's figures and tables. --data is the authors' experiments/ "
+        "folder (e.g. ../shared/published) or a folder of latte_lab run directories (*/result.json).",
+    )
+    p.add_argument("--data", required=True, help="published experiments/ folder or a runs folder")
+    p.add_argument("--out", default="figures/", help="output folder (default: figures/)")
+    p.add_argument("--reference", default=None, help="paper reference CSV (default: data/paper_reference.csv)")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args) -> int:
+    from latte_lab.analysis import loaders, report
+
+    data_dir = Path(args.data)
+    if not data_dir.is_dir():
+        raise DataError(f"--data {data_dir} is not a folder")
+    if loaders.is_published_dir(data_dir):
+        data = loaders.load_published(data_dir)
+    elif next(data_dir.rglob("result.json"), None) is not None:
+        data = loaders.load_runs(data_dir)
+    else:
+        raise DataError(f"--data {data_dir} holds neither the published layout (experiment1/n4/results.csv, "
+                        "...) nor run directories with result.json")
+    reference = report.paper_reference(args.reference) if args.reference else None
+    written = report.write_all(data, args.out, reference=reference)
+    print(f"{data.source}: {len(data.trials)} trials from {data_dir}")
+    print(f"wrote {len(written)} files to {args.out}")
+    for path in written:
+        print(f"  {path}")
+    return 0

@@ -1,0 +1,253 @@
+"""Paper-vs-recomputed comparison and the writer behind ``latte-lab figures``.
+
+The paper's printed numbers live in ``data/paper_reference.csv`` (typed from the paper with their
+section, unit, precision and, for the known deviations of reference §11, the explanation); nothing in
+this package hard-codes them. :func:`compare_with_paper` recomputes every referenced number from a
+``TrialData`` and says whether it agrees at the paper's precision.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from latte_lab.analysis import figures, schema, stats
+from latte_lab.errors import DataError
+
+REFERENCE_ENV = "LATTE_PAPER_REFERENCE"  # override of the reference CSV path
+DEFAULT_REFERENCE = Path(__file__).resolve().parents[2] / "data" / "paper_reference.csv"
+REFERENCE_COLUMNS = ("id", "section", "quantity", "metric", "task", "team", "model", "value", "sem",
+                     "paper_text", "unit", "scale", "decimals", "rule", "status", "explained_by",
+                     "explanation")
+STATS_5_1_COLUMNS = ["metric", "team", "n", "mean", "u", "p"]  # the fixed stats_5_1.csv form
+FLOAT_TOLERANCE = 1e-9  # rounding/truncation comparisons of printed decimals
+
+
+def paper_reference(path=None) -> pd.DataFrame:
+    """The paper's printed numbers (data/paper_reference.csv, or $LATTE_PAPER_REFERENCE, or ``path``)."""
+    path = Path(path or os.environ.get(REFERENCE_ENV) or DEFAULT_REFERENCE)
+    if not path.is_file():
+        raise DataError(f"paper reference table {path} not found; it ships in the repository's data/ "
+                        f"folder (set {REFERENCE_ENV} to its path)")
+    ref = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = [c for c in REFERENCE_COLUMNS if c not in ref.columns]
+    if missing:
+        raise DataError(f"malformed {path}: missing columns {missing}")
+    for col in ("value", "sem", "scale", "decimals"):
+        ref[col] = pd.to_numeric(ref[col].replace("", np.nan), errors="coerce")
+    return ref
+
+
+def _agrees(computed: float, printed: float, decimals: int, rule: str) -> bool:
+    if computed is None or pd.isna(computed) or pd.isna(printed):
+        return False
+    if rule == "less_than":
+        return computed < printed
+    rounded = float(f"{computed:.{decimals}f}")
+    if rule == "round":
+        return abs(rounded - printed) < FLOAT_TOLERANCE
+    if rule == "round_or_truncate":
+        factor = 10 ** decimals
+        truncated = math.floor(computed * factor + FLOAT_TOLERANCE) / factor
+        return min(abs(rounded - printed), abs(truncated - printed)) < FLOAT_TOLERANCE
+    raise DataError(f"unknown comparison rule {rule!r} in the paper reference table")
+
+
+def _fmt(x: float, decimals: int, rule: str = "") -> str:
+    if x is None or pd.isna(x):
+        return ""
+    if rule == "less_than":
+        return f"{x:.2g}"
+    return f"{x:,.{int(decimals)}f}"
+
+
+def _computed(data) -> dict[str, tuple[float, float]]:
+    """{reference id: (value, sem)} recomputed from the data, in analysis units (fractions, counts,
+    seconds)."""
+    trials = data.trials if hasattr(data, "trials") else data
+    out: dict[str, tuple[float, float]] = {}
+    t2 = stats.table2(trials)
+    for _, r in t2[t2["model"] == schema.ALL].iterrows():
+        for metric, key in (("accuracy", "acc"), ("tokens", "tokens"), ("wall", "wall")):
+            out[f"table2/{metric}/{r['task']}/{r['team']}"] = (r[f"{key}_mean"], r[f"{key}_sem"])
+    for section, table in (("5.1", stats.stats_5_1(trials)), ("5.3", stats.section53(trials))):
+        for _, r in table.iterrows():
+            out[f"{section}/{r['metric']}/{r['team']}/mean"] = (r["mean"], np.nan)
+            out[f"{section}/{r['metric']}/{r['team']}/p"] = (r["p"], np.nan)
+    return out
+
+
+def compare_with_paper(data, reference: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Every number of the reference table beside its recomputed value.
+
+    Columns id, section, metric, task, team, quantity, paper, ours, agrees, status, note. ``note``
+    explains a known deviation (reference §11), says when a number cannot be computed from the data,
+    and flags an unexpected mismatch (published data only: our own trials are expected to differ).
+    """
+    ref = paper_reference() if reference is None else reference
+    source = getattr(data, "source", "published")
+    ours = _computed(data)
+    rows = []
+    for _, r in ref.iterrows():
+        value, sem = ours.get(r["id"], (np.nan, np.nan))
+        scale, dec, rule = float(r["scale"]), int(r["decimals"]), r["rule"]
+        v = value * scale if rule != "less_than" else value
+        s = sem * scale if not pd.isna(sem) else np.nan
+        agrees = _agrees(v, r["value"], dec, rule)
+        if r["quantity"] == "mean_sem":
+            agrees = agrees and _agrees(s, r["sem"], dec, rule)
+            ours_text = f"{_fmt(v, dec)} ± {_fmt(s, dec)}" if not pd.isna(v) else ""
+        else:
+            ours_text = _fmt(v, dec, rule)
+        if pd.isna(v):
+            note = r["explanation"] or "not computable from this data"
+        elif agrees:
+            note = r["explanation"]
+        elif r["status"] == "deviation":
+            note = f"known deviation: {r['explanation']}"
+        elif source == "published":
+            note = "UNEXPECTED mismatch with the paper"
+        else:
+            note = "differs from the paper (own trials)"
+        rows.append({"id": r["id"], "section": r["section"], "metric": r["metric"], "task": r["task"],
+                     "team": r["team"], "quantity": r["quantity"], "paper": r["paper_text"], "ours": ours_text,
+                     "agrees": bool(agrees), "status": r["status"], "note": note})
+    return pd.DataFrame(rows)
+
+
+# --- writing ---------------------------------------------------------------------------------------
+
+def to_markdown(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
+    """A GitHub-flavoured Markdown table (no tabulate dependency)."""
+    def cell(x) -> str:
+        if isinstance(x, float):
+            return "" if math.isnan(x) else floatfmt.format(x)
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    head = "| " + " | ".join(map(str, df.columns)) + " |"
+    sep = "| " + " | ".join("---" for _ in df.columns) + " |"
+    body = ["| " + " | ".join(cell(x) for x in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join([head, sep, *body]) + "\n"
+
+
+def _save_table(df: pd.DataFrame, out: Path, name: str, written: list[Path]) -> None:
+    df.to_csv(out / f"{name}.csv", index=False)
+    (out / f"{name}.md").write_text(to_markdown(df))
+    written += [out / f"{name}.csv", out / f"{name}.md"]
+
+
+def _save_figure(fig, out: Path, name: str, written: list[Path]) -> None:
+    from latte_lab.analysis.style import FIG_DPI, pyplot
+
+    for ext in ("png", "pdf"):
+        fig.savefig(out / f"{name}.{ext}", dpi=FIG_DPI, bbox_inches="tight")
+        written.append(out / f"{name}.{ext}")
+    pyplot().close(fig)
+
+
+def write_all(data, out_dir, reference: pd.DataFrame | None = None) -> list[Path]:
+    """Write every figure (PNG, PDF), every table (CSV, Markdown) and report.md into ``out_dir``.
+
+    Figures whose inputs the data lack (e.g. Figure 3 for runs without graph teams) are skipped and
+    the report says why. Returns the written paths.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    trials = data.trials
+    written: list[Path] = []
+    skipped: list[str] = []
+
+    t2 = stats.table2(trials)
+    t2.to_csv(out / "table2.csv", index=False)
+    blocks = [f"## {m}\n\n" + to_markdown(stats.format_table2(t2, m)) for m in t2["model"].unique()]
+    (out / "table2.md").write_text("# Table 2 (mean ± SEM)\n\n" + "\n".join(blocks))
+    written += [out / "table2.csv", out / "table2.md"]
+
+    s51 = stats.stats_5_1(trials)
+    s51[STATS_5_1_COLUMNS].to_csv(out / "stats_5_1.csv", index=False)
+    (out / "stats_5_1.md").write_text(to_markdown(s51))
+    written += [out / "stats_5_1.csv", out / "stats_5_1.md"]
+
+    _save_table(stats.section53(trials), out, "section53", written)
+    _save_table(figures.expected_cost_per_success(trials), out, "figure2a_expected_cost", written)
+    _save_table(figures.pareto_points(trials), out, "figure2b_pareto", written)
+    robust = stats.robust_statistics(trials)
+    _save_table(robust, out, "robust_statistics", written)
+    regression_md = ""
+    for metric in ("tokens", "wall"):
+        try:
+            coefs, anova = stats.cost_regression(trials, metric)
+        except DataError as exc:
+            skipped.append(f"cost regression ({metric}): {exc}")
+            continue
+        _save_table(coefs, out, f"regression_{metric}_coefficients", written)
+        _save_table(anova, out, f"regression_{metric}_anova", written)
+        regression_md += (f"\n### Normalised {metric} cost ~ team + task + model (OLS, HC3; n = "
+                          f"{coefs.attrs.get('n', '?')})\n\n" + to_markdown(coefs) + "\nType II ANOVA (HC3):\n\n"
+                          + to_markdown(anova))
+
+    figure_jobs = (
+        ("figure2a", lambda: figures.figure2a(trials)),
+        ("figure2b", lambda: figures.figure2b(trials)),
+        ("figure3a", lambda: figures.figure3a(data.operator_usage)),
+        ("figure3b", lambda: figures.figure3b(data.trajectories)),
+        ("figure3c", lambda: figures.figure3c(data.snapshots)),
+        ("figure4", lambda: figures.figure4(trials)),
+    )
+    for name, make in figure_jobs:
+        try:
+            fig = make()
+        except DataError as exc:
+            skipped.append(f"{name}: {exc}")
+            continue
+        _save_figure(fig, out, name, written)
+
+    comparison = None
+    try:
+        comparison = compare_with_paper(data, reference)
+        _save_table(comparison, out, "paper_comparison", written)
+    except DataError as exc:
+        skipped.append(f"paper comparison: {exc}")
+
+    (out / "report.md").write_text(_report(data, t2, s51, robust, regression_md, comparison, skipped))
+    written.append(out / "report.md")
+    return written
+
+
+def _report(data, t2, s51, robust, regression_md, comparison, skipped) -> str:
+    trials = data.trials
+    counts = trials.groupby(["task", "team"]).size().unstack(fill_value=0).reset_index()
+    lines = [f"# Reproduction report ({data.source}: {data.path})", "",
+             f"{len(trials)} trials. Trials per task x team:", "", to_markdown(counts)]
+    if comparison is not None:
+        n, ok = len(comparison), int(comparison["agrees"].sum())
+        known = comparison[~comparison["agrees"] & comparison["status"].ne("exact")]
+        unexpected = comparison[~comparison["agrees"] & comparison["status"].eq("exact")]
+        t2c = comparison[comparison["section"] == "Table 2"]
+        lines += ["## Paper vs recomputed", "",
+                  f"{ok} of {n} printed numbers agree at the paper's precision "
+                  f"(Table 2: {int(t2c['agrees'].sum())} of {len(t2c)} cells). "
+                  f"{len(known)} differ for known reasons (reference §11); {len(unexpected)} differ otherwise.",
+                  ""]
+        if len(known):
+            lines += ["### Known deviations", "", to_markdown(known[["id", "paper", "ours", "note"]])]
+        if len(unexpected):
+            lines += ["### Other differences", "", to_markdown(unexpected[["id", "paper", "ours", "note"]])]
+        lines += ["Full side-by-side table: paper_comparison.md.", ""]
+    lines += ["## Table 2 (both models pooled)", "", to_markdown(stats.format_table2(t2)),
+              "## §5.1 normalised pooled costs and accuracy (one-sided Mann-Whitney U vs LATTE)", "",
+              to_markdown(s51), "## Beyond the paper", "",
+              "Holm-corrected p-values within each family, seeded bootstrap 95 % CIs of the means and "
+              "rank-biserial effect sizes (positive = LATTE better):", "",
+              to_markdown(robust[["family", "metric", "team", "n", "mean", "ci_low", "ci_high", "p", "p_holm",
+                                  "rank_biserial"]]) if len(robust) else "(no data)\n",
+              "Unbalanced cells: additive OLS of normalised cost on team (LATTE baseline), task and model "
+              "with HC3 errors and Type II sums of squares, so team effects are adjusted for the task and "
+              "model mix of each team's successful trials.", regression_md, ""]
+    if skipped:
+        lines += ["## Skipped", ""] + [f"- {s}" for s in skipped] + [""]
+    return "\n".join(lines)
