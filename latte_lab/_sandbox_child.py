@@ -1,0 +1,100 @@
+"""Set resource limits on this process, then replace it with the sandboxed command.
+
+Usage: ``python -I -S _sandbox_child.py '<limits json>' -- <argv...>`` (also runnable as
+``python -m latte_lab._sandbox_child ...``).
+
+Why a wrapper module instead of ``preexec_fn``: ``preexec_fn`` runs Python code between ``fork`` and
+``exec`` in a possibly multi-threaded parent, which can deadlock; ``subprocess`` documents it as unsafe
+with threads. Here the limits are set by a fresh interpreter that then ``execv``s the target, so the
+limits apply to the target and are inherited by everything it spawns.
+
+The workspace calls this file by path with ``-I -S`` (isolated mode, no ``site``): the workspace
+directory is never on ``sys.path`` (a workspace file called ``resource.py`` cannot shadow the module we
+need) and start-up stays at a few milliseconds. Only the standard library is imported, and this file's
+own directory is removed from ``sys.path`` before any import.
+
+Limits json keys (each optional; ``null`` or absent means "leave as is"):
+``cpu`` seconds (RLIMIT_CPU), ``as`` bytes (RLIMIT_AS), ``fsize`` bytes (RLIMIT_FSIZE), ``nproc``
+processes (RLIMIT_NPROC, counted *on top of* what the user already runs, because the kernel counts all
+of the user's processes and threads, not only the sandbox's). The kernel does not enforce RLIMIT_NPROC
+for root (CAP_SYS_RESOURCE / CAP_SYS_ADMIN), so the parent also counts the sandbox's processes while it
+runs (see ``latte_lab.workspace``).
+"""
+
+import sys
+
+_HERE = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
+sys.path[:] = [p for p in sys.path if p not in ("", _HERE)]
+
+import json
+import os
+import resource
+
+EXIT_SETUP_FAILED = 126  # the shell's "found but could not be executed" code
+
+
+def _user_task_count(uid: int) -> int:
+    """Processes + threads the user already runs (what RLIMIT_NPROC counts); 0 without /proc."""
+    total = 0
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            if os.stat(f"/proc/{name}").st_uid != uid:
+                continue
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+            total += int(fields[17])  # num_threads (field 20 of stat; 3 fields precede the split)
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
+
+
+def _set(kind: int, value: int) -> None:
+    _soft, hard = resource.getrlimit(kind)
+    if hard != resource.RLIM_INFINITY:
+        value = min(value, hard)  # an unprivileged process cannot raise its hard limit
+    resource.setrlimit(kind, (value, value))
+
+
+def apply_limits(limits: dict) -> None:
+    """Apply the limits dict (see the module docstring) to the current process."""
+    if limits.get("cpu") is not None:
+        _set(resource.RLIMIT_CPU, int(limits["cpu"]))
+    if limits.get("as") is not None:
+        _set(resource.RLIMIT_AS, int(limits["as"]))
+    if limits.get("fsize") is not None:
+        _set(resource.RLIMIT_FSIZE, int(limits["fsize"]))
+    if limits.get("nproc") is not None and hasattr(resource, "RLIMIT_NPROC"):
+        uid = os.geteuid()
+        # root is exempt in the kernel; setting it anyway is harmless and documents intent.
+        base = 0 if uid == 0 else _user_task_count(uid)
+        _set(resource.RLIMIT_NPROC, base + int(limits["nproc"]))
+    # No core dumps: a crashing agent script must not drop hundreds of MiB into the workspace.
+    _set(resource.RLIMIT_CORE, 0)
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) < 3 or argv[1] != "--":
+        sys.stderr.write("usage: _sandbox_child.py '<limits json>' -- <command...>\n")
+        return EXIT_SETUP_FAILED
+    try:
+        apply_limits(json.loads(argv[0]))
+    except (ValueError, OSError) as exc:
+        sys.stderr.write(f"sandbox: could not set resource limits: {exc}\n")
+        return EXIT_SETUP_FAILED
+    target = argv[2:]
+    try:
+        os.execv(target[0], target)
+    except OSError as exc:
+        sys.stderr.write(f"sandbox: could not start {target[0]!r}: {exc}\n")
+        return EXIT_SETUP_FAILED
+    return EXIT_SETUP_FAILED  # pragma: no cover - execv does not return
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
