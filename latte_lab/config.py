@@ -1,0 +1,200 @@
+"""``TrialConfig``: everything that determines a trial, validated with clear messages.
+
+Defaults follow the paper. Every place where the authors' released code behaves differently in a way
+that changes results is a field here; :meth:`TrialConfig.released` sets all of them at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from latte_lab.errors import ConfigError
+
+TEAMS = ("latte", "static", "leader_worker", "decentralized", "pipeline")
+# Names used by the released code and the published data, accepted as aliases.
+TEAM_ALIASES = {"dynamic": "latte", "no_graph": "leader_worker", "fixed": "static"}
+CACHE_MODES = ("read_write", "replay", "off")
+
+# Fields that say where things go or how calls are made, not what the trial is: left out of the trial id.
+_NON_IDENTITY_FIELDS = {"runs_dir", "cache", "max_retries", "timeout_s", "cache_path"}
+
+
+class TrialConfig(BaseModel):
+    """One trial: a team of agents on a task with a model, a seed and protocol switches."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    task: str
+    """Task id (``latte_lab.tasks.names()``): debug, eda, textproc; official names are accepted."""
+    team: str = "latte"
+    """Team structure: latte, static, leader_worker, decentralized, pipeline."""
+    model: str = "simulated"
+    """Model spec: ``simulated[/profile]``, ``openai/<model>``, ``anthropic/<model>``."""
+    base_url: str | None = None
+    """Base URL of an OpenAI-compatible server (vLLM, Ollama, LM Studio) for ``openai/<model>`` specs."""
+    n_workers: int = Field(4, ge=1, le=64)
+    """Workers besides the Lead (decentralized: N+1 peers; pipeline: always its five roles)."""
+    max_rounds: int | None = Field(None, ge=1, le=1000)
+    """Round budget; None takes the task's default (40 in the paper)."""
+    seed: int = 0
+    """Seed of the trial: scopes every model call, drives the simulated model."""
+    trial: int = 0
+    """Replicate index within a sweep cell (recorded in the results row)."""
+    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    """Sampling temperature of every agent (paper: 0.7)."""
+    max_tokens: int = Field(4096, ge=1)
+    """Output cap per call (paper: 4,096; the released code used 8,192)."""
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    """Nucleus sampling; None leaves the provider default."""
+    heartbeat: int = Field(4, ge=1)
+    """H: rounds a worker may hold a task without editing or running a script before the Lead is told."""
+    planning_turns: int = Field(5, ge=1)
+    """Lead turns allowed to produce the initial graph (graph teams)."""
+    cache: Literal["read_write", "replay", "off"] = "read_write"
+    """Response cache mode for real providers: read_write, replay (a miss is an error), off."""
+    cache_path: str | None = None
+    """Response cache file; None uses $LATTE_LAB_CACHE or ~/.cache/latte_lab/responses.sqlite."""
+    runs_dir: str = "runs"
+    """Directory that receives one run directory per trial."""
+    max_retries: int = Field(2, ge=0)
+    """SDK retries per call (429/5xx/connection errors; Retry-After honoured)."""
+    timeout_s: float = Field(600.0, gt=0)
+    """Timeout of one model call."""
+    read_file_cap: int = Field(12000, ge=100)
+    """Characters of a file returned by read_file. The released code returned 4,000, which cut the
+    debug module in half; 12,000 shows every task file whole."""
+
+    # --- switches for the released code's behaviour (defaults follow the paper) ---
+    dispatch: Literal["paper", "released"] = "paper"
+    """paper: busy workers act every round and static dispatches every worker every round;
+    released: a busy worker with no new message sits out every other round and static dispatch is
+    capped by the frontier like LATTE."""
+    lead_skip_limit: int | None = Field(None, ge=1)
+    """Rounds the Lead may stay idle before it is invoked anyway; None = H (paper), released: 6."""
+    claim_resolution: Literal["order", "arrival"] = "order"
+    """order: contested claims resolved in the fixed processing order, losers get an error message;
+    arrival: resolved in order of reply arrival (latency), losers get no message (released code)."""
+    roles: Literal["paper", "official"] = "paper"
+    """paper: Lead-only Assign/Release/Close/Verify, Worker-only Claim/Complete; official: looser rules."""
+    unknown_deps: Literal["reject", "drop"] = "reject"
+    """Discover with an unknown dependency: reject with a message, or drop the dependency (released)."""
+    file_lock: bool = False
+    """Released code: the first agent to write a file in a round owns it for the rest of the round."""
+    read_file_in_flat: bool = True
+    """Leader-Worker/decentralized: read_file works (the released code advertised it but ignored it)."""
+    flat_success: Literal["certified", "tests"] = "certified"
+    """Leader-Worker/decentralized success: tests green and an agent certifies (paper), or tests alone."""
+    dedupe_actions: bool = True
+    """Drop exact duplicate actions within one reply (released behaviour; stops complete_task spam)."""
+
+    @field_validator("task")
+    @classmethod
+    def _known_task(cls, value: str) -> str:
+        from latte_lab import tasks
+        from latte_lab.errors import TaskError
+
+        try:
+            return tasks.get(value).id
+        except TaskError as exc:  # its message lists the known tasks
+            raise ValueError(str(exc)) from None
+
+    @field_validator("team")
+    @classmethod
+    def _known_team(cls, value: str) -> str:
+        value = TEAM_ALIASES.get(value, value)
+        if value not in TEAMS:
+            raise ValueError(f"unknown team {value!r}; known teams: {', '.join(TEAMS)}")
+        return value
+
+    @field_validator("model")
+    @classmethod
+    def _model_spec(cls, value: str) -> str:
+        value = value.strip()
+        if not value:
+            raise ValueError("model must be a spec such as 'simulated', 'openai/gpt-4o' or 'anthropic/claude-sonnet-4-6'")
+        provider = value.split("/", 1)[0]
+        if provider not in ("simulated", "openai", "anthropic", "scripted", "replay"):
+            raise ValueError(
+                f"unknown model spec {value!r}; use 'simulated[/profile]', 'openai/<model>' (with base_url for "
+                "any OpenAI-compatible server) or 'anthropic/<model>'"
+            )
+        if provider in ("openai", "anthropic") and "/" not in value:
+            raise ValueError(f"model spec {value!r} needs a model name, e.g. '{provider}/<model>'")
+        return value
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "TrialConfig":
+        if self.base_url and not self.model.startswith("openai/"):
+            raise ValueError("base_url is for OpenAI-compatible servers: use a model spec 'openai/<model>'")
+        return self
+
+    def __init__(self, **data):
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise ConfigError(_friendly(exc)) from None
+
+    # --- derived values ---
+    @property
+    def rounds(self) -> int:
+        """The round budget in effect."""
+        if self.max_rounds is not None:
+            return self.max_rounds
+        from latte_lab import tasks
+
+        return tasks.get(self.task).default_max_rounds
+
+    @property
+    def lead_idle_limit(self) -> int:
+        return self.lead_skip_limit if self.lead_skip_limit is not None else self.heartbeat
+
+    @property
+    def trial_id(self) -> str:
+        """A stable id from the config and the seed: ``<task>-<team>-s<seed>-<hash>``."""
+        ident = {k: v for k, v in self.model_dump().items() if k not in _NON_IDENTITY_FIELDS}
+        digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:10]
+        return f"{self.task}-{self.team}-s{self.seed}-{digest}"
+
+    @classmethod
+    def released(cls, **overrides) -> "TrialConfig":
+        """A config reproducing the released code's behaviour (reference §5.5 and §12)."""
+        from latte_lab import tasks
+
+        task = overrides.get("task")
+        values = dict(
+            max_tokens=8192,
+            dispatch="released",
+            lead_skip_limit=6,
+            claim_resolution="arrival",
+            roles="official",
+            unknown_deps="drop",
+            file_lock=True,
+            read_file_in_flat=False,
+            flat_success="tests",
+            read_file_cap=4000,
+        )
+        if task is not None and tasks.get(task).id == "debug":
+            values["max_rounds"] = 35  # the released dispatcher's default for debug_sprint
+        values.update(overrides)
+        return cls(**values)
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(), indent=2, sort_keys=True)
+
+
+def _friendly(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "config"
+        msg = err["msg"]
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, "):]
+        if err["type"] == "extra_forbidden":
+            known = ", ".join(sorted(TrialConfig.model_fields))
+            msg = f"unknown field; known fields: {known}"
+        parts.append(f"{loc}: {msg}")
+    return "invalid TrialConfig: " + "; ".join(parts)

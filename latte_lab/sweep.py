@@ -1,0 +1,151 @@
+"""Grids of trials: task x team x model x replicate, interleaved, resumable, local or on Ray.
+
+>>> df = run_sweep({"task": ["debug"], "team": ["latte", "static"], "replicates": 3},
+...                out="runs/sweep", n_jobs=2)                       # doctest: +SKIP
+
+A finished trial (its ``result.json`` with status ``ok``) is never run twice: rerunning the same call
+resumes where it stopped. Conditions are interleaved (replicate-major order) so that a sweep stopped
+half-way still has every condition at a similar number of replicates.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any, Iterable
+
+from latte_lab.config import TrialConfig
+from latte_lab.errors import ConfigError
+
+GRID_KEYS = ("task", "team", "model")
+
+
+def expand_grid(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path) -> list[TrialConfig]:
+    """The configs of a grid, in interleaved order; every config's runs_dir is ``out``.
+
+    ``grid`` maps task/team/model to a value or a list, ``replicates`` to a count (seeds 0..n-1 plus
+    ``seed_offset``) or ``seeds`` to an explicit list; any other key is a TrialConfig field (a list there
+    is also expanded). A list of configs (or dicts) is taken as it is.
+    """
+    if not isinstance(grid, dict):
+        configs = [c if isinstance(c, TrialConfig) else TrialConfig(**c) for c in grid]
+        return [c.model_copy(update={"runs_dir": str(out)}) for c in configs]
+    grid = dict(grid)
+    if "seeds" in grid:
+        seeds = list(grid.pop("seeds"))
+        grid.pop("replicates", None)
+    else:
+        n = int(grid.pop("replicates", 1))
+        if n < 1:
+            raise ConfigError("replicates must be at least 1")
+        offset = int(grid.pop("seed_offset", 0))
+        seeds = [offset + i for i in range(n)]
+    axes = {k: (v if isinstance(v, (list, tuple)) else [v]) for k, v in grid.items()}
+    if "task" not in axes:
+        raise ConfigError("a sweep grid needs at least 'task' (and usually 'team')")
+    keys = list(axes)
+    configs = []
+    for rep, seed in enumerate(seeds):
+        for combo in itertools.product(*(axes[k] for k in keys)):
+            fields = dict(zip(keys, combo))
+            configs.append(TrialConfig(**fields, seed=seed, trial=rep, runs_dir=str(out)))
+    return configs
+
+
+def _finished_row(run_dir: Path) -> dict | None:
+    path = run_dir / "result.json"
+    if not path.exists():
+        return None
+    try:
+        payload = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    return payload.get("row") if payload.get("status") == "ok" else None
+
+
+def _run_one(config_json: str) -> dict:
+    from latte_lab.trial import run_trial
+
+    cfg = TrialConfig(**json.loads(config_json))
+    res = run_trial(cfg, run_name=cfg.trial_id + "-tmp")
+    final = Path(cfg.runs_dir) / cfg.trial_id
+    tmp = Path(res.run_dir)
+    if res.status == "ok":
+        if final.exists():  # an errored earlier attempt: keep it beside, never delete data
+            final.rename(final.with_name(final.name + f"-failed-{len(list(final.parent.glob(final.name + '-failed-*')))}"))
+        tmp.rename(final)
+        res.row["run_dir"] = str(final)
+        payload = json.loads((final / "result.json").read_text())
+        payload["row"]["run_dir"] = str(final)
+        (final / "result.json").write_text(json.dumps(payload, indent=2))
+    return res.row
+
+
+def run_sweep(grid, out: str | Path = "runs/sweep", *, n_jobs: int = 1, backend: str = "local",
+              progress: bool = True):
+    """Runs every trial of ``grid`` not already finished under ``out``; returns all rows as a DataFrame."""
+    import pandas as pd
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    configs = expand_grid(grid, out)
+    rows: list[dict] = []
+    todo = []
+    for cfg in configs:
+        row = _finished_row(out / cfg.trial_id)
+        if row is not None:
+            rows.append(row)
+        else:
+            todo.append(cfg)
+    if progress:
+        print(f"sweep: {len(configs)} trials, {len(rows)} already finished, {len(todo)} to run ({backend}, "
+              f"n_jobs={n_jobs})")
+    payloads = [c.model_dump_json() for c in todo]
+    if backend == "ray":
+        rows += _run_ray(payloads, progress)
+    elif backend == "local":
+        if n_jobs <= 1:
+            for i, p in enumerate(payloads, 1):
+                row = _run_one(p)
+                rows.append(row)
+                if progress:
+                    _print_row(i, len(payloads), row)
+        else:
+            with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+                futures = [pool.submit(_run_one, p) for p in payloads]
+                for i, fut in enumerate(as_completed(futures), 1):
+                    row = fut.result()
+                    rows.append(row)
+                    if progress:
+                        _print_row(i, len(payloads), row)
+    else:
+        raise ConfigError(f"unknown sweep backend {backend!r}; use 'local' or 'ray'")
+    return pd.DataFrame(rows)
+
+
+def _run_ray(payloads: list[str], progress: bool) -> list[dict]:
+    try:
+        import ray
+    except ImportError:
+        raise ConfigError("backend='ray' needs Ray: pip install 'latte_lab[distributed]'") from None
+    if not ray.is_initialized():
+        ray.init(ignore_reinit_error=True)
+    remote = ray.remote(_run_one)
+    pending = [remote.remote(p) for p in payloads]
+    rows = []
+    while pending:
+        done, pending = ray.wait(pending, num_returns=1)
+        row = ray.get(done[0])
+        rows.append(row)
+        if progress:
+            _print_row(len(rows), len(payloads), row)
+    return rows
+
+
+def _print_row(i: int, n: int, row: dict) -> None:
+    acc = row.get("accuracy")
+    acc_s = "n/a" if acc is None else f"{acc:.2f}"
+    print(f"[{i}/{n}] {row.get('task')} {row.get('team')} seed {row.get('seed')}: success={row.get('success')} "
+          f"accuracy={acc_s} tokens={row.get('total_tokens')} rounds={row.get('total_rounds')}", flush=True)

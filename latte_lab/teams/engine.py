@@ -1,0 +1,418 @@
+"""Round machinery shared by every team: agents, the event log, model calls, and the actions every team
+understands (files, scripts, tests, messages).
+
+A team module subclasses :class:`Team`, says which actions each role may use, builds each agent's view,
+and runs its rounds. Model calls for the agents acting in a round run concurrently in threads (so a
+trial works inside Jupyter's running event loop); their actions are applied afterwards in a fixed,
+recorded order, so a trial replays exactly.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from latte_lab import actions as A
+from latte_lab.errors import LatteError, WorkspaceError
+from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
+
+if TYPE_CHECKING:  # pragma: no cover
+    from latte_lab.config import TrialConfig
+    from latte_lab.tasks.base import Task
+    from latte_lab.workspace import TestRun, Workspace
+
+LEAD_WINDOW = 10  # Lead's history window during execution, in messages (paper A4.1)
+WORKER_WINDOW = 20  # every other agent's history window, in messages (paper A4.1)
+PLANNING_WINDOW = 20  # the Lead's window while planning (released code)
+READY_PREVIEW_CHARS = 600  # description characters shown per ready task (reference §6)
+REPLY_LOG_CHARS = 2000  # the released logger's cut of agent_reply text, kept as n_chars_logged
+SCRIPT_STDOUT_TAIL = 3000  # run_script reply: last characters of stdout (reference §6)
+SCRIPT_STDERR_TAIL = 1000  # run_script reply: last characters of stderr (reference §6)
+TESTS_REPLY_TAIL = 1500  # run_tests reply: last characters of the output (reference §6)
+PLANNING_TESTS_TAIL = 2000  # run_tests reply during planning (reference §6)
+TEST_STATUS_TAIL = 1500  # flat teams' per-round test-status injection (reference §6)
+EVENT_OUTPUT_TAIL = 2000  # output tail stored in run_tests/run_script events
+# The virtual clock charges tools a nominal cost so that it stays deterministic across replays and
+# machines; measured seconds are recorded separately as real_seconds.
+VIRTUAL_TEST_SECONDS = 2.0
+VIRTUAL_SCRIPT_SECONDS = 1.0
+# Event fields that legitimately differ between a trial and its replay (wall time, memo/cache hits).
+VOLATILE_EVENT_FIELDS = ("ts", "real_seconds", "cached", "test_cached")
+
+
+class EventLog:
+    """Append-only typed events, flushed line by line to ``events.jsonl`` as they happen."""
+
+    def __init__(self, path: Path | None, clock: Callable[[], float]):
+        self.events: list[dict] = []
+        self._clock = clock
+        self._fh = open(path, "a", encoding="utf-8") if path is not None else None
+        self.round: int | None = None
+
+    def emit(self, type: str, **fields: Any) -> dict:
+        event = {"type": type, "seq": len(self.events), "round": self.round, "t": round(self._clock(), 6),
+                 "ts": time.time()}
+        event.update(fields)
+        self.events.append(event)
+        if self._fh is not None:
+            self._fh.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
+            self._fh.flush()
+        return event
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+
+@dataclass
+class Agent:
+    """One team member: a system prompt, a message history window and a buffer of unseen messages."""
+
+    name: str
+    role: str
+    system: str
+    window: int = WORKER_WINDOW
+    history: list[Message] = field(default_factory=list)
+    buffer: list[tuple[str, str]] = field(default_factory=list)  # (sender, text) not yet shown
+    current_task: str | None = None
+    task_since: int | None = None  # round the current task was taken
+    task_shown: str | None = None  # the task id whose details were last shown to the agent
+    queue: list[str] = field(default_factory=list)  # tasks assigned while busy
+    call_index: int = 0
+    files_read: dict[str, str] = field(default_factory=dict)
+    test_output: str | None = None
+    test_failures: tuple[str, ...] = ()
+    tests_passed: bool | None = None
+    last_activity_round: int = 0  # latest round with a successful edit or script run
+    dispatched_last_round: bool = False
+    alerts: list[dict] = field(default_factory=list)
+
+    def receive(self, text: str, sender: str = "System") -> None:
+        self.buffer.append((sender, text))
+
+    def wipe(self) -> None:
+        """Fresh context for the next task (history cleared; unseen messages kept)."""
+        self.history.clear()
+        self.task_shown = None
+
+    def see_tests(self, run: "TestRun", text: str) -> None:
+        self.test_output = text
+        self.test_failures = tuple(run.failed_tests)
+        self.tests_passed = run.ok
+
+
+@dataclass
+class Outcome:
+    """How a trial ended (set by the team)."""
+
+    success: bool = False
+    reason: str = "max_rounds"
+    tests_passed: bool | None = None
+    certified_by: str | None = None
+
+
+class Team:
+    """Base of every team structure. Subclasses implement ``setup``, ``run_round`` and the views."""
+
+    name = ""
+    uses_graph = False
+
+    def __init__(self, config: "TrialConfig", task: "Task", workspace: "Workspace", model, log: EventLog,
+                 *, seed: int, trial_id: str):
+        self.config = config
+        self.task = task
+        self.ws = workspace
+        self.model = model
+        self.log = log
+        self.seed = seed
+        self.trial_id = trial_id
+        self.agents: dict[str, Agent] = {}
+        self.graph = None
+        self.round = 0
+        self.vclock = 0.0
+        self._round_tool_time = 0.0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.n_calls = 0
+        self.outcome = Outcome()
+        self.last_tests: "TestRun | None" = None
+        self.written_this_round: dict[str, str] = {}
+        self.snapshots: list[dict] = []
+        self._pool: ThreadPoolExecutor | None = None
+
+    # ----- hooks for subclasses -----
+    def setup(self) -> None:
+        raise NotImplementedError
+
+    def planning(self) -> bool:
+        """Phase 0; returns False when the trial cannot start (the outcome says why)."""
+        return True
+
+    def run_round(self, r: int) -> bool:
+        """Runs round r; returns True when the trial is finished."""
+        raise NotImplementedError
+
+    def allowed_actions(self, agent: Agent) -> tuple[str, ...]:
+        raise NotImplementedError
+
+    def view(self, agent: Agent) -> AgentView:
+        raise NotImplementedError
+
+    def progress(self) -> tuple[int, int]:
+        """(tasks_done, total_tasks) in the released results.csv sense."""
+        run = self.last_tests
+        if run is None or run.passed + run.failed == 0:
+            return 0, 0
+        return run.passed, run.passed + run.failed
+
+    # ----- agents and calls -----
+    def add_agent(self, agent: Agent) -> Agent:
+        self.agents[agent.name] = agent
+        return agent
+
+    @property
+    def clock(self) -> float:
+        return self.vclock
+
+    def base_view(self, agent: Agent, **kw: Any) -> AgentView:
+        return AgentView(
+            task=self.task.id, role=agent.role, agent=agent.name, round=self.round,
+            allowed_actions=self.allowed_actions(agent),
+            teammates=tuple(n for n in self.agents if n != agent.name),
+            test_output=agent.test_output, test_failures=agent.test_failures,
+            tests_passed=agent.tests_passed,
+            messages=[{"sender": s, "text": t} for s, t in agent.buffer],
+            files_read=dict(agent.files_read), alerts=list(agent.alerts), **kw,
+        )
+
+    def _request(self, agent: Agent, view: AgentView) -> tuple[ModelRequest, str]:
+        history = agent.history[-agent.window:] if agent.window else []
+        while history and history[0].role == "assistant":
+            history = history[1:]
+        new_text = "\n\n".join(f"[From {s}]: {t}" for s, t in agent.buffer) or "[From System]: Continue."
+        messages = list(history)
+        if messages and messages[-1].role == "user":  # never send two user turns in a row
+            messages[-1] = Message("user", messages[-1].content + "\n\n" + new_text)
+        else:
+            messages.append(Message("user", new_text))
+        provider, _, model_name = self.config.model.partition("/")
+        request = ModelRequest(
+            provider=provider, model=model_name or provider, system=agent.system, messages=messages,
+            temperature=self.config.temperature, max_tokens=self.config.max_tokens, top_p=self.config.top_p,
+            base_url=self.config.base_url,
+            scope=Scope(seed=self.seed, agent=agent.name, call_index=agent.call_index, trial=self.trial_id),
+            view=view,
+        )
+        return request, new_text
+
+    def call(self, agents: list[Agent], *, sequential: bool = False) -> list[tuple[Agent, ModelResponse]]:
+        """Calls the model for each agent (concurrently), records replies and returns them in input order.
+
+        Views are built before any call, so agents acting in the same round see the same state.
+        """
+        if not agents:
+            return []
+        prepared = [(agent, *self._request(agent, self.view(agent))) for agent in agents]
+        if sequential or len(prepared) == 1:
+            responses = [self.model.generate(req) for _, req, _ in prepared]
+        else:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=max(4, len(self.agents)), thread_name_prefix="latte-call")
+            futures = [self._pool.submit(self.model.generate, req) for _, req, _ in prepared]
+            responses = [f.result() for f in futures]
+        out = []
+        latency = 0.0
+        for (agent, req, new_text), resp in zip(prepared, responses):
+            agent.history.append(Message("user", new_text))
+            agent.history.append(Message("assistant", resp.text))
+            agent.buffer.clear()
+            agent.call_index += 1
+            agent.alerts = []
+            self.input_tokens += resp.usage.input_tokens
+            self.output_tokens += resp.usage.output_tokens
+            self.n_calls += 1
+            latency = max(latency, resp.latency_s)
+            self.log.emit(
+                "agent_reply", agent=agent.name, role=agent.role, text=resp.text, n_chars=len(resp.text),
+                n_chars_logged=min(len(resp.text), REPLY_LOG_CHARS), input_tokens=resp.usage.input_tokens,
+                output_tokens=resp.usage.output_tokens, latency_s=resp.latency_s, cached=resp.cached,
+                call_index=req.scope.call_index,
+            )
+            out.append((agent, resp))
+        self.vclock += latency
+        return out
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+    # ----- applying actions -----
+    def parse(self, agent: Agent, text: str) -> list:
+        result = A.parse_actions(text)
+        for err in result.errors:
+            self.log.emit("parse_error", agent=agent.name, tag=err.tag, message=err.message)
+            agent.receive(f"⚠️ Could not read your <{err.tag}> tag: {err.message}")
+        acts = list(result.actions)
+        if self.config.dedupe_actions:
+            acts = A.dedupe(acts)
+        return acts
+
+    def apply(self, agent: Agent, text: str) -> None:
+        """Parses one reply and applies its actions in document order."""
+        for action in self.parse(agent, text):
+            tag = action_tag(action)
+            if tag not in self.allowed_actions(agent):
+                self.log.emit("operator_blocked", agent=agent.name, operator=tag,
+                              task=getattr(action, "id", None), reason="not_available")
+                agent.receive(f"⚠️ <{tag}> is not available to you ({agent.role}) in this team; "
+                              f"your actions are: {', '.join(self.allowed_actions(agent))}.")
+                continue
+            handler = getattr(self, f"do_{tag}", None)
+            if handler is None:  # an action this team does not implement
+                agent.receive(f"⚠️ <{tag}> has no effect in this team.")
+                continue
+            try:
+                handler(agent, action)
+            except LatteError as exc:  # a refused action is a message to the agent, never a crash
+                self.log.emit("action_error", agent=agent.name, action=tag, message=str(exc))
+                agent.receive(f"⚠️ {tag} failed: {exc}")
+
+    def apply_in_order(self, replies: list[tuple[Agent, ModelResponse]]) -> list[Agent]:
+        """Applies a round's replies: fixed agent order, or reply-arrival order (released code)."""
+        order = list(replies)
+        if self.config.claim_resolution == "arrival":
+            names = list(self.agents)
+            order.sort(key=lambda ar: (ar[1].latency_s, names.index(ar[0].name)))
+        self.log.emit("apply_order", agents=[a.name for a, _ in order])
+        for agent, resp in order:
+            self.apply(agent, resp.text)
+        return [a for a, _ in order]
+
+    # ----- common action handlers -----
+    def do_edit_file(self, agent: Agent, action) -> None:
+        path = action.path
+        if self.config.file_lock:
+            owner = self.written_this_round.get(path)
+            if owner is not None and owner != agent.name:
+                self.log.emit("edit_blocked", agent=agent.name, path=path, reason=f"file_locked_by_{owner}")
+                agent.receive(f"⚠️ Edit to '{path}' blocked: {owner} already wrote this file this round. "
+                              "Retry next round.")
+                return
+        try:
+            record = self.ws.write(path, action.content, agent=agent.name, round=self.round)
+        except WorkspaceError as exc:
+            self.log.emit("edit_blocked", agent=agent.name, path=path, reason=str(exc))
+            agent.receive(f"⚠️ Edit to '{path}' refused: {exc}")
+            return
+        self.written_this_round.setdefault(path, agent.name)
+        agent.files_read[record.path] = action.content  # it knows what it wrote
+        agent.last_activity_round = self.round
+        self.log.emit("edit_file", agent=agent.name, path=record.path, n_chars=record.n_chars,
+                      symbols=list(record.symbols), created=record.created, content=action.content)
+
+    def do_read_file(self, agent: Agent, action) -> None:
+        try:
+            text = self.ws.read(action.path, agent=agent.name)
+        except WorkspaceError as exc:
+            self.log.emit("read_file", agent=agent.name, path=action.path, ok=False)
+            agent.receive(f"[file not found: {action.path}] {exc}")
+            return
+        cap = self.config.read_file_cap
+        shown = text[:cap]
+        agent.files_read[action.path] = shown
+        note = f"\n[... {len(text) - cap} more characters not shown ...]" if len(text) > cap else ""
+        self.log.emit("read_file", agent=agent.name, path=action.path, ok=True)
+        agent.receive(f"=== {action.path} ===\n{shown}{note}")
+
+    def do_run_script(self, agent: Agent, action) -> None:
+        from latte_lab.workspace import script_reply
+
+        try:
+            run = self.ws.run_script(action.path)
+        except WorkspaceError as exc:
+            agent.receive(f"❌ Could not run '{action.path}': {exc}")
+            self.log.emit("run_script", agent=agent.name, path=action.path, returncode=None, error=str(exc))
+            return
+        self._round_tool_time += VIRTUAL_SCRIPT_SECONDS
+        agent.last_activity_round = self.round
+        self.log.emit("run_script", agent=agent.name, path=action.path, returncode=run.returncode,
+                      timed_out=run.timed_out, real_seconds=run.seconds,
+                      stdout_tail=run.stdout[-EVENT_OUTPUT_TAIL:], stderr_tail=run.stderr[-EVENT_OUTPUT_TAIL:])
+        agent.receive(script_reply(run))
+
+    def run_tests(self, by: str = "System") -> "TestRun":
+        """Runs the public tests (memoised on identical workspace contents) and logs the run."""
+        run = self.ws.run_tests()
+        self._round_tool_time += VIRTUAL_TEST_SECONDS
+        self.last_tests = run
+        self.log.emit("run_tests", agent=by, returncode=run.returncode, passed=run.passed, failed=run.failed,
+                      errors=run.errors, real_seconds=run.seconds, test_cached=run.cached,
+                      failed_tests=list(run.failed_tests), stdout_tail=run.stdout[-EVENT_OUTPUT_TAIL:])
+        return run
+
+    def tests_text(self, run: "TestRun", tail: int = TESTS_REPLY_TAIL) -> str:
+        out = (run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")).strip()
+        if run.ok:
+            return "✅ Tests passed!\n" + out[-tail:]
+        return "❌ Tests failed:\n" + out[-tail:]
+
+    def do_run_tests(self, agent: Agent, action) -> None:
+        run = self.run_tests(by=agent.name)
+        tail = PLANNING_TESTS_TAIL if self.round == 0 else TESTS_REPLY_TAIL
+        text = self.tests_text(run, tail)
+        agent.see_tests(run, text)
+        agent.receive(text)
+
+    def do_broadcast(self, agent: Agent, action) -> None:
+        self.log.emit("broadcast", sender=agent.name, message=action.text)
+        for other in self.agents.values():
+            if other.name != agent.name:
+                other.receive(action.text, sender=agent.name)
+
+    def do_synthesize(self, agent: Agent, action) -> None:
+        self.log.emit("synthesize", agent=agent.name, text=action.text)
+
+    def do_request_status(self, agent: Agent, action) -> None:
+        self.log.emit("request_status", agent=agent.name)
+        lines = [f"- {a.name}: " + (f"working on {a.current_task}" if a.current_task else "idle")
+                 for a in self.agents.values()]
+        agent.receive("=== TEAM STATUS ===\n" + "\n".join(lines))
+
+    # ----- round bookkeeping -----
+    def begin_round(self, r: int) -> None:
+        self.round = r
+        self.log.round = r
+        self.written_this_round = {}
+        self._round_tool_time = 0.0
+        self.log.emit("round_start")
+
+    def end_round(self) -> None:
+        self.vclock += self._round_tool_time
+        self._round_tool_time = 0.0
+
+    def record_snapshot(self) -> dict | None:
+        if self.graph is None:
+            return None
+        snap = {"round": self.round, "t": round(self.vclock, 6), "graph": self.graph.snapshot()}
+        self.snapshots.append(snap)
+        return snap
+
+
+def action_tag(action) -> str:
+    """The tag name of a parsed action (``plan_task`` counts as ``discover_task``)."""
+    tag = getattr(action, "tag", None)
+    if not tag:
+        name = type(action).__name__
+        tag = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
+    return "discover_task" if tag == "plan_task" else tag
+
+
+def ordered(agents: Iterable[Agent], names: list[str]) -> list[Agent]:
+    index = {n: i for i, n in enumerate(names)}
+    return sorted(agents, key=lambda a: index.get(a.name, len(index)))

@@ -1,0 +1,524 @@
+"""Teams that coordinate through a task graph: ``latte`` (paper Algorithm 1) and ``static`` (A5.4).
+
+LATTE round r: heartbeat, frontier, Lead invoked when the graph changed / a heartbeat fired / it has
+messages / it has been idle H rounds, dispatch of busy workers plus min(|frontier|, idle) idle ones,
+parallel worker steps applied in a fixed order, then the termination check (all nodes done -> public
+tests; green ends the trial, red adds a fix task). The static team plans the whole graph once; after
+planning, discovery, self-claims, release, verify and fix tasks are disabled and the Lead assigns
+every task.
+"""
+
+from __future__ import annotations
+
+from latte_lab.errors import OperatorError
+from latte_lab.teams.engine import (
+    LEAD_WINDOW,
+    PLANNING_WINDOW,
+    READY_PREVIEW_CHARS,
+    WORKER_WINDOW,
+    Agent,
+    Outcome,
+    Team,
+)
+from latte_lab.teams.prompt_text import prompt
+
+LEAD = "Lead"
+FIX_TASK_ID = "fix-failing-tests"
+FIX_DESCRIPTION_TAIL = 2000  # test output characters in a fix task's description (reference §6)
+FIX_BROADCAST_TAIL = 800  # test output characters in the fix-task broadcast (reference §6)
+
+_EXPLORE = ("run_tests", "read_file", "run_script")
+_STATUS_ICON = {"pending": "⏳", "assigned": "📌", "in_progress": "🔨"}
+
+
+class LatteTeam(Team):
+    name = "latte"
+    uses_graph = True
+    dynamic = True  # discovery, claims, release, verify and fix tasks after planning
+
+    lead_prompt = "latte_lead"
+    planning_prompt = "latte_lead_planning"
+    worker_prompt = "latte_worker"
+
+    LEAD_PLANNING_ACTIONS = ("discover_task", *_EXPLORE)
+    LEAD_ACTIONS = ("assign_task", "broadcast", "run_script", "request_status", "run_tests", "discover_task",
+                    "verify_task", "release_task", "close_task", "synthesize")
+    WORKER_ACTIONS = ("claim_task", "complete_task", "edit_file", "read_file", "run_script", "run_tests",
+                      "discover_task", "broadcast")
+
+    # ----- set-up and planning -----
+    def setup(self) -> None:
+        from latte_lab.graph import CoordinationGraph
+
+        self.graph = CoordinationGraph(roles=self.config.roles, lead=LEAD)
+        n = self.config.n_workers
+        self.workers = [f"Dev{i}" for i in range(1, n + 1)]
+        lead_system = prompt(self.lead_prompt, workers=", ".join(self.workers))
+        lead_system += f"\n\nYou are coordinating {n} teammates: {', '.join(self.workers)}."
+        self.lead = self.add_agent(Agent(LEAD, "lead", lead_system, window=PLANNING_WINDOW))
+        for name in self.workers:
+            self.add_agent(Agent(name, "worker", prompt(self.worker_prompt, agent=name), window=WORKER_WINDOW))
+        self._alerted: set[str] = set()
+        self._lead_sig: tuple | None = None
+        self._lead_skips = 0
+        self._dispatched_prev = True
+        self.log.emit("initialize", agents=list(self.agents), lead=LEAD, num_teammates=n)
+
+    def project_text(self) -> str:
+        t = self.task
+        return (f"=== PROJECT: {t.title} ===\n{t.description.strip()}\n\nSuccess Criteria: "
+                f"{t.success_criteria.strip()}\n\nRepository files: {', '.join(self.ws.list_files())}")
+
+    def planning(self) -> bool:
+        self.round = 0
+        self.log.round = 0
+        self.log.emit("planning_phase_start")
+        lead = self.lead
+        lead.receive(prompt(self.planning_prompt))
+        lead.receive(self.project_text())
+        turns = 0
+        for turn in range(1, self.config.planning_turns + 1):
+            turns = turn
+            self._planning_turn = turn
+            [(_, resp)] = self.call([lead])
+            self.log.emit("planning_reply", agent=LEAD, turn=turn, text=resp.text)
+            acts = self.parse(lead, resp.text)
+            explored = False
+            for action in acts:
+                from latte_lab.teams.engine import action_tag
+
+                tag = action_tag(action)
+                if tag in _EXPLORE:
+                    explored = True
+                if tag not in self.LEAD_PLANNING_ACTIONS:
+                    self.log.emit("operator_blocked", agent=LEAD, operator=tag, task=getattr(action, "id", None),
+                                  reason="planning")
+                    lead.receive(f"⚠️ <{tag}> is not available while planning; emit <discover_task> tags.")
+                    continue
+                try:
+                    getattr(self, f"do_{tag}")(lead, action)
+                except OperatorError as exc:
+                    lead.receive(f"⚠️ {tag} failed: {exc}")
+            self.end_round()
+            if len(self.graph) > 0:
+                break
+            if not explored:
+                lead.receive("Your reply had no <discover_task> tags and no exploration actions. Explore with "
+                             "<run_tests />, <read_file /> or <run_script />, then emit <discover_task> tags.")
+        reason = "max_turns" if len(self.graph) == 0 else "graph_ready"
+        self.log.emit("planning_phase_end", tasks_discovered=len(self.graph), turns=turns, reason=reason)
+        self.record_snapshot()
+        if len(self.graph) == 0:
+            self.outcome = Outcome(False, "planning_failed")
+            self.log.emit("planning_failed", message=f"the Lead produced no task in {turns} planning turns")
+            return False
+        lead.wipe()
+        lead.window = LEAD_WINDOW
+        intro = self.project_text()
+        for agent in self.agents.values():
+            agent.receive(intro)
+        self.log.round = None
+        return True
+
+    # ----- views -----
+    def allowed_actions(self, agent: Agent) -> tuple[str, ...]:
+        if agent.role == "lead":
+            return self.LEAD_PLANNING_ACTIONS if self.round == 0 else self.LEAD_ACTIONS
+        return self.WORKER_ACTIONS
+
+    def _node_dict(self, nid: str, preview: int | None = None) -> dict:
+        node = self.graph.node(nid)
+        desc = node["description"] or ""
+        return {"id": nid, "title": node["title"], "description": desc[:preview] if preview else desc,
+                "status": str(node["status"].value if hasattr(node["status"], "value") else node["status"])}
+
+    def view(self, agent: Agent):
+        if agent.role == "lead":
+            graph = []
+            for nid in self.graph.nodes():
+                node = self.graph.node(nid)
+                graph.append({"id": nid, "title": node["title"], "status": _s(node["status"]),
+                              "owner": node["agent"], "deps": list(node["deps"]),
+                              "n_successors": len(node["successors"]), "is_verify": node["is_verify"],
+                              "verify_of": node["verify_of"]})
+            return self.base_view(
+                agent, phase="planning" if self.round == 0 else "execution", graph=graph,
+                frontier=[self._node_dict(n, READY_PREVIEW_CHARS) for n in self.graph.frontier()],
+                extra={"workers": {w: self.agents[w].current_task for w in self.workers},
+                       "planning_turn": getattr(self, "_planning_turn", 0)},
+            )
+        current = None
+        frontier = []
+        if agent.current_task:
+            current = self._node_dict(agent.current_task)
+            current["since_round"] = agent.task_since
+        else:
+            frontier = [self._node_dict(n, READY_PREVIEW_CHARS) for n in self.graph.frontier()]
+        return self.base_view(agent, phase="execution", current_task=current, frontier=frontier)
+
+    def lead_summary(self) -> str:
+        g = self.graph
+        done = [n for n in g.nodes() if _s(g.status(n)) in ("done", "verified")]
+        lines = ["=== CURRENT TASKS ==="]
+        if done:
+            lines.append(f"[{len(done)} completed task(s) — not shown]")
+        for nid in g.nodes():
+            st = _s(g.status(nid))
+            if st in ("done", "verified"):
+                continue
+            node = g.node(nid)
+            owner = f"(Owner: {node['agent']})" if node["agent"] else "(Unassigned)"
+            deps = f" [Requires: {', '.join(node['deps'])}]" if node["deps"] else ""
+            lines.append(f"{_STATUS_ICON.get(st, '•')} {nid}: {node['title']} {owner}{deps}")
+        lines.append("=== READY TO ASSIGN (deps satisfied) ===")
+        lines += [f"• {nid}: {g.node(nid)['title']}" for nid in g.frontier()] or ["(none)"]
+        lines.append("=== TEAM ===")
+        for w in self.workers:
+            cur = self.agents[w].current_task
+            lines.append(f"{w}: " + (f"working on {cur}" if cur else "idle"))
+        try:
+            path = g.critical_path()
+        except Exception:  # noqa: BLE001 - the summary must never break a round
+            path = []
+        if path:
+            lines.append("Critical path: " + " → ".join(path))
+        return "\n".join(lines)
+
+    def worker_context(self, agent: Agent) -> None:
+        if agent.current_task is None:
+            ready = self.graph.frontier()
+            if ready:
+                bullets = []
+                for nid in ready:
+                    node = self.graph.node(nid)
+                    bullets.append(f"• {nid}: {node['title']} — {(node['description'] or '')[:READY_PREVIEW_CHARS]}")
+                agent.receive("=== AVAILABLE TASKS (ready to claim) ===\n" + "\n".join(bullets))
+            else:
+                agent.receive("No tasks are currently available. Wait for dependencies to complete.")
+        elif agent.task_shown != agent.current_task:
+            node = self.graph.node(agent.current_task)
+            agent.receive(f"=== YOUR CURRENT TASK ===\nID: {agent.current_task}\nStatus: {_s(node['status'])}\n"
+                          f"Title: {node['title']}\n{node['description'] or ''}")
+            agent.task_shown = agent.current_task
+        elif not agent.buffer:
+            agent.receive(f"Continue working on task {agent.current_task}.")
+
+    # ----- the round -----
+    def run_round(self, r: int) -> bool:
+        self.begin_round(r)
+        lead = self.lead
+        H = self.config.heartbeat
+        fired = False
+        for name in self.workers:
+            w = self.agents[name]
+            if not w.current_task or w.current_task in self._alerted or w.task_since is None:
+                continue
+            rounds_active = r - w.task_since
+            if rounds_active >= H and r - w.last_activity_round >= H:
+                self._alerted.add(w.current_task)
+                fired = True
+                self.log.emit("heartbeat_alert", agent=name, task=w.current_task, rounds_active=rounds_active,
+                              last_activity_round=w.last_activity_round,
+                              rounds_without_activity=r - w.last_activity_round)
+                lead.alerts.append({"agent": name, "task": w.current_task, "rounds": rounds_active})
+                lead.receive(f"⚠️ Heartbeat: {name} has been on task '{w.current_task}' for {rounds_active} rounds "
+                             f"without editing any files or running any scripts (last activity: round "
+                             f"{w.last_activity_round}). They may be stuck — check in with them or use "
+                             f"<release_task id=\"{w.current_task}\" /> to reassign.")
+
+        frontier = self.graph.frontier()
+        stuck = not frontier and all(self.agents[w].current_task is None for w in self.workers)
+        sig = self._graph_sig()
+        reasons = []
+        if r == 1:
+            reasons.append("first_round")
+        if self._lead_sig is not None and sig != self._lead_sig:
+            reasons.append("graph_changed")
+        if fired:
+            reasons.append("heartbeat")
+        if lead.buffer:
+            reasons.append("messages")
+        if self._lead_skips >= self.config.lead_idle_limit:
+            reasons.append("idle_limit")
+        if stuck and not self.graph.all_done():
+            reasons.append("team_stuck")
+        ran = []
+        if reasons:
+            self._lead_skips = 0
+            lead.receive(self.lead_summary())
+            self.log.emit("lead_invoked", reasons=reasons)
+            [(_, resp)] = self.call([lead])
+            self.apply(lead, resp.text)
+            ran.append(LEAD)
+            self._lead_sig = self._graph_sig()
+        else:
+            self._lead_skips += 1
+            self.log.emit("lead_skipped", reason="no_change", consecutive_skips=self._lead_skips)
+
+        dispatched = self.select_workers()
+        self.log.emit("round_dispatch", n_dispatched=len(dispatched), n_total=len(self.workers),
+                      agents=ran + [a.name for a in dispatched], n_dispatched_released=len(dispatched),
+                      n_total_released=len(self.workers), dynamic=self.dynamic)
+        for agent in dispatched:
+            self.worker_context(agent)
+        replies = self.call(dispatched)
+        self.apply_in_order(replies)
+        names = {a.name for a in dispatched}
+        for w in self.workers:
+            self.agents[w].dispatched_last_round = w in names
+        self._dispatched_prev = bool(dispatched)
+        self.record_snapshot()
+        finished = self.termination_check()
+        self.end_round()
+        return finished
+
+    def _graph_sig(self) -> tuple:
+        counts = self.graph.counts()
+        return (len(self.graph), counts.get("done", 0) + counts.get("verified", 0))
+
+    def select_workers(self) -> list[Agent]:
+        frontier = self.graph.frontier()
+        workers = [self.agents[w] for w in self.workers]
+        active = [w for w in workers if w.current_task]
+        idle = [w for w in workers if not w.current_task]
+        if self.config.dispatch == "released":
+            active = [w for w in active if w.buffer or not w.dispatched_last_round]
+        chosen_idle = idle[:len(frontier)]
+        if not active and not chosen_idle and idle and not self._dispatched_prev:
+            chosen_idle = idle[:1]  # nobody ran last round either: let one idle worker look around
+        chosen = {a.name for a in active + chosen_idle}
+        return [w for w in workers if w.name in chosen]
+
+    def termination_check(self) -> bool:
+        if len(self.graph) == 0 or not self.graph.all_done():
+            return False
+        run = self.run_tests(by="System")
+        if run.ok:
+            self.outcome = Outcome(True, "all_tasks_done", tests_passed=True)
+            return True
+        return self.on_red_tests(run)
+
+    def on_red_tests(self, run) -> bool:
+        """All nodes done but tests red: LATTE discovers a fix task (and carries on)."""
+        fid = FIX_TASK_ID
+        k = 0
+        while fid in self.graph:
+            k += 1
+            fid = f"{FIX_TASK_ID}-{k}"
+        tail = run.stdout[-FIX_DESCRIPTION_TAIL:]
+        desc = ("All planned tasks are done but the tests fail. Run <run_tests />, read the failing tests and the "
+                "sources, fix every failure and re-run the tests; add tasks with <discover_task> if the fix is "
+                f"large.\n\nTest output (tail):\n{tail}")
+        self.graph.discover(fid, deps=list(self.graph.nodes()), title="Fix failing tests", description=desc,
+                            by="System")
+        self.log.emit("discover_task", agent="System", task=fid, title="Fix failing tests",
+                      dependencies=list(self.graph.node(fid)["deps"]))
+        self.log.emit("fix_task_injected", task=fid)
+        note = (f"All tasks are done but the tests still fail; a fix task '{fid}' was added.\n"
+                + run.stdout[-FIX_BROADCAST_TAIL:])
+        for agent in self.agents.values():
+            agent.receive(note)
+            agent.see_tests(run, note)
+        return False
+
+    # ----- graph operators -----
+    def _take(self, agent: Agent, nid: str) -> None:
+        agent.current_task = nid
+        agent.task_since = self.round
+
+    def _free(self, name: str | None, nid: str, note: str | None = None) -> None:
+        if name is None or name not in self.agents:
+            return
+        agent = self.agents[name]
+        if agent.current_task == nid:
+            agent.current_task = None
+            agent.task_since = None
+            agent.wipe()
+            if note:
+                agent.receive(note)
+            while agent.queue:  # a task the Lead assigned while the agent was busy
+                nxt = agent.queue.pop(0)
+                if nxt in self.graph and self.graph.agent(nxt) == name and _s(self.graph.status(nxt)) == "assigned":
+                    self._take(agent, nxt)
+                    break
+        elif nid in agent.queue:
+            agent.queue.remove(nid)
+
+    def do_discover_task(self, agent: Agent, action) -> None:
+        if self.round > 0 and not self.dynamic:
+            self.log.emit("operator_blocked", agent=agent.name, operator="discover_task", task=action.id,
+                          reason="static_graph")
+            agent.receive("⚠️ The task graph is fixed after planning in this run; new tasks cannot be added. "
+                          "Tell the Lead with <broadcast> if something is missing.")
+            return
+        if action.id in self.graph:
+            self.log.emit("discover_task_skipped", agent=agent.name, task=action.id, reason="duplicate_id")
+            agent.receive(f"⚠️ Task id '{action.id}' already exists; choose a new id.")
+            return
+        deps = list(action.dependencies)
+        unknown = [d for d in deps if d not in self.graph]
+        if unknown and self.config.unknown_deps == "drop":
+            for d in unknown:
+                self.log.emit("discover_task_warning", agent=agent.name, task=action.id, dropped_dep=d,
+                              reason="unknown_dependency_id")
+            deps = [d for d in deps if d in self.graph]
+        try:
+            self.graph.discover(action.id, deps=deps, title=action.title, description=action.description,
+                                by=agent.name)
+        except OperatorError as exc:
+            self.log.emit("operator_blocked", agent=agent.name, operator="discover_task", task=action.id,
+                          reason=exc.reason)
+            agent.receive(f"⚠️ discover_task '{action.id}' rejected: {exc.reason}")
+            return
+        self.log.emit("discover_task", agent=agent.name, task=action.id, title=action.title, dependencies=deps)
+
+    def do_assign_task(self, agent: Agent, action) -> None:
+        to = action.to
+        if to not in self.workers:
+            self.log.emit("operator_blocked", agent=agent.name, operator="assign_task", task=action.id,
+                          reason="unknown_agent")
+            agent.receive(f"⚠️ assign_task: no teammate named '{to}'; teammates: {', '.join(self.workers)}.")
+            return
+        try:
+            self.graph.assign(action.id, to, by=agent.name)
+        except OperatorError as exc:
+            self.log.emit("operator_blocked", agent=agent.name, operator="assign_task", task=action.id,
+                          reason=exc.reason)
+            agent.receive(f"⚠️ assign_task '{action.id}' rejected: {exc.reason}")
+            return
+        self.log.emit("assign_task", task=action.id, assigner=agent.name, assignee=to)
+        node = self.graph.node(action.id)
+        worker = self.agents[to]
+        worker.receive(f"You have been assigned task '{action.id}': {node['title']}\n{node['description'] or ''}",
+                       sender=agent.name)
+        if worker.current_task is None:
+            self._take(worker, action.id)
+        else:
+            worker.queue.append(action.id)
+
+    def do_claim_task(self, agent: Agent, action) -> None:
+        nid = action.id
+        if not self.dynamic and (nid not in self.graph or self.graph.agent(nid) != agent.name):
+            self.log.emit("claim_blocked", agent=agent.name, task=nid, reason="static_graph")
+            agent.receive("⚠️ Self-assignment is not available in this run. Wait for the lead to assign tasks.")
+            return
+        if agent.current_task and agent.current_task != nid:
+            self.log.emit("claim_blocked", agent=agent.name, task=nid, reason="busy")
+            agent.receive(f"⚠️ Claim of '{nid}' rejected: you are working on '{agent.current_task}'. Complete it "
+                          "first.")
+            return
+        try:
+            self.graph.claim(nid, agent.name)
+        except OperatorError as exc:
+            self.log.emit("claim_blocked", agent=agent.name, task=nid, reason=exc.reason)
+            if self.config.claim_resolution == "order":
+                agent.receive(f"⚠️ Claim of '{nid}' rejected: {exc.reason}. Pick another ready task.")
+            return
+        self.log.emit("claim_task", agent=agent.name, task=nid)
+        if agent.current_task != nid:
+            self._take(agent, nid)
+
+    def do_complete_task(self, agent: Agent, action) -> None:
+        nid = action.id
+        try:
+            self.graph.complete(nid, agent.name)
+        except OperatorError as exc:
+            self.log.emit("operator_blocked", agent=agent.name, operator="complete_task", task=nid, reason=exc.reason)
+            agent.receive(f"⚠️ complete_task '{nid}' rejected: {exc.reason}")
+            return
+        self.log.emit("complete_task", agent=agent.name, task=nid)
+        target = self.graph.node(nid)["verify_of"]
+        if target:
+            self.log.emit("task_verified", task=target, verify_id=nid)
+        self._free(agent.name, nid)
+
+    def do_release_task(self, agent: Agent, action) -> None:
+        nid = action.id
+        if not self.dynamic:
+            self.log.emit("release_task_blocked", agent=agent.name, task=nid, reason="static_graph")
+            agent.receive("⚠️ Tasks cannot be released in this run: the graph is fixed after planning.")
+            return
+        prev = self.graph.agent(nid) if nid in self.graph else None
+        try:
+            self.graph.release(nid, by=agent.name)
+        except OperatorError as exc:
+            self.log.emit("release_task_blocked", agent=agent.name, task=nid, reason=exc.reason)
+            agent.receive(f"⚠️ release_task '{nid}' rejected: {exc.reason}")
+            return
+        self.log.emit("release_task", task=nid, prev_owner=prev, requester=agent.name, reason="lead_requested")
+        self._free(prev, nid, note=f"Task '{nid}' was released by {agent.name}; it is back in the pool.")
+
+    def do_close_task(self, agent: Agent, action) -> None:
+        nid = action.id
+        prev = self.graph.agent(nid) if nid in self.graph else None
+        try:
+            self.graph.close(nid, by=agent.name)
+        except OperatorError as exc:
+            self.log.emit("close_task_blocked", agent=agent.name, task=nid, reason=exc.reason)
+            agent.receive(f"⚠️ close_task '{nid}' rejected: {exc.reason}")
+            return
+        self.log.emit("close_task", task=nid, prev_owner=prev, agent=agent.name)
+        target = self.graph.node(nid)["verify_of"]
+        if target:
+            self.log.emit("task_verified", task=target, verify_id=nid)
+        self._free(prev, nid, note=f"Task '{nid}' was closed by {agent.name}.")
+
+    def do_verify_task(self, agent: Agent, action) -> None:
+        nid = action.id
+        if not self.dynamic:
+            self.log.emit("verify_task_blocked", agent=agent.name, task=nid, reason="static_graph")
+            agent.receive("⚠️ Verification tasks cannot be added in this run: the graph is fixed after planning.")
+            return
+        before = set(self.graph.successors(nid)) if nid in self.graph else set()
+        try:
+            vid = self.graph.verify(nid, by=agent.name)
+        except OperatorError as exc:
+            self.log.emit("verify_task_blocked", agent=agent.name, task=nid, reason=exc.reason)
+            agent.receive(f"⚠️ verify_task '{nid}' rejected: {exc.reason}")
+            return
+        rerouted = sorted(s for s in self.graph.successors(vid) if s in before)
+        self.log.emit("create_verify_node", task=nid, verify_id=vid, requester=agent.name,
+                      successors_rerouted=rerouted)
+        agent.receive(f"Verify node '{vid}' created for task '{nid}'. Assign it to a teammate with "
+                      f"<assign_task id=\"{vid}\" to=\"DevN\" /> (ideally not the one who did '{nid}').")
+
+    def do_edit_file(self, agent: Agent, action) -> None:
+        if agent.role != "lead" and agent.current_task is None and self.ws.exists(action.path):
+            self.log.emit("edit_blocked", agent=agent.name, path=action.path, reason="no_active_task")
+            agent.receive(f"⚠️ Edit to existing file '{action.path}' blocked: claim a task before modifying "
+                          "project files.")
+            return
+        super().do_edit_file(agent, action)
+
+    def progress(self) -> tuple[int, int]:
+        counts = self.graph.counts()
+        return counts.get("done", 0) + counts.get("verified", 0), len(self.graph)
+
+
+class StaticTeam(LatteTeam):
+    """Static-graph ablation (A5.4): the complete graph is planned once and never changes."""
+
+    name = "static"
+    dynamic = False
+    lead_prompt = "static_lead"
+    planning_prompt = "static_lead_planning"
+    worker_prompt = "static_worker"
+
+    LEAD_PLANNING_ACTIONS = ("discover_task",)
+    LEAD_ACTIONS = ("assign_task", "broadcast", "run_tests", "run_script", "request_status", "close_task",
+                    "synthesize")
+    WORKER_ACTIONS = ("claim_task", "complete_task", "edit_file", "read_file", "run_script", "run_tests",
+                      "broadcast")
+
+    def select_workers(self) -> list[Agent]:
+        if self.config.dispatch == "released":
+            return super().select_workers()
+        return [self.agents[w] for w in self.workers]  # paper: every worker acts every round
+
+    def on_red_tests(self, run) -> bool:
+        self.outcome = Outcome(False, "tests_failed", tests_passed=False)
+        return True
+
+
+def _s(status) -> str:
+    return status.value if hasattr(status, "value") else str(status)
