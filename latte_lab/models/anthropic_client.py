@@ -3,6 +3,12 @@
 Retries, Retry-After and error mapping work as for OpenAI (see :mod:`latte_lab.models.openai_client`).
 The reply is the concatenation of all text blocks (the released code took only the first block, which
 drops text after a thinking or tool block).
+
+Sampling parameters: ``anthropic`` 1.0 removed ``temperature``/``top_p`` from ``messages.create``'s
+signature (the SDK's migration guide says to pass them through ``extra_body``; the wire payload is
+unchanged), and the API accepts only the default temperature for models released after Opus 4.6. So
+temperature and top_p travel in ``extra_body``, and ``send_temperature=False`` omits temperature for
+models that reject it (the request's temperature still keys the cache).
 """
 
 from __future__ import annotations
@@ -27,18 +33,22 @@ STOP_REASONS = {
 }
 
 
-def message_params(request: ModelRequest, model: str) -> dict[str, Any]:
+def message_params(request: ModelRequest, model: str, *, send_temperature: bool = True) -> dict[str, Any]:
     """The keyword arguments of ``messages.create`` for one request (pure; no I/O)."""
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,
         "messages": [{"role": m.role, "content": m.content} for m in request.messages],
-        "temperature": request.temperature,
     }
+    sampling: dict[str, Any] = {}
+    if send_temperature:
+        sampling["temperature"] = request.temperature
+    if request.top_p is not None:
+        sampling["top_p"] = request.top_p
+    if sampling:
+        params["extra_body"] = sampling
     if request.system:
         params["system"] = request.system
-    if request.top_p is not None:
-        params["top_p"] = request.top_p
     if request.stop:
         params["stop_sequences"] = list(request.stop)
     return params
@@ -55,6 +65,7 @@ class AnthropicModel:
         api_key: str | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        send_temperature: bool = True,
     ):
         import anthropic
 
@@ -63,6 +74,7 @@ class AnthropicModel:
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout_s = timeout_s
+        self.send_temperature = send_temperature
         key = api_key or get_api_key(ANTHROPIC_KEY_ENV, provider="anthropic", base_url=base_url)
         self._sdk = anthropic
         self._client = anthropic.Anthropic(
@@ -82,7 +94,9 @@ class AnthropicModel:
         model = request.model or self.model
         start = time.perf_counter()
         try:
-            message = self._client.messages.create(**message_params(request, model))
+            message = self._client.messages.create(
+                **message_params(request, model, send_temperature=self.send_temperature)
+            )
         except (self._sdk.AnthropicError, ValueError) as exc:
             raise self._error(exc, model) from None
         latency = time.perf_counter() - start
