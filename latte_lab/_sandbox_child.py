@@ -54,17 +54,23 @@ def _user_task_count(uid: int) -> int:
     return total
 
 
-def _set(kind: int, value: int) -> None:
+CPU_HARD_SLACK_SECONDS = 2  # hard CPU limit above the soft one: SIGXCPU (reportable) comes first
+
+
+def _set(kind: int, value: int, hard_extra: int = 0) -> None:
     _soft, hard = resource.getrlimit(kind)
-    if hard != resource.RLIM_INFINITY:
-        value = min(value, hard)  # an unprivileged process cannot raise its hard limit
-    resource.setrlimit(kind, (value, value))
+    new_hard = value + hard_extra
+    if hard != resource.RLIM_INFINITY:  # an unprivileged process cannot raise its hard limit
+        value, new_hard = min(value, hard), min(new_hard, hard)
+    resource.setrlimit(kind, (value, new_hard))
 
 
 def apply_limits(limits: dict) -> None:
     """Apply the limits dict (see the module docstring) to the current process."""
     if limits.get("cpu") is not None:
-        _set(resource.RLIMIT_CPU, int(limits["cpu"]))
+        # At the soft limit the kernel sends SIGXCPU, at the hard limit SIGKILL; equal limits would
+        # make the kill win and hide the reason.
+        _set(resource.RLIMIT_CPU, int(limits["cpu"]), CPU_HARD_SLACK_SECONDS)
     if limits.get("as") is not None:
         _set(resource.RLIMIT_AS, int(limits["as"]))
     if limits.get("fsize") is not None:

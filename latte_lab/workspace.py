@@ -601,7 +601,9 @@ def _sandbox_env(
     return {k: v for k, v in env.items() if not any(word in k.upper() for word in FORBIDDEN_ENV_WORDS)}
 
 
-def _limit_notes(run_stderr: str, returncode: int, limits: SandboxLimits, cpu: int | None) -> list[str]:
+def _limit_notes(
+    run_stderr: str, returncode: int, limits: SandboxLimits, cpu: int | None, timed_out: bool
+) -> list[str]:
     notes = []
     if "MemoryError" in run_stderr or "Cannot allocate memory" in run_stderr:
         cap = limits.address_space_bytes
@@ -609,6 +611,8 @@ def _limit_notes(run_stderr: str, returncode: int, limits: SandboxLimits, cpu: i
         notes.append(f"memory limit exceeded{size}: the script tried to allocate more memory than allowed")
     if returncode == -signal.SIGXCPU:
         notes.append(f"CPU time limit exceeded ({cpu} s of CPU per process)")
+    elif returncode == -signal.SIGKILL and not timed_out:
+        notes.append("killed by SIGKILL (CPU hard limit or the system's out-of-memory killer)")
     if "File too large" in run_stderr or returncode == -signal.SIGXFSZ:
         cap = limits.file_size_bytes
         size = f" ({cap / 2**20:g} MiB per file)" if cap else ""
@@ -680,7 +684,8 @@ def run_sandboxed(
             "(fork bomb?); all of them were stopped"
         )
     stdout, stderr = out.text(), err.text()
-    notes += _limit_notes(stderr, returncode, limits, cpu)
+    if not too_many:
+        notes += _limit_notes(stderr, returncode, limits, cpu, timed_out)
     truncated = out.elided > 0 or err.elided > 0
     if truncated:
         notes.append(
@@ -840,7 +845,8 @@ def run_pytest(
     copy of ``cwd`` with those files added, so they never appear in ``cwd``. Timeouts, crashes and
     collection errors come back as a TestRun with ``errors >= 1``, never as an exception.
     """
-    args = [str(a) for a in args]
+    # PYTEST_ARGS already has -q; a second one (-qq) would drop the summary line the counts come from.
+    args = [str(a) for a in args if str(a) not in ("-q", "--quiet")]
     if not _pytest_available():
         return _pytest_missing(timeout)
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if PYTEST_DISABLE_PLUGIN_AUTOLOAD else {}
