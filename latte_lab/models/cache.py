@@ -173,12 +173,17 @@ class ResponseCache:
         conn = getattr(self._local, "conn", None)
         if conn is None:
             try:
-                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)
+                # check_same_thread=False only so close() may run from any thread; each thread still
+                # uses nothing but its own connection.
+                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                       check_same_thread=False)
+                conn.row_factory = sqlite3.Row
+                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across crashes of the process
             except sqlite3.Error as exc:
-                raise ConfigError(f"cannot open the response cache {self.path}: {exc}") from None
-            conn.row_factory = sqlite3.Row
-            conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: durable across crashes of the process
+                raise ConfigError(
+                    f"{self.path} is not a usable SQLite cache ({exc}); delete it or point {CACHE_ENV} elsewhere"
+                ) from None
             self._local.conn = conn
             with self._lock:
                 self._connections.append(conn)

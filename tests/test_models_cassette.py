@@ -1,0 +1,123 @@
+"""Cassettes: recording, replay with zero network calls, verification, import into the cache."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+from conftest_models import Reply, canary_keys, fake_server, make_request  # noqa: F401
+
+from latte_lab.errors import CacheMissError, DataError, ModelError
+from latte_lab.models import (
+    CachedModel,
+    Cassette,
+    CassetteModel,
+    RecordingModel,
+    ResponseCache,
+    ScriptedModel,
+    import_cassettes,
+    read_cassette,
+)
+from latte_lab.models.openai_client import OpenAIModel
+
+
+def record_trial(run_dir, replies, requests):
+    cassette = Cassette(run_dir / "calls.jsonl")
+    model = RecordingModel(ScriptedModel(replies, latency_s=2.5), cassette)
+    responses = [model.generate(r) for r in requests]
+    cassette.close()
+    return responses
+
+
+def trial_requests():
+    return [make_request(agent=a, call_index=i, text=f"{a} turn {i}") for i in range(3) for a in ("Lead", "Dev1")]
+
+
+def test_cassette_lines_hold_request_scope_and_response(tmp_path):
+    responses = record_trial(tmp_path, [f"r{i}" for i in range(6)], trial_requests())
+    lines = read_cassette(tmp_path)  # a run directory works as well as the file
+    assert [line["response"]["text"] for line in lines] == [r.text for r in responses]
+    first = lines[0]
+    assert first["type"] == "call" and first["scope"]["agent"] == "Lead"
+    assert first["request"]["messages"] == [["user", "Lead turn 0"]]
+    assert first["response"]["latency_s"] == 2.5 and first["response"]["cached"] is False
+
+
+def test_replay_from_cassette_alone_with_zero_network_calls(fake_server, canary_keys, tmp_path):
+    live = RecordingModel(OpenAIModel("gpt-4o", base_url=fake_server.openai_url),
+                          Cassette(tmp_path / "calls.jsonl"))
+    requests = trial_requests()
+    originals = [live.generate(r) for r in requests]
+    live.cassette.close()
+    hits = fake_server.hits
+    replay = CassetteModel(tmp_path / "calls.jsonl")
+    # Replay in a different order (concurrent calls finish in any order): lookups are by scope.
+    replayed = {id(r): replay.generate(r) for r in reversed(requests)}
+    assert fake_server.hits == hits == len(requests)
+    for request, original in zip(requests, originals):
+        again = replayed[id(request)]
+        assert again.text == original.text and again.usage == original.usage
+        assert again.latency_s == pytest.approx(original.latency_s) and again.cached is True
+
+
+def test_replay_mismatch_names_the_differing_field(tmp_path):
+    requests = trial_requests()
+    record_trial(tmp_path, [f"r{i}" for i in range(6)], requests)
+    replay = CassetteModel(tmp_path)
+    with pytest.raises(CacheMissError, match=r"max_tokens \(4096 stored vs 99 requested\)"):
+        replay.generate(make_request(agent="Lead", call_index=0, text="Lead turn 0", max_tokens=99))
+    with pytest.raises(CacheMissError, match="has no call for agent 'Dev9' call 0"):
+        replay.generate(make_request(agent="Dev9"))
+
+
+def test_failed_calls_are_noted_but_not_replayed(tmp_path):
+    cassette = Cassette(tmp_path / "calls.jsonl")
+    model = RecordingModel(ScriptedModel(["only one"]), cassette)
+    model.generate(make_request(call_index=0))
+    with pytest.raises(ModelError):
+        model.generate(make_request(call_index=1))
+    cassette.close()
+    assert [line["type"] for line in read_cassette(tmp_path)] == ["call", "error"]
+    replay = CassetteModel(tmp_path)
+    assert len(replay) == 1
+    with pytest.raises(CacheMissError):
+        replay.generate(make_request(call_index=1))
+
+
+def test_concurrent_recording_keeps_lines_whole(tmp_path):
+    cassette = Cassette(tmp_path / "calls.jsonl")
+    model = RecordingModel(ScriptedModel(lambda r: "x" * 5000 + r.scope.agent), cassette)
+    threads = [threading.Thread(target=lambda a=a: [model.generate(make_request(agent=a, call_index=i))
+                                                    for i in range(25)]) for a in ("A", "B", "C", "D")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    cassette.close()
+    lines = (tmp_path / "calls.jsonl").read_text().splitlines()
+    assert len(lines) == 100 and all(json.loads(line)["type"] == "call" for line in lines)
+
+
+def test_damaged_cassette_is_a_data_error(tmp_path):
+    (tmp_path / "calls.jsonl").write_text('{"type": "call"}\nnot json\n')
+    with pytest.raises(DataError, match="line 2"):
+        read_cassette(tmp_path)
+    with pytest.raises(DataError, match="no cassette"):
+        read_cassette(tmp_path / "missing")
+
+
+def test_import_cassettes_fills_the_cache_for_replay(tmp_path):
+    requests = trial_requests()
+    record_trial(tmp_path / "runs" / "trial1", [f"r{i}" for i in range(6)], requests)
+    other = [make_request(seed=9, agent="Dev1", call_index=i) for i in range(2)]
+    record_trial(tmp_path / "runs" / "trial2", ["s0", "s1"], other)
+    cache = ResponseCache(tmp_path / "c.sqlite")
+    assert import_cassettes(str(tmp_path / "runs" / "*"), cache) == 8
+    assert import_cassettes(tmp_path / "runs", cache) == 8  # idempotent: same keys replaced
+    assert len(cache) == 8
+    replay = CachedModel(None, cache, "replay")
+    assert [replay.generate(r).text for r in requests] == [f"r{i}" for i in range(6)]
+    assert replay.generate(other[1]).text == "s1"
+    with pytest.raises(DataError, match="no cassettes"):
+        import_cassettes(tmp_path / "nowhere", cache)
