@@ -10,6 +10,7 @@ recorded order, so a trial replays exactly.
 from __future__ import annotations
 
 import json
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -42,6 +43,15 @@ VIRTUAL_TEST_SECONDS = 2.0
 VIRTUAL_SCRIPT_SECONDS = 1.0
 # Event fields that legitimately differ between a trial and its replay (wall time, memo/cache hits).
 VOLATILE_EVENT_FIELDS = ("ts", "real_seconds", "cached", "test_cached")
+
+
+_DURATION_RE = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d+:\d+\))?")
+
+
+def stable_output(text: str) -> str:
+    """Test output without pytest's timing ("5 passed in 0.09s" -> "5 passed"), so that prompts, events
+    and therefore cached responses and replays do not depend on how fast the machine ran the tests."""
+    return _DURATION_RE.sub("", text)
 
 
 class EventLog:
@@ -353,11 +363,11 @@ class Team:
         self.last_tests = run
         self.log.emit("run_tests", agent=by, returncode=run.returncode, passed=run.passed, failed=run.failed,
                       errors=run.errors, real_seconds=run.seconds, test_cached=run.cached,
-                      failed_tests=list(run.failed_tests), stdout_tail=run.stdout[-EVENT_OUTPUT_TAIL:])
+                      failed_tests=list(run.failed_tests), stdout_tail=stable_output(run.stdout)[-EVENT_OUTPUT_TAIL:])
         return run
 
     def tests_text(self, run: "TestRun", tail: int = TESTS_REPLY_TAIL) -> str:
-        out = (run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")).strip()
+        out = stable_output(run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")).strip()
         if run.ok:
             return "✅ Tests passed!\n" + out[-tail:]
         return "❌ Tests failed:\n" + out[-tail:]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from latte_lab.errors import OperatorError
 from latte_lab.teams.engine import (
+    stable_output,
     LEAD_WINDOW,
     PLANNING_WINDOW,
     READY_PREVIEW_CHARS,
@@ -305,7 +306,7 @@ class LatteTeam(Team):
         while fid in self.graph:
             k += 1
             fid = f"{FIX_TASK_ID}-{k}"
-        tail = run.stdout[-FIX_DESCRIPTION_TAIL:]
+        tail = stable_output(run.stdout)[-FIX_DESCRIPTION_TAIL:]
         desc = ("All planned tasks are done but the tests fail. Run <run_tests />, read the failing tests and the "
                 "sources, fix every failure and re-run the tests; add tasks with <discover_task> if the fix is "
                 f"large.\n\nTest output (tail):\n{tail}")
@@ -315,7 +316,7 @@ class LatteTeam(Team):
                       dependencies=list(self.graph.node(fid)["deps"]))
         self.log.emit("fix_task_injected", task=fid)
         note = (f"All tasks are done but the tests still fail; a fix task '{fid}' was added.\n"
-                + run.stdout[-FIX_BROADCAST_TAIL:])
+                + stable_output(run.stdout)[-FIX_BROADCAST_TAIL:])
         for agent in self.agents.values():
             agent.receive(note)
             agent.see_tests(run, note)

@@ -1,0 +1,420 @@
+"""Protocol tests of the LATTE and static teams with scripted replies (no simulated model involved)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import latte_lab as ll
+from latte_lab.models.scripted import ScriptedModel
+from latte_lab.trial import comparable_events, load_trial, replay, run_trial
+
+WAIT = "Nothing to do this round."
+
+
+def script(by_agent: dict[str, dict[int, str] | list[str]], default: str = WAIT):
+    """A scripted model: per agent, the reply of its k-th call (missing calls answer ``default``)."""
+
+    def reply(req):
+        replies = by_agent.get(req.scope.agent, {})
+        i = req.scope.call_index
+        if isinstance(replies, list):
+            return replies[i] if i < len(replies) else default
+        return replies.get(i, default)
+
+    return ScriptedModel(reply)
+
+
+def discover(*nodes: tuple[str, str]) -> str:
+    return "Planning the work.\n" + "\n".join(
+        f'<discover_task id="{nid}" title="Task {nid}" dependencies="{deps}">Do {nid}.</discover_task>'
+        for nid, deps in nodes)
+
+
+def run(tmp_path, model, team="latte", rounds=8, **kw):
+    cfg = ll.TrialConfig(task="debug", team=team, model="scripted", seed=0, max_rounds=rounds,
+                         runs_dir=str(tmp_path / "runs"), **kw)
+    res = run_trial(cfg, model=model)
+    assert res.status == "ok", res.error
+    return res
+
+
+def of(res, type_, **match):
+    return [e for e in res.event_list if e["type"] == type_ and all(e.get(k) == v for k, v in match.items())]
+
+
+def requests_of(model: ScriptedModel, agent: str):
+    return [r for r in model.calls if r.scope.agent == agent]
+
+
+def last_user_text(req) -> str:
+    return req.messages[-1].content
+
+
+# ---------------------------------------------------------------- heartbeat and Lead invocation
+
+
+def test_heartbeat_fires_at_h_and_once_per_task(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", ""), ("b", "")), 1: '<assign_task id="a" to="Dev1" />'},
+        "Dev1": {1: '<claim_task id="a" />'},  # call 0 is the planning-less intro? no: first call claims
+    })
+    # Dev1's first call happens in round 1 (after the Lead assigned a); make it claim there.
+    model = script({
+        "Lead": {0: discover(("a", ""), ("b", "")), 1: '<assign_task id="a" to="Dev1" />'},
+        "Dev1": {0: '<claim_task id="a" />'},
+    })
+    res = run(tmp_path, model, rounds=10)
+    alerts = of(res, "heartbeat_alert")
+    assert len(alerts) == 1, alerts
+    alert = alerts[0]
+    assert (alert["agent"], alert["task"]) == ("Dev1", "a")
+    assert alert["round"] == 5  # task taken in round 1: 4 rounds held and 4 rounds without an edit
+    assert alert["rounds_active"] == 4
+    invoked = of(res, "lead_invoked", round=5)
+    assert invoked and "heartbeat" in invoked[0]["reasons"]
+    lead_round5 = [r for r in requests_of(model, "Lead") if r.view.round == 5]
+    assert any("Heartbeat: Dev1" in m.content for m in lead_round5[0].messages)
+    assert lead_round5[0].view.alerts == [{"agent": "Dev1", "task": "a", "rounds": 4}]
+
+
+def test_heartbeat_not_fired_while_the_worker_edits(tmp_path):
+    sol = ll.tasks.get("debug").reference_solution()["signal_toolkit.py"]
+    edit = f'<edit_file path="signal_toolkit.py">{sol}</edit_file>'
+    model = script({
+        "Lead": {0: discover(("a", ""))},
+        "Dev1": {0: '<claim_task id="a" />', **{k: edit for k in range(1, 12)}},
+    })
+    res = run(tmp_path, model, rounds=8)
+    assert of(res, "heartbeat_alert") == []
+
+
+def test_lead_invoked_exactly_under_the_stated_conditions(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", ""), ("b", ""), ("c", ""))},
+        "Dev1": {0: '<claim_task id="a" />', 1: '<complete_task id="a" />'},  # graph changes in round 2
+        "Dev2": {0: '<claim_task id="b" />', 4: "<broadcast>Need help with b</broadcast>"},
+    })
+    res = run(tmp_path, model, rounds=10, heartbeat=10)
+    invoked = {e["round"]: e["reasons"] for e in of(res, "lead_invoked")}
+    skipped = sorted(e["round"] for e in of(res, "lead_skipped"))
+    assert invoked[1][0] == "first_round"  # (the project intro is also an unread message)
+    assert invoked[3] == ["graph_changed"]  # Dev1 completed a in round 2
+    assert "messages" in invoked[6]  # Dev2's broadcast arrived in round 5
+    # idle limit: with heartbeat=10 the Lead may stay idle 10 rounds; nothing else happens after round 6
+    assert set(invoked) == {1, 3, 6}
+    assert skipped == [2, 4, 5, 7, 8, 9, 10]
+    assert [e["consecutive_skips"] for e in of(res, "lead_skipped")][:3] == [1, 1, 2]
+
+
+def test_lead_idle_limit_invokes_after_h_skipped_rounds(tmp_path):
+    model = script({"Lead": {0: discover(("a", ""))}})
+    res = run(tmp_path, model, rounds=11)
+    invoked = {e["round"]: e["reasons"] for e in of(res, "lead_invoked")}
+    assert set(invoked) == {1, 6, 11}
+    assert invoked[6] == ["idle_limit"] and invoked[11] == ["idle_limit"]
+
+
+# ---------------------------------------------------------------- dispatch
+
+
+def test_dispatch_busy_plus_min_frontier_idle(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", ""), ("b", ""), ("c", "a"))},
+        "Dev1": {0: '<claim_task id="a" />'},
+    })
+    res = run(tmp_path, model, rounds=3)
+    d = {e["round"]: e for e in of(res, "round_dispatch")}
+    # round 1: frontier {a, b}, 4 idle workers -> Dev1, Dev2 dispatched
+    assert d[1]["n_dispatched"] == 2 and d[1]["agents"] == ["Lead", "Dev1", "Dev2"]
+    # round 2: Dev1 busy with a (always re-engaged in paper mode), frontier {b} -> one idle worker
+    assert d[2]["agents"][-2:] == ["Dev1", "Dev2"] and d[2]["n_dispatched"] == 2 and d[2]["n_total"] == 4
+
+
+def test_released_dispatch_skips_busy_worker_without_new_context(tmp_path):
+    model = script({"Lead": {0: discover(("a", ""))}, "Dev1": {0: '<claim_task id="a" />'}})
+    res = run(tmp_path, model, rounds=5, dispatch="released")
+    rounds_dev1 = [e["round"] for e in of(res, "round_dispatch") if "Dev1" in e["agents"]]
+    assert rounds_dev1 == [1, 3, 5]  # busy and silent: every other round (2 and 4 skipped)
+
+
+# ---------------------------------------------------------------- claims, verify, release
+
+
+def test_contested_claim_one_winner_and_error_to_loser(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", ""), ("b", ""))},
+        "Dev1": {0: '<claim_task id="a" />'},
+        "Dev2": {0: '<claim_task id="a" />'},
+    })
+    res = run(tmp_path, model, rounds=2)
+    assert [e["agent"] for e in of(res, "claim_task", task="a")] == ["Dev1"]
+    blocked = of(res, "claim_blocked", task="a")
+    assert [e["agent"] for e in blocked] == ["Dev2"]
+    dev2_next = requests_of(model, "Dev2")[1]
+    assert "Claim of 'a' rejected" in last_user_text(dev2_next)
+    assert dev2_next.view.current_task is None
+
+
+def test_contested_claim_arrival_order_gives_no_message(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", ""), ("b", ""))},
+        "Dev1": {0: '<claim_task id="a" />'},
+        "Dev2": {0: '<claim_task id="a" />'},
+    })
+    res = run(tmp_path, model, rounds=2, claim_resolution="arrival")
+    assert len(of(res, "claim_task", task="a")) == 1
+    dev2_next = requests_of(model, "Dev2")[1]
+    assert "rejected" not in last_user_text(dev2_next)
+
+
+def test_verify_holds_back_downstream_until_review_completes(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", ""), ("b", "a")), 2: '<verify_task id="a" />'},
+        "Dev1": {0: '<claim_task id="a" />', 1: '<complete_task id="a" />', 2: '<claim_task id="a-verify" />',
+                 3: '<complete_task id="a-verify" />', 4: '<claim_task id="b" />'},
+    })
+    res = run(tmp_path, model, rounds=6)
+    snaps = {s["round"]: {n["id"]: n for n in s["graph"]["nodes"]} for s in res.snapshots}
+    created = of(res, "create_verify_node")
+    assert created and created[0]["successors_rerouted"] == ["b"] and created[0]["round"] == 3
+    assert snaps[3]["a-verify"]["status"] in ("pending", "in_progress")
+    assert snaps[3]["b"]["status"] == "pending"
+    frontier_r3 = [n["id"] for n in requests_of(model, "Dev1")[2].view.frontier]
+    assert "b" not in frontier_r3 and "a-verify" in frontier_r3
+    assert of(res, "task_verified", task="a")
+    verified_round = of(res, "task_verified", task="a")[0]["round"]
+    assert snaps[verified_round]["a"]["status"] == "verified"
+    assert of(res, "claim_task", task="b", agent="Dev1")  # b became claimable only after the review
+
+
+def test_release_returns_node_to_frontier(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", "")), 1: '<assign_task id="a" to="Dev1" />', 2: '<release_task id="a" />'},
+        "Dev1": {0: '<claim_task id="a" />', 1: "<broadcast>stuck on a</broadcast>"},
+    })
+    res = run(tmp_path, model, rounds=4)
+    rel = of(res, "release_task", task="a")
+    assert rel and rel[0]["prev_owner"] == "Dev1" and rel[0]["round"] == 3
+    snap3 = {n["id"]: n for n in res.snapshots[3]["graph"]["nodes"]}
+    assert snap3["a"]["status"] == "pending" and snap3["a"]["agent"] is None
+    dev1_after = [r for r in requests_of(model, "Dev1") if r.view.round == 3][0]
+    assert dev1_after.view.current_task is None
+    assert any(n["id"] == "a" for n in dev1_after.view.frontier)
+    assert "released" in last_user_text(dev1_after)
+
+
+# ---------------------------------------------------------------- termination
+
+
+def test_red_tests_after_all_done_add_fix_task_in_latte(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", ""))},
+        "Dev1": {0: '<claim_task id="a" />', 1: '<complete_task id="a" />'},
+    })
+    res = run(tmp_path, model, rounds=4)
+    fix = of(res, "fix_task_injected")
+    assert fix and fix[0]["task"] == "fix-failing-tests" and fix[0]["round"] == 2
+    assert of(res, "discover_task", task="fix-failing-tests")[0]["dependencies"] == ["a"]
+    assert res.reason == "max_rounds" and not res.success
+    frontier_r3 = [n["id"] for n in [r for r in requests_of(model, "Dev1") if r.view.round == 3][0].view.frontier]
+    assert frontier_r3 == ["fix-failing-tests"]
+
+
+def test_red_tests_after_all_done_end_static_trial(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", "")).replace("discover_task", "plan_task"), 1: '<assign_task id="a" to="Dev1" />'},
+        "Dev1": {0: '<claim_task id="a" />', 1: '<complete_task id="a" />'},
+    })
+    res = run(tmp_path, model, team="static", rounds=6)
+    assert res.reason == "tests_failed" and not res.success and res.rounds == 2
+    assert of(res, "fix_task_injected") == []
+
+
+def test_green_tests_after_all_done_end_with_success(tmp_path):
+    sol = ll.tasks.get("debug").reference_solution()["signal_toolkit.py"]
+    model = script({
+        "Lead": {0: discover(("a", ""))},
+        "Dev1": {0: '<claim_task id="a" />',
+                 1: f'<edit_file path="signal_toolkit.py">{sol}</edit_file><complete_task id="a" />'},
+    })
+    res = run(tmp_path, model, rounds=5)
+    assert res.success and res.reason == "all_tasks_done" and res.rounds == 2 and res.accuracy == 1.0
+    assert res.row["success"] is True and res.row["total_tasks"] == 1 and res.row["tasks_done"] == 1
+
+
+def test_static_rejects_discovery_claims_release_verify_after_planning(tmp_path):
+    model = script({
+        "Lead": {0: discover(("a", ""), ("b", "")).replace("discover_task", "plan_task"),
+                 1: '<discover_task id="c" title="More">x</discover_task><release_task id="a" />'
+                    '<verify_task id="a" /><assign_task id="b" to="Dev2" />'},
+        "Dev1": {0: '<claim_task id="a" />'},
+        "Dev2": {0: '<discover_task id="d" title="Mine">y</discover_task>'},
+    })
+    res = run(tmp_path, model, team="static", rounds=2)
+    assert of(res, "claim_blocked", agent="Dev1", task="a", reason="static_graph")
+    blocked_ops = {(e["agent"], e["operator"]) for e in of(res, "operator_blocked")}
+    assert ("Lead", "discover_task") in blocked_ops
+    assert ("Lead", "release_task") in blocked_ops and ("Lead", "verify_task") in blocked_ops
+    assert ("Dev2", "discover_task") in blocked_ops
+    assert "c" not in [n["id"] for n in res.snapshots[-1]["graph"]["nodes"]]
+    lead_r2 = [r for r in requests_of(model, "Lead") if r.view.round == 2]
+    dev1_r2 = [r for r in requests_of(model, "Dev1") if r.view.round == 2][0]
+    assert "Self-assignment is not available" in last_user_text(dev1_r2)
+    # the Lead's refusals are delivered to it (it has messages -> invoked in round 2)
+    assert lead_r2 and "not available" in last_user_text(lead_r2[0])
+    # the assigned claim (accepting an assignment) works in static
+    assert res.snapshots[-1]["graph"]["nodes"][1]["agent"] == "Dev2"
+
+
+def test_static_paper_dispatch_runs_every_worker(tmp_path):
+    model = script({"Lead": {0: discover(("a", "")).replace("discover_task", "plan_task")}})
+    res = run(tmp_path, model, team="static", rounds=2)
+    assert all(e["n_dispatched"] == 4 for e in of(res, "round_dispatch"))
+    res2 = run(tmp_path, script({"Lead": {0: discover(("a", "")).replace("discover_task", "plan_task")}}),
+               team="static", rounds=2, dispatch="released")
+    assert [e["n_dispatched"] for e in of(res2, "round_dispatch")] == [1, 1]
+
+
+# ---------------------------------------------------------------- planning, errors, parse errors
+
+
+def test_planning_without_nodes_ends_with_a_clear_failure(tmp_path):
+    model = script({"Lead": ["<run_tests />", "I am not sure.", "Still thinking."]})
+    res = run(tmp_path, model, planning_turns=3)
+    assert res.status == "ok" and not res.success and res.reason == "planning_failed" and res.rounds == 0
+    end = of(res, "planning_phase_end")[0]
+    assert end["tasks_discovered"] == 0 and end["turns"] == 3
+    nudges = [r for r in requests_of(model, "Lead")][2]
+    assert "no <discover_task> tags" in last_user_text(nudges)
+    # exploration runs once per action (the released code ran it twice)
+    assert len([e for e in of(res, "run_tests") if e["round"] == 0]) == 1
+
+
+def test_a_failing_model_gives_an_error_result_with_partial_events(tmp_path):
+    def boom(req):
+        if req.scope.agent == "Dev1":
+            raise ll.ModelError("provider unavailable (simulated outage)")
+        return discover(("a", "")) if req.view.round == 0 else WAIT
+
+    res = run_trial(ll.TrialConfig(task="debug", model="scripted", max_rounds=3, runs_dir=str(tmp_path)),
+                    model=ScriptedModel(boom))
+    assert res.status == "error" and "simulated outage" in res.error
+    assert of(res, "round_start") and of(res, "trial_error")
+    saved = json.loads((res.run_dir / "result.json").read_text())
+    assert saved["status"] == "error" and "simulated outage" in saved["error"]
+    assert (res.run_dir / "events.jsonl").read_text().count("\n") == len(res.event_list)
+
+
+def test_parse_errors_are_sent_back_to_the_agent(tmp_path):
+    model = script({"Lead": {0: discover(("a", "")), 1: '<assign_task id="a" />'}})
+    res = run(tmp_path, model, rounds=2)
+    assert of(res, "parse_error", agent="Lead")
+    lead_r2 = [r for r in requests_of(model, "Lead") if r.view.round == 2][0]
+    assert "Could not read your <assign_task>" in last_user_text(lead_r2)
+
+
+def test_worker_sees_only_its_own_task(tmp_path):
+    model = script({"Lead": {0: discover(("a", ""), ("b", ""))}, "Dev1": {0: '<claim_task id="a" />'}})
+    run(tmp_path, model, rounds=2)
+    dev1 = requests_of(model, "Dev1")
+    assert dev1[0].view.current_task is None and [n["id"] for n in dev1[0].view.frontier] == ["a", "b"]
+    assert dev1[1].view.current_task["id"] == "a" and dev1[1].view.frontier == []
+    assert "=== YOUR CURRENT TASK ===" in last_user_text(dev1[1])
+    assert all("Task b" not in m.content for m in dev1[1].messages[-1:])
+
+
+def test_history_windows_lead_10_workers_20(tmp_path):
+    model = script({"Lead": {0: discover(("a", ""))}, "Dev1": {0: '<claim_task id="a" />'}})
+    run(tmp_path, model, rounds=14, heartbeat=1)
+    assert max(len(r.messages) for r in requests_of(model, "Lead")) <= 11
+    assert max(len(r.messages) for r in requests_of(model, "Dev1")) <= 21
+    assert max(len(r.messages) for r in requests_of(model, "Dev1")) > 11
+
+
+# ---------------------------------------------------------------- replay and determinism
+
+
+def _latte_solving_model():
+    task = ll.tasks.get("debug")
+    sol = task.reference_solution()["signal_toolkit.py"]
+
+    def policy(req):
+        v = req.view
+        if v.role == "lead":
+            if v.phase == "planning":
+                return discover(("a", ""), ("b", ""), ("c", "a,b"))
+            idle = [w for w, t in v.extra["workers"].items() if t is None]
+            return "".join(f'<assign_task id="{n["id"]}" to="{w}" />' for n, w in zip(v.frontier, idle)) or WAIT
+        if v.current_task:
+            t = v.current_task
+            if t["status"] == "assigned":
+                return f'<claim_task id="{t["id"]}" />'
+            return f'<edit_file path="signal_toolkit.py">{sol}</edit_file><run_tests /><complete_task id="{t["id"]}" />'
+        return WAIT
+
+    return ScriptedModel(policy, latency_s=1.5)
+
+
+def test_replay_gives_identical_events_and_result(tmp_path):
+    res = run(tmp_path, _latte_solving_model(), rounds=10)
+    assert res.success
+    again = replay(res.run_dir, runs_dir=tmp_path / "replays")
+    assert again.status == "ok"
+    assert comparable_events(again.event_list) == comparable_events(res.event_list)
+    volatile = ("real_seconds", "run_dir")
+    assert {k: v for k, v in again.row.items() if k not in volatile} == {
+        k: v for k, v in res.row.items() if k not in volatile}
+    loaded = load_trial(res.run_dir)
+    assert loaded.success == res.success and loaded.row["total_tokens"] == res.row["total_tokens"]
+    assert len(loaded.event_list) == len(res.event_list)
+
+
+def test_two_processes_replaying_one_cassette_agree(tmp_path):
+    res = run(tmp_path, _latte_solving_model(), rounds=10)
+    code = (
+        "import json, sys; from latte_lab.trial import replay, comparable_events\n"
+        "r = replay(sys.argv[1], runs_dir=sys.argv[2])\n"
+        "print(json.dumps({'row': {k: v for k, v in r.row.items() if k not in ('real_seconds', 'run_dir')},"
+        " 'events': comparable_events(r.event_list)}, default=str, sort_keys=True))\n"
+    )
+    outs = []
+    for i in range(2):
+        proc = subprocess.run([sys.executable, "-c", code, str(res.run_dir), str(tmp_path / f"p{i}")],
+                              capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        outs.append(proc.stdout.strip().splitlines()[-1])
+    assert outs[0] == outs[1]
+    assert json.loads(outs[0])["row"]["success"] is True
+
+
+def test_trial_id_depends_on_config_and_seed():
+    a = ll.TrialConfig(task="debug", seed=0)
+    assert a.trial_id == ll.TrialConfig(task="debug", seed=0, runs_dir="elsewhere").trial_id
+    assert a.trial_id != ll.TrialConfig(task="debug", seed=1).trial_id
+    assert a.trial_id != ll.TrialConfig(task="debug", seed=0, team="static").trial_id
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"task": "nope"}, "known tasks"),
+    ({"task": "debug", "team": "swarm"}, "known teams"),
+    ({"task": "debug", "n_workers": 0}, "n_workers"),
+    ({"task": "debug", "max_rounds": 0}, "max_rounds"),
+    ({"task": "debug", "model": "gpt4"}, "unknown model spec"),
+    ({"task": "debug", "model": "simulated", "base_url": "http://x"}, "base_url"),
+    ({"task": "debug", "colour": "red"}, "unknown field"),
+])
+def test_config_validation_messages(fields, message):
+    with pytest.raises(ll.ConfigError, match=message):
+        ll.TrialConfig(**fields)
+
+
+def test_released_preset_sets_every_switch():
+    cfg = ll.TrialConfig.released(task="debug_sprint", team="dynamic")
+    assert (cfg.task, cfg.team, cfg.max_rounds, cfg.max_tokens) == ("debug", "latte", 35, 8192)
+    assert (cfg.dispatch, cfg.lead_idle_limit, cfg.claim_resolution, cfg.roles) == ("released", 6, "arrival", "official")
+    assert cfg.unknown_deps == "drop" and cfg.file_lock and not cfg.read_file_in_flat and cfg.flat_success == "tests"
+    assert ll.TrialConfig(task="debug").rounds == 40
