@@ -184,11 +184,13 @@ class TestSummarizer:
         assert summarize(TEXT_SUM, 1) == "Solar panels convert sunlight into electricity for solar homes."
 
     def test_keeps_original_order(self):
-        expected = (
+        assert summarize(TEXT_SUM, 2) == (
             "Solar panels convert sunlight into electricity for solar homes. "
             "Solar electricity prices fell as panels improved."
         )
-        assert summarize(TEXT_SUM, 2) == expected
+        # the best sentence comes last in the text, and stays last in the summary
+        text = "Birds sang. Solar power is cheap. Solar panels make solar power from solar light."
+        assert summarize(text, 2) == "Solar power is cheap. Solar panels make solar power from solar light."
 
     def test_more_sentences_than_text(self):
         assert summarize("One here. Two there.", 5) == "One here. Two there."
