@@ -65,23 +65,39 @@ def _set(kind: int, value: int, hard_extra: int = 0) -> None:
     resource.setrlimit(kind, (value, new_hard))
 
 
-def apply_limits(limits: dict) -> None:
-    """Apply the limits dict (see the module docstring) to the current process."""
+def apply_limits(limits: dict) -> list[str]:
+    """Apply the limits dict (see the module docstring) to the current process.
+
+    Returns warnings for limits the platform refused (e.g. RLIMIT_AS on macOS); the run goes on
+    without them rather than not at all. A malformed dict raises ValueError.
+    """
+    wanted = []
     if limits.get("cpu") is not None:
         # At the soft limit the kernel sends SIGXCPU, at the hard limit SIGKILL; equal limits would
         # make the kill win and hide the reason.
-        _set(resource.RLIMIT_CPU, int(limits["cpu"]), CPU_HARD_SLACK_SECONDS)
+        wanted.append(("RLIMIT_CPU", int(limits["cpu"]), CPU_HARD_SLACK_SECONDS))
     if limits.get("as") is not None:
-        _set(resource.RLIMIT_AS, int(limits["as"]))
+        wanted.append(("RLIMIT_AS", int(limits["as"]), 0))
     if limits.get("fsize") is not None:
-        _set(resource.RLIMIT_FSIZE, int(limits["fsize"]))
-    if limits.get("nproc") is not None and hasattr(resource, "RLIMIT_NPROC"):
+        wanted.append(("RLIMIT_FSIZE", int(limits["fsize"]), 0))
+    if limits.get("nproc") is not None:
         uid = os.geteuid()
         # root is exempt in the kernel; setting it anyway is harmless and documents intent.
         base = 0 if uid == 0 else _user_task_count(uid)
-        _set(resource.RLIMIT_NPROC, base + int(limits["nproc"]))
+        wanted.append(("RLIMIT_NPROC", base + int(limits["nproc"]), 0))
     # No core dumps: a crashing agent script must not drop hundreds of MiB into the workspace.
-    _set(resource.RLIMIT_CORE, 0)
+    wanted.append(("RLIMIT_CORE", 0, 0))
+    warnings = []
+    for name, value, extra in wanted:
+        kind = getattr(resource, name, None)
+        if kind is None:
+            warnings.append(f"{name} is not available on this platform")
+            continue
+        try:
+            _set(kind, value, extra)
+        except (ValueError, OSError) as exc:
+            warnings.append(f"could not set {name}: {exc}")
+    return warnings
 
 
 def main(argv: list[str]) -> int:
@@ -89,10 +105,12 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("usage: _sandbox_child.py '<limits json>' -- <command...>\n")
         return EXIT_SETUP_FAILED
     try:
-        apply_limits(json.loads(argv[0]))
-    except (ValueError, OSError) as exc:
-        sys.stderr.write(f"sandbox: could not set resource limits: {exc}\n")
+        warnings = apply_limits(json.loads(argv[0]))
+    except (ValueError, TypeError, AttributeError) as exc:
+        sys.stderr.write(f"sandbox: invalid limits {argv[0]!r}: {exc}\n")
         return EXIT_SETUP_FAILED
+    for warning in warnings:
+        sys.stderr.write(f"sandbox: warning: {warning}\n")
     target = argv[2:]
     try:
         os.execv(target[0], target)

@@ -25,6 +25,17 @@ also counts the run's processes every :data:`PROCESS_CHECK_INTERVAL_SECONDS` and
 when it exceeds ``SandboxLimits.max_processes``; the CPU limit bounds busy loops whose parent is gone;
 the timeout bounds everything else.
 
+The wrapper is started as ``python -I -S .../latte_lab/_sandbox_child.py <limits json> -- <argv>``
+(the file path, equivalent to ``-m latte_lab._sandbox_child`` but immune to a workspace file or
+directory named ``latte_lab`` or ``resource`` on the path, and ~20 ms faster).
+
+What this sandbox is *not*: a security boundary against a deliberately hostile script. Agent code runs
+as the same user with the same file system: it cannot see API keys through its environment, but it
+could read files by absolute path (a ``.env``) or, as the same user, other processes' ``/proc/<pid>/
+environ`` (a shell or Jupyter server that exported a key). Confinement of *file actions* (read/write
+through this class) is strict; for untrusted models beyond "buggy", run trials in a container or as a
+separate user. As root, RLIMIT_NPROC is not enforced by the kernel (our process counting still is).
+
 Test runs are memoised by content (:func:`tree_digest`): the same test arguments over byte-identical
 files return the stored :class:`TestRun` with ``cached=True`` and the originally measured seconds, so
 a trial's virtual clock stays deterministic and repeated runs are free.
@@ -1205,18 +1216,27 @@ class Workspace:
         return run  # type: ignore[return-value]
 
     def script_reply(self, run: RunResult) -> str:
-        """:func:`script_reply` capped at this workspace's ``agent_output_cap``."""
-        return _cap_reply(script_reply(run), self.agent_output_cap)
+        """:func:`script_reply` within this workspace's ``agent_output_cap`` (3:1 stdout:stderr)."""
+        cap = self.agent_output_cap
+        text = script_reply(
+            run,
+            stdout_chars=min(SCRIPT_STDOUT_TAIL_CHARS, cap * 3 // 4),
+            stderr_chars=min(SCRIPT_STDERR_TAIL_CHARS, cap // 4),
+        )
+        return _cap_reply(text, cap)
 
     def tests_reply(self, run: TestRun) -> str:
         return _cap_reply(tests_reply(run), self.agent_output_cap)
 
 
 def _cap_reply(text: str, cap: int) -> str:
+    """Keep the first line (the verdict) and the tail, at most ``cap`` characters in all."""
     if len(text) <= cap:
         return text
-    first_line, _, rest = text.partition("\n")
-    return f"{first_line}\n[... earlier output elided ...]\n{_tail(rest, max(cap - len(first_line) - 30, 0))}"
+    first, _, rest = text.partition("\n")
+    marker = "\n[... earlier output elided ...]\n"
+    keep = max(cap - len(first) - len(marker), 0)
+    return (first + marker + _tail(rest, keep))[:cap]
 
 
 __all__ = [

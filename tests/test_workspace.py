@@ -539,3 +539,55 @@ def test_run_pytest_with_extra_files_leaves_workspace_untouched(project):
     assert project.snapshot_files() == before and not project.exists("test_hidden.py")
     with pytest.raises(WorkspaceError, match="outside"):
         run_pytest(project.root, [], extra_files={"../evil.py": "x"})
+
+
+def test_both_streams_flooded_without_deadlock(ws):
+    ws.setup_file(
+        "both.py",
+        "import sys\nfor i in range(200):\n"
+        "    sys.stdout.write('o' * 50_000)\n    sys.stderr.write('e' * 50_000)\n"
+        "sys.stderr.write('LAST')\n",
+    )
+    run = ws.run_script("both.py", timeout=30)
+    assert run.ok and run.truncated and not run.timed_out
+    assert run.stderr.endswith("LAST") and "bytes elided" in run.stdout
+    capped = Workspace(ws.root, agent_output_cap=300).script_reply(run)
+    assert len(capped) <= 300 and capped.startswith("✅ Script completed:") and capped.endswith("LAST")
+    assert "ooo" in capped  # stdout keeps its share even when stderr alone would fill the cap
+
+
+def test_duplicate_quiet_flag_keeps_the_summary(project):
+    run = project.run_tests(args=("-q", "test_suite.py"))
+    assert (run.passed, run.failed, run.errors) == (1, 2, 0)
+
+
+def test_child_wrapper_runs_as_a_module_too(tmp_path):
+    import subprocess
+
+    code = "import resource; print(resource.getrlimit(resource.RLIMIT_FSIZE)[0])"
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "latte_lab._sandbox_child",
+            '{"fsize": 4096}',
+            "--",
+            sys.executable,
+            "-c",
+            code,
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "4096"
+    bad = subprocess.run(
+        [sys.executable, "-m", "latte_lab._sandbox_child", "not json", "--", "true"],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert bad.returncode == 126 and "invalid limits" in bad.stderr
