@@ -3,8 +3,8 @@
 ``FakeProvider`` is an ``http.server`` on 127.0.0.1 (ephemeral port) that answers OpenAI
 ``/v1/chat/completions`` and Anthropic ``/v1/messages`` requests. Tests queue scripted answers
 (status, headers, body, delay) and read back every request the server received, so the real SDKs can
-be exercised end to end without a network. Import it from test modules:
-``from conftest_models import FakeProvider, fake_server, canary_keys``.
+be exercised end to end without a network. Test modules import the fixtures under their function
+names (``from conftest_models import fake_server_fixture``) and request them as ``fake_server``.
 """
 
 from __future__ import annotations
@@ -131,8 +131,8 @@ class FakeProvider:
         self.thread.join(SERVER_JOIN_SECONDS)
 
 
-@pytest.fixture
-def fake_server():
+@pytest.fixture(name="fake_server")
+def fake_server_fixture():
     server = FakeProvider().start()
     try:
         yield server
@@ -140,8 +140,8 @@ def fake_server():
         server.stop()
 
 
-@pytest.fixture
-def canary_keys(monkeypatch):
+@pytest.fixture(name="canary_keys")
+def canary_keys_fixture(monkeypatch):
     """Unique canary API keys planted in the environment; returns {"openai": ..., "anthropic": ...}.
 
     The OpenAI canary has a provider key shape (``sk-...``); the Anthropic one does not, so both the

@@ -6,7 +6,7 @@ import json
 import threading
 
 import pytest
-from conftest_models import Reply, canary_keys, fake_server, make_request  # noqa: F401
+from conftest_models import canary_keys_fixture, fake_server_fixture, make_request  # noqa: F401 - fixtures
 
 from latte_lab.errors import CacheMissError, DataError, ModelError
 from latte_lab.models import (

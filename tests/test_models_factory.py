@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 
 import pytest
-from conftest_models import canary_keys, fake_server, make_request  # noqa: F401
+from conftest_models import canary_keys_fixture, fake_server_fixture, make_request  # noqa: F401 - fixtures
 
 from latte_lab.errors import CacheMissError, ConfigError, MissingAPIKeyError
 from latte_lab.models import CachedModel, ResponseCache, make_model, parse_model_spec

@@ -6,7 +6,14 @@ import logging
 import socket
 
 import pytest
-from conftest_models import Reply, anthropic_body, canary_keys, fake_server, make_request, openai_body  # noqa: F401
+from conftest_models import (  # noqa: F401 - fixtures
+    Reply,
+    anthropic_body,
+    canary_keys_fixture,
+    fake_server_fixture,
+    make_request,
+    openai_body,
+)
 
 from latte_lab.errors import (
     AuthenticationError,

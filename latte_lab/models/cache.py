@@ -21,9 +21,10 @@ import sqlite3
 import threading
 import time
 import warnings
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Self
 
 from latte_lab.errors import CacheMissError, ConfigError, DataError
 from latte_lab.models.base import Message, ModelRequest, ModelResponse, Scope, Usage
@@ -213,7 +214,7 @@ class ResponseCache:
             self._connections.clear()
         self._local = threading.local()
 
-    def __enter__(self) -> ResponseCache:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

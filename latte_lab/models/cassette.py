@@ -12,9 +12,10 @@ import glob
 import json
 import os
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict
 from pathlib import Path
-from typing import Iterable
+from typing import Self
 
 from latte_lab.errors import CacheMissError, DataError, LatteError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
@@ -84,7 +85,7 @@ class Cassette:
                 self._file.close()
                 self._file = None
 
-    def __enter__(self) -> Cassette:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -139,7 +140,8 @@ class CassetteModel:
                 continue
             try:
                 slot = (record["scope"]["agent"], int(record["scope"]["call_index"]))
-                record["response"]["text"]  # noqa: B018 - validate now, not mid-replay
+                if not isinstance(record["response"]["text"], str):  # validate now, not mid-replay
+                    raise TypeError("response text is not a string")
             except (KeyError, TypeError, ValueError):
                 raise DataError(f"{self.path}: a call line lacks scope or response fields") from None
             self._calls.setdefault(slot, []).append(record)

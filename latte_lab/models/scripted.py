@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import threading
-from typing import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from latte_lab.errors import ConfigError, ModelError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
