@@ -144,7 +144,7 @@ def _save_figure(fig, out: Path, name: str, written: list[Path]) -> None:
     from latte_lab.analysis.style import FIG_DPI, pyplot
 
     for ext in ("png", "pdf"):
-        fig.savefig(out / f"{name}.{ext}", dpi=FIG_DPI, bbox_inches="tight")
+        fig.savefig(out / f"{name}.{ext}", dpi=FIG_DPI)  # layouts are tight already: one render
         written.append(out / f"{name}.{ext}")
     pyplot().close(fig)
 
