@@ -121,3 +121,9 @@ def test_import_cassettes_fills_the_cache_for_replay(tmp_path):
     assert replay.generate(other[1]).text == "s1"
     with pytest.raises(DataError, match="no cassettes"):
         import_cassettes(tmp_path / "nowhere", cache)
+
+
+def test_call_line_without_scope_is_a_data_error(tmp_path):
+    (tmp_path / "calls.jsonl").write_text('{"type": "call", "response": {"text": "x"}}\n')
+    with pytest.raises(DataError, match="lacks scope or response"):
+        CassetteModel(tmp_path)

@@ -80,3 +80,11 @@ def test_simulated_unavailable_is_a_config_error(monkeypatch):
     monkeypatch.setitem(sys.modules, "latte_lab.models.simulated", None)  # import fails
     with pytest.raises(ConfigError, match="simulated model is unavailable"):
         make_model("simulated")
+
+
+def test_simulated_spec_builds_the_simulated_model(tmp_path):
+    simulated = pytest.importorskip("latte_lab.models.simulated", reason="the simulated model is not in this tree")
+    model = make_model("simulated/default")
+    assert isinstance(model, simulated.SimulatedModel)
+    cached = make_model("simulated", cache=tmp_path / "c.sqlite")  # cached only when a cache is given
+    assert isinstance(cached, CachedModel) and isinstance(cached.inner, simulated.SimulatedModel)
