@@ -209,6 +209,9 @@ def test_evaluate_start_and_solution_end_to_end(task, solution, tmp_path):
     assert ws.list_files() == before  # hidden files never reach the workspace
     for path, text in solution.items():
         ws.write(path, text, agent="Dev1")
+    # pytest configuration the agents write must not change how the hidden suite runs
+    ws.write("conftest.py", "import pytest\n\n@pytest.fixture\ndef planted():\n    return {}\n", agent="Dev1")
+    ws.write("pytest.ini", "[pytest]\naddopts = -k nothing_matches\n", agent="Dev1")
     done = task.evaluate(ws)
     assert (done.passed, done.total, done.rate) == (31, 31, 1.0)
     assert done.per_class == {c: (n, n) for c, n in EXPECTED_CLASSES.items()}
@@ -392,3 +395,13 @@ def test_summary_numbers_come_from_the_data(solution):
     sales = df.loc[df["dept"] == "Sales", "churned"].mean()
     assert f"{100 * sales:.1f}%" in solution["findings.json"]
     assert re.search(r"\b\d+ employee records\b", solution["summary.txt"])
+
+
+def test_department_claims_ignore_head_counts_and_other_metrics(hidden):
+    departments = list(generator.DEPARTMENTS)
+    text = (
+        "Churn by department: Sales (n=95) 56.8%, Support (n=109) 52.3%, HR (n=75) 40.0%, "
+        "Engineering (n=121) 35.5%. HR has the lowest average salary."
+    )
+    assert hidden.department_claims(text, departments) == {"highest": {"Sales"}, "lowest": {"Engineering"}}
+

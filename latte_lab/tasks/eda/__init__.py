@@ -74,7 +74,8 @@ Produce three deliverables in the workspace root:
    TARGET: the semantic name of the outcome column to explain (a str);
    NUMERIC_FEATURES: list of the semantic names of the numeric predictor columns;
    CATEGORICAL_FEATURES: list of the semantic names of the categorical predictor columns.
-   The id column and the target are not features; the two lists do not overlap.
+   Classify the predictors by data type: every numeric predictor goes in NUMERIC_FEATURES, every
+   text-valued one in CATEGORICAL_FEATURES. The id column and the target are not features.
 
 2. findings.json - a JSON object with exactly these five keys, each a non-empty list of entries:
    "distributions", "relationships", "subgroup_effects", "outliers", "missing_data".

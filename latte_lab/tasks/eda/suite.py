@@ -23,6 +23,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from latte_lab.workspace import Workspace
 
 JUNIT_NAME = "hidden_junit.xml"  # report file, written outside the copy the suite runs in
+# Root pytest configuration the agents may have written (fixtures, addopts, a different rootdir
+# config) is neutralised in the copy, so only their code is judged: an empty conftest.py, and a
+# pytest.ini, which pytest prefers over every other configuration file.
+NEUTRAL_CONFIG = {"conftest.py": "", "pytest.ini": "[pytest]\n"}
 
 
 def _parametrize_width(decorator: ast.expr) -> int:
@@ -103,7 +107,7 @@ def run_hidden_suite(
         run = run_pytest(
             workspace.root,
             [suite_path, f"--junitxml={report}", "-o", "junit_family=xunit1"],
-            extra_files=dict(hidden),
+            extra_files={**NEUTRAL_CONFIG, **hidden},
         )
         outcomes = parse_junit(report.read_text(encoding="utf-8")) if report.exists() else {}
     per_class: dict[str, tuple[int, int]] = {}

@@ -144,26 +144,41 @@ _HIGH_WORDS = re.compile(r"\b(?:highest|most|largest|greatest|max\w*|top|worst|p
 _LOW_WORDS = re.compile(r"\b(?:lowest|least|smallest|fewest|min\w*|best retention|bottom)\b", re.IGNORECASE)
 
 
+_OTHER_METRIC = re.compile(
+    r"\b(?:salar\w*|pay|wage\w*|compensation|tenure|hours?|satisf\w*|projects?|size|headcount|staff(?:ed)?)\b", re.IGNORECASE
+)
+_HEAD_COUNT = re.compile(r"\bn\s*[=:]\s*$")  # "(n=95" just before a number: a count, not a rate
+RATE_WINDOW_CHARS = 40  # how far after a department name its rate is looked for
+
+
 def department_claims(text: str, departments: list[str]) -> dict[str, set[str]]:
     """Departments claimed to have the highest and the lowest churn.
 
-    Read two ways: per-department rates written as "<Dept> ... <number>" (all departments needed),
-    and superlatives paired with the nearest department name in the same clause.
+    Read two ways: per-department rates written as "<Dept> ... <percentage or 0.xx>" (all departments
+    needed; head counts such as "n=95" are skipped), and superlatives paired with the nearest
+    department name in the same clause (clauses about another metric, without a churn word, skipped).
     """
     claims: dict[str, set[str]] = {"highest": set(), "lowest": set()}
     rates = {}
+    names = "|".join(departments)
     for d in departments:
-        m = re.search(rf"\b{d}\b[^0-9A-Za-z]{{0,4}}(?:[a-z ]{{0,20}}?)[:=(\s]*([0-9]*\.?[0-9]+)\s*(%?)", text, re.IGNORECASE)
-        if m:
-            value = float(m.group(1))
-            rates[d] = value / 100 if m.group(2) or value > 1 else value
+        for m in re.finditer(rf"\b{d}\b", text, re.IGNORECASE):
+            window = re.split(rf"\b(?:{names})\b", text[m.end() : m.end() + RATE_WINDOW_CHARS], flags=re.IGNORECASE)[0]
+            for num in re.finditer(r"(?<![\d.])(\d{1,3}(?:\.\d+)?)\s*(%?)", window):
+                if _HEAD_COUNT.search(window[: num.start()]):
+                    continue
+                value = float(num.group(1))
+                if num.group(2) or ("." in num.group(1) and value <= 1):
+                    rates.setdefault(d, value / 100 if num.group(2) else value)
+                    break
+            if d in rates:
+                break
     if len(rates) == len(departments):
         claims["highest"].add(max(rates, key=rates.get))
         claims["lowest"].add(min(rates, key=rates.get))
-    names = "|".join(departments)
     for clause in _clauses(text):
         positions = [(m.start(), m.end(), m.group(0)) for m in re.finditer(rf"\b(?:{names})\b", clause, re.IGNORECASE)]
-        if not positions:
+        if not positions or (_OTHER_METRIC.search(clause) and not re.search(_CHURN, clause, re.IGNORECASE)):
             continue
         for key, pattern in (("highest", _HIGH_WORDS), ("lowest", _LOW_WORDS)):
             for w in pattern.finditer(clause):
@@ -381,7 +396,8 @@ class TestPlantedFindings:
     def test_department_extremes(self, findings, planted, which):
         claims: set[str] = set()
         for t in _entries(findings, ("subgroup_effects", "relationships")):
-            claims |= department_claims(t, planted["departments"])[which]
+            if re.search(_CHURN, t, re.IGNORECASE):
+                claims |= department_claims(t, planted["departments"])[which]
         truth = planted[f"{which}_churn_dept"]
         assert claims == {truth}, f"{which} churn department read as {sorted(claims) or 'absent'}, expected {truth}"
 
