@@ -47,6 +47,7 @@ The paper's intended definitions:
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
@@ -58,8 +59,13 @@ LEAD = "Lead"  # the Lead's agent name in events
 NODE_START_EVENTS = ("assign_task", "claim_task")
 NODE_END_EVENTS = ("complete_task", "close_task")
 
-__all__ = ["trial_metrics", "operator_counts", "node_completion_times", "OPERATOR_EVENT_TYPES",
-           "REPLY_LOG_CAP_CHARS"]
+__all__ = [
+    "OPERATOR_EVENT_TYPES",
+    "REPLY_LOG_CAP_CHARS",
+    "node_completion_times",
+    "operator_counts",
+    "trial_metrics",
+]
 
 
 def _records(events) -> list[dict]:
@@ -79,7 +85,7 @@ def _of(events: list[dict], kind: str) -> list[dict]:
 def _adjacent_changes(groups: Mapping) -> int:
     n = 0
     for agents in groups.values():
-        n += sum(1 for a, b in zip(agents, agents[1:]) if a != b)
+        n += sum(1 for a, b in itertools.pairwise(agents) if a != b)
     return n
 
 

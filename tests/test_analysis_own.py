@@ -32,7 +32,7 @@ def _trial_events(team: str, rng: np.random.Generator, n_rounds: int) -> tuple[l
     snaps = []
     nodes: list[dict] = []
     t = 0.0
-    for r in range(0, n_rounds + 1):
+    for r in range(n_rounds + 1):
         if team in GRAPH_TEAMS and r <= 2:
             nid = f"task-{len(nodes) + 1}"
             nodes.append({"id": nid, "title": f"step {nid}", "status": "pending", "agent": None,
@@ -165,7 +165,7 @@ def test_section53_on_own_trials_includes_intended_metrics(own):
     assert s.loc[("n_concurrent_collisions", "leader_worker"), "p"] < 0.01
     r = stats.robust_statistics(own.trials)
     assert {"5.1", "5.3"} == set(r["family"])
-    coefs, anova = stats.cost_regression(own.trials)
+    coefs, _anova = stats.cost_regression(own.trials)
     assert "team[T.pipeline]" in set(coefs["term"])
 
 

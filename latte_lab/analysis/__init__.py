@@ -49,7 +49,37 @@ _LAZY = {
     "write_all": "latte_lab.analysis.report",
 }
 
-__all__ = sorted(_LAZY) + ["schema"]
+__all__ = [
+    "TEAM_PALETTE",
+    "TrialData",
+    "bootstrap_ci",
+    "compare_with_paper",
+    "cost_regression",
+    "expected_cost_per_success",
+    "figure2a",
+    "figure2b",
+    "figure3a",
+    "figure3b",
+    "figure3c",
+    "figure4",
+    "format_table2",
+    "graph_layout",
+    "is_published_dir",
+    "load",
+    "load_published",
+    "load_runs",
+    "normalised_costs",
+    "paper_reference",
+    "pareto_points",
+    "rank_biserial",
+    "robust_statistics",
+    "schema",
+    "section53",
+    "sem",
+    "stats_5_1",
+    "table2",
+    "write_all",
+]
 
 
 def __getattr__(name: str):

@@ -58,7 +58,7 @@ def expected_cost_per_success(trials: pd.DataFrame) -> pd.DataFrame:
                 value = float(vals.mean()) / rate
                 err = stats.sem(vals) / rate
             rows.append({"model": model, "team": team, "metric": metric, "pass_rate": rate,
-                         "n_success": int(len(vals)), "expected_cost": value, "err": err})
+                         "n_success": len(vals), "expected_cost": value, "err": err})
     return pd.DataFrame(rows, columns=["model", "team", "metric", "pass_rate", "n_success",
                                        "expected_cost", "err"])
 

@@ -229,9 +229,9 @@ def _report(data, t2, s51, robust, regression_md, comparison, skipped) -> str:
         unexpected = comparison[~comparison["agrees"] & comparison["status"].eq("exact")]
         t2c = comparison[comparison["section"] == "Table 2"]
         lines += ["## Paper vs recomputed", "",
-                  f"{ok} of {n} printed numbers agree at the paper's precision "
+                  (f"{ok} of {n} printed numbers agree at the paper's precision "
                   f"(Table 2: {int(t2c['agrees'].sum())} of {len(t2c)} cells). "
-                  f"{len(known)} differ for known reasons (reference §11); {len(unexpected)} differ otherwise.",
+                  f"{len(known)} differ for known reasons (reference §11); {len(unexpected)} differ otherwise."),
                   ""]
         if len(known):
             lines += ["### Known deviations", "", to_markdown(known[["id", "paper", "ours", "note"]])]
@@ -241,13 +241,13 @@ def _report(data, t2, s51, robust, regression_md, comparison, skipped) -> str:
     lines += ["## Table 2 (both models pooled)", "", to_markdown(stats.format_table2(t2)),
               "## §5.1 normalised pooled costs and accuracy (one-sided Mann-Whitney U vs LATTE)", "",
               to_markdown(s51), "## Beyond the paper", "",
-              "Holm-corrected p-values within each family, seeded bootstrap 95 % CIs of the means and "
-              "rank-biserial effect sizes (positive = LATTE better):", "",
+              ("Holm-corrected p-values within each family, seeded bootstrap 95 % CIs of the means and "
+              "rank-biserial effect sizes (positive = LATTE better):"), "",
               to_markdown(robust[["family", "metric", "team", "n", "mean", "ci_low", "ci_high", "p", "p_holm",
                                   "rank_biserial"]]) if len(robust) else "(no data)\n",
-              "Unbalanced cells: additive OLS of normalised cost on team (LATTE baseline), task and model "
+              ("Unbalanced cells: additive OLS of normalised cost on team (LATTE baseline), task and model "
               "with HC3 errors and Type II sums of squares, so team effects are adjusted for the task and "
-              "model mix of each team's successful trials.", regression_md, ""]
+              "model mix of each team's successful trials."), regression_md, ""]
     if skipped:
         lines += ["## Skipped", ""] + [f"- {s}" for s in skipped] + [""]
     return "\n".join(lines)
