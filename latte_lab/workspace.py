@@ -748,8 +748,11 @@ def _pump(
                 next_check = now + PROCESS_CHECK_INTERVAL_SECONDS
                 if len(sandbox_processes(proc.pid)) > limits.max_processes:
                     return False, True
-            if not sel.get_map():
-                time.sleep(min(0.02, max(deadline - now, 0)))
+            if not sel.get_map():  # both pipes closed: only the exit (or the deadline) is left to wait for
+                try:
+                    proc.wait(timeout=max(min(deadline - now, next_check - now, 0.1), 0.001))
+                except subprocess.TimeoutExpired:
+                    pass
                 continue
             wait = max(min(deadline - now, next_check - now, 0.1), 0.0)
             for key, _ in sel.select(wait):
@@ -933,6 +936,7 @@ def memo_key(root: Path | str, args: Iterable[str], limits: SandboxLimits) -> st
         "python": sys.executable,
         "args": list(args),
         "limits": dataclasses.asdict(limits),
+        "plugins": not PYTEST_DISABLE_PLUGIN_AUTOLOAD,
         "files": tree_digest(root),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
@@ -1108,8 +1112,7 @@ class Workspace:
             raise WorkspaceError(f"cannot write {rel!r}: it is a directory")
         created = not full.exists()
         before = None if created else full.read_bytes().decode("utf-8", errors="replace")
-        full.parent.mkdir(parents=True, exist_ok=True)
-        full.write_text(text, encoding="utf-8")
+        _write_bytes(full, rel, text.encode("utf-8"))
         record = WriteRecord(
             agent=agent,
             round=round,
@@ -1124,9 +1127,8 @@ class Workspace:
     def setup_file(self, path: str, text: str | bytes) -> None:
         """Write a starting file of the task: not logged, allowed on protected files."""
         rel, full = self.resolve(path)
-        full.parent.mkdir(parents=True, exist_ok=True)
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
-        full.write_bytes(data)
+        _write_bytes(full, rel, data)
         if rel in self._protected:
             self._protected[rel] = data
 
@@ -1227,6 +1229,18 @@ class Workspace:
 
     def tests_reply(self, run: TestRun) -> str:
         return _cap_reply(tests_reply(run), self.agent_output_cap)
+
+
+def _write_bytes(full: Path, rel: str, data: bytes) -> None:
+    try:
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_bytes(data)
+    except (NotADirectoryError, FileExistsError):
+        raise WorkspaceError(
+            f"cannot write {rel!r}: a parent of it is a file, not a directory; choose another path"
+        ) from None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot write {rel!r}: {exc.strerror or exc}") from None
 
 
 def _cap_reply(text: str, cap: int) -> str:

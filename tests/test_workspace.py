@@ -591,3 +591,10 @@ def test_child_wrapper_runs_as_a_module_too(tmp_path):
         timeout=30,
     )
     assert bad.returncode == 126 and "invalid limits" in bad.stderr
+
+
+def test_write_under_a_file_is_a_clear_error(ws):
+    ws.write("notes.txt", "x")
+    with pytest.raises(WorkspaceError, match="parent of it is a file"):
+        ws.write("notes.txt/inner.py", "y")
+    assert len(ws.writes) == 1
