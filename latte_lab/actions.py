@@ -67,7 +67,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Union
+from typing import Any, ClassVar
 
 from latte_lab.errors import LatteError
 
@@ -217,9 +217,9 @@ class Publish:
     text: str
 
 
-Action = Union[DiscoverTask, AssignTask, ClaimTask, CompleteTask, ReleaseTask, CloseTask, VerifyTask,
-               Broadcast, EditFile, ReadFile, RunScript, RunTests, RequestStatus, Synthesize,
-               CertifyComplete, Publish]
+Action = (DiscoverTask | AssignTask | ClaimTask | CompleteTask | ReleaseTask | CloseTask | VerifyTask
+          | Broadcast | EditFile | ReadFile | RunScript | RunTests | RequestStatus | Synthesize
+          | CertifyComplete | Publish)
 
 _ID_TAGS = {"claim_task": ClaimTask, "complete_task": CompleteTask, "release_task": ReleaseTask,
             "close_task": CloseTask, "verify_task": VerifyTask}
@@ -273,7 +273,7 @@ class _CloserFinder:
     answer, so it is reused instead of scanning the same text again.
     """
 
-    __slots__ = ("pattern", "text", "start", "match")
+    __slots__ = ("match", "pattern", "start", "text")
 
     def __init__(self, name: str, text: str):
         self.pattern = re.compile(rf"</{name}\s*>")
@@ -341,8 +341,7 @@ def _strip_fences(body: str) -> str:
     if body.startswith("```"):
         nl = body.find("\n")
         body = "" if nl < 0 else body[nl + 1:]
-    if body.endswith("```"):
-        body = body[:-3]
+    body = body.removesuffix("```")
     return body
 
 
@@ -396,7 +395,7 @@ def parse_actions(text: str) -> ParseResult:
         return result
     try:
         _scan(text, result)
-    except Exception as exc:  # pragma: no cover - a scanner bug must not crash a trial; report it instead
+    except Exception as exc:  # noqa: BLE001  # pragma: no cover - a scanner bug must not crash a trial; report it instead
         result.errors.append(ParseError("", f"internal parser error ({exc!r}); the rest of the reply was "
                                             "skipped", len(text), ""))
     return result

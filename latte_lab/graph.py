@@ -50,9 +50,10 @@ latte_lab.errors.OperatorError: close on node 'fix' rejected: status is pending;
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from enum import Enum
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from latte_lab.errors import DataError, LatteError, OperatorError
 
@@ -60,13 +61,13 @@ if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
 __all__ = [
+    "ROLES",
+    "SYSTEM_AGENT",
+    "VERIFY_SUFFIX",
     "CoordinationGraph",
     "Status",
     "UnknownNodeError",
     "frontier_bruteforce",
-    "ROLES",
-    "SYSTEM_AGENT",
-    "VERIFY_SUFFIX",
 ]
 
 ROLES = ("paper", "official")  # rule sets: the paper's Appendix A3, or the released code's looser rules
@@ -117,8 +118,21 @@ class _Node:
     """Mutable per-node state; never handed out (callers get plain dicts from ``node()``)."""
 
     __slots__ = (
-        "id", "title", "description", "status", "agent", "deps", "succ", "is_verify", "verify_of",
-        "created_by", "seq", "assigned_by", "completed_by", "closed", "unfinished",
+        "agent",
+        "assigned_by",
+        "closed",
+        "completed_by",
+        "created_by",
+        "deps",
+        "description",
+        "id",
+        "is_verify",
+        "seq",
+        "status",
+        "succ",
+        "title",
+        "unfinished",
+        "verify_of",
     )
 
     def __init__(self, node_id: str, title: str, description: str, deps: list[_Node], created_by: str,
