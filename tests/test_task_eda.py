@@ -329,6 +329,8 @@ NEGATIVE = [
     "Higher satisfaction means better retention.",
     "Churn rate falls as satisfaction rises: 62.5% below 5 versus 31.9% at 5 or above.",
     "Satisfaction and churn are inversely related.",
+    "Satisfaction is positively correlated with retention (r = 0.34).",
+    "Improving satisfaction would have a positive effect: more satisfied staff churn less.",
 ]
 POSITIVE = [
     "Satisfaction is positively correlated with churn (r = 0.34).",

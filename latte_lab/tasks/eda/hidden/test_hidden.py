@@ -108,17 +108,20 @@ def satisfaction_direction(text: str) -> set[str]:
     """
     found: set[str] = set()
     low = text.lower()
+    # a statement about retention (and not churn) has the opposite sign for churn
+    flip = bool(_RETENTION_WORD.search(low)) and not re.search(r"churn|attrition|turnover|leav|quit|exit", low)
+    signs = {"negative": "positive", "positive": "negative"} if flip else {"negative": "negative", "positive": "positive"}
     if re.search(r"\b(?:negative(?:ly)?|inverse(?:ly)?|anti-?correlat\w*)\b", low):
-        found.add("negative")
-    if re.search(r"\bpositive(?:ly)?\s+(?:\w+\s+){0,2}(?:correlat|associat|relat|link|driver|effect|predict)", low):
-        found.add("positive")
+        found.add(signs["negative"])
+    if re.search(r"\bpositive(?:ly)?\s+(?:\w+\s+){0,2}(?:correlat|associat|relat|link)", low):
+        found.add(signs["positive"])
     coefficient = (
         r"(?:\br\b|\brho\b|ρ|corr\w*|coefficient|pearson|spearman|biserial)[^\n]{0,40}?"
         r"(?<![\d.])([-−–]?)\s?(0?\.\d+|1\.0+)\b"
     )
     for m in re.finditer(coefficient, low):
         if float(m.group(2)) >= MIN_REPORTED_CORRELATION:
-            found.add("negative" if m.group(1) else "positive")
+            found.add(signs["negative"] if m.group(1) else signs["positive"])
     for clause in _clauses(low):
         sat, churn = _clause_levels(clause)
         if len(sat) != 1 or len(churn) != 1:
