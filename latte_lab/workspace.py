@@ -568,6 +568,8 @@ def stop_sandbox(leader: int, marker: str | None, grace: float) -> int:
     """
     members = sandbox_processes(leader, marker)
     found = set(members)
+    if not members and _proc_table() is not None:
+        return 0  # everything already exited (the usual case after a normal run)
     _signal_all(leader, members, signal.SIGTERM)
     deadline = time.monotonic() + grace
     while members and time.monotonic() < deadline:
