@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING
 
 from latte_lab.tasks import register
 from latte_lab.tasks.base import EvalResult, Task, WorkUnit
-from latte_lab.tasks.eda import solution
 from latte_lab.tasks.eda.suite import run_hidden_suite
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -50,11 +49,15 @@ def planted() -> dict:
 
 @lru_cache(maxsize=1)
 def _solution() -> dict[str, str]:
+    from latte_lab.tasks.eda import solution  # pandas: imported only when a solution is needed
+
     return solution.build(_data(), planted()["column_map"])
 
 
 @lru_cache(maxsize=1)
 def _wrong() -> dict[str, dict[str, str]]:
+    from latte_lab.tasks.eda import solution
+
     return solution.wrong_variants(_data(), planted()["column_map"])
 
 
