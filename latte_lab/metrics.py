@@ -27,7 +27,7 @@ The paper's intended definitions:
 - ``n_broadcasts``, ``message_chars``: broadcast events and the characters of their text.
 - ``active_agent_rounds``: sum over round_dispatch of the team agents that actually ran
   (``agents``); ``team_agent_rounds``: sum of the team size (``initialize.agents``, else the largest
-  n_total); ``active_fraction`` = active / team.
+  n_total); ``inactive_agent_rounds`` = team - active; ``active_fraction`` = active / team.
 - ``n_completed_nodes``, ``node_completion_mean_s``, ``node_completion_p95_s``: virtual seconds from a
   node's first assign/claim to its first complete/close after that (the first start, so a straggler
   that is released and re-run counts its whole delay).
@@ -207,6 +207,7 @@ def trial_metrics(events, final_files: Mapping[str, str] | None = None, snapshot
         "message_chars": sum(len(str(b.get("message") or "")) for b in broadcasts),
         "active_agent_rounds": active,
         "team_agent_rounds": team_rounds,
+        "inactive_agent_rounds": team_rounds - active,
         "active_fraction": active / team_rounds if team_rounds else math.nan,
         "n_completed_nodes": len(durations),
         "node_completion_mean_s": sum(durations) / len(durations) if durations else math.nan,

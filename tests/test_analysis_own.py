@@ -202,6 +202,44 @@ def test_cli_figures_on_runs_and_report(runs_dir, tmp_path, capsys):
     assert not cmp["note"].fillna("").str.contains("UNEXPECTED").any()  # own trials are not expected to match
 
 
+def test_functions_on_trial_rows_built_here():
+    """Rows as the engine writes them (schema columns, NaN where unknown) go straight into the analysis."""
+    import matplotlib.pyplot as plt
+
+    rows = []
+    for i, (team, ok) in enumerate([("latte", True), ("latte", True), ("latte", False), ("static", True),
+                                    ("static", False), ("static", True)]):
+        rows.append({"task": "debug", "team": team, "model": "simulated", "trial": i, "status": "ok",
+                     "success": ok, "accuracy": float(ok), "total_tokens": 1000.0 * (i + 1),
+                     "wall_clock_seconds": 10.0 * (i + 1), "idle_fraction": 0.5,
+                     "cross_agent_overwrites": i % 2, "total_messages": i})
+    trials = schema.conform(pd.DataFrame(rows))
+    t2 = stats.table2(trials).set_index(["model", "task", "team"])
+    assert t2.loc[("simulated", "debug", "latte"), "acc_mean"] == pytest.approx(2 / 3)
+    assert t2.loc[("all", "all", "static"), "tokens_mean"] == pytest.approx(5000.0)
+    s = stats.stats_5_1(trials).set_index(["metric", "team"])
+    # normaliser = mean tokens of the 4 successful trials (1000, 2000, 4000, 6000) = 3250
+    assert s.loc[("tokens", "latte"), "mean"] == pytest.approx(1500 / 3250)
+    assert s.loc[("tokens", "static"), "p"] == pytest.approx(1 / 6)  # U=0: both LATTE below both static
+    assert set(stats.section53(trials)["metric"]) == {"cross_agent_overwrites", "total_messages",
+                                                      "active_fraction_released"}
+    figures.figure4(trials)
+    plt.close("all")
+
+
+def test_write_all_with_no_successes(tmp_path):
+    runs = tmp_path / "runs"
+    for i, team in enumerate(("latte", "static")):
+        (runs / team).mkdir(parents=True)
+        row = {"task": "debug", "team": team, "model": "simulated", "trial": 0, "trial_id": team, "status": "ok",
+               "success": False, "accuracy": 0.0, "total_tokens": 100.0 + i, "wall_clock_seconds": 5.0}
+        (runs / team / "result.json").write_text(json.dumps({"row": row}))
+    written = report.write_all(ll.load_runs(runs), tmp_path / "out")
+    text = (tmp_path / "out" / "report.md").read_text()
+    assert "figure2b: no team has both" in text and "figure3c" in text
+    assert (tmp_path / "out" / "figure4.png") in written and (tmp_path / "out" / "table2.csv") in written
+
+
 def test_cli_rejects_unknown_folder(tmp_path, capsys):
     from latte_lab.cli import main
 

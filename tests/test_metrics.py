@@ -89,7 +89,7 @@ def test_intended_definitions(log):
     assert m["discarded_chars"] == 12 + 13 + 5
     assert (m["n_broadcasts"], m["message_chars"]) == (1, 5)
     # team of 3; round 1 all three ran, round 2 only Dev2
-    assert (m["active_agent_rounds"], m["team_agent_rounds"]) == (4, 6)
+    assert (m["active_agent_rounds"], m["team_agent_rounds"], m["inactive_agent_rounds"]) == (4, 6, 2)
     assert m["active_fraction"] == pytest.approx(4 / 6)
     # t1: assign at 1 -> complete at 11 = 10 s; t2: first claim at 2 -> close at 32 = 30 s
     assert m["n_completed_nodes"] == 2

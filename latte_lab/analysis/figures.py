@@ -71,10 +71,11 @@ def pareto_points(trials: pd.DataFrame) -> pd.DataFrame:
     cost = s[s["metric"] == "tokens"].set_index("team")
     acc = s[s["metric"] == "accuracy"].set_index("team")
     teams = [t for t in schema.ordered(cost.index, schema.TEAM_ORDER) if t in acc.index]
-    pts = pd.DataFrame({"team": teams, "cost": [cost.loc[t, "mean"] for t in teams],
+    pts = pd.DataFrame({"team": teams, "cost": [float(cost.loc[t, "mean"]) for t in teams],
                         "cost_sem": [cost.loc[t, "sem"] for t in teams],
                         "accuracy": [acc.loc[t, "mean"] for t in teams],
-                        "accuracy_sem": [acc.loc[t, "sem"] for t in teams]})
+                        "accuracy_sem": [acc.loc[t, "sem"] for t in teams]},
+                       columns=["team", "cost", "cost_sem", "accuracy", "accuracy_sem"])
     on = []
     for _, p in pts.iterrows():
         dominated = ((pts["cost"] <= p["cost"]) & (pts["accuracy"] >= p["accuracy"])
@@ -117,6 +118,8 @@ def figure2b(trials: pd.DataFrame):
     plt = style.pyplot()
     style.apply_theme()
     pts = pareto_points(trials)
+    if pts.empty:
+        raise DataError("figure2b: no team has both successful trials with a cost and an accuracy")
     fig, ax = plt.subplots(figsize=(5.2, 4.2))
     for _, p in pts.iterrows():
         ax.errorbar(p["cost"], p["accuracy"] * 100, xerr=p["cost_sem"], yerr=p["accuracy_sem"] * 100,

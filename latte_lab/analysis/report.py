@@ -202,7 +202,7 @@ def write_all(data, out_dir, reference: pd.DataFrame | None = None) -> list[Path
         try:
             fig = make()
         except DataError as exc:
-            skipped.append(f"{name}: {exc}")
+            skipped.append(str(exc) if str(exc).startswith(name) else f"{name}: {exc}")
             continue
         _save_figure(fig, out, name, written)
 

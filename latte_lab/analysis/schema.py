@@ -109,6 +109,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "message_chars": "characters of broadcast text",
     "active_agent_rounds": "sum over rounds of team agents that actually ran (round_dispatch.agents)",
     "team_agent_rounds": "sum over rounds of the team size (initialize.agents)",
+    "inactive_agent_rounds": "team_agent_rounds - active_agent_rounds (agent-rounds nobody used)",
     "active_fraction": "active_agent_rounds / team_agent_rounds",
     "n_completed_nodes": "nodes with a completion time (assign/claim then complete/close)",
     "node_completion_mean_s": "mean virtual seconds from a node's first assign/claim to complete/close",
