@@ -89,7 +89,7 @@ def map_sdk_error(
     max_retries: int, timeout_s: float,
 ) -> ModelError:
     """The latte_lab error for an exception raised by the ``openai`` or ``anthropic`` SDK module ``sdk``."""
-    where = f"{provider}/{model}" + (f" at {base_url}" if base_url else "")
+    where = redact(f"{provider}/{model}" + (f" at {base_url}" if base_url else ""))
     detail = _detail(exc)
     if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
         status = getattr(exc, "status_code", "")
