@@ -8,7 +8,9 @@ Prints figures only (no assertions). Run: ``.venv/bin/python benchmarks/bench_gr
 (b) a smaller DAG driven the same way while the frontier is read after every operation, once with the
     incremental ``frontier()`` and once with ``frontier_bruteforce`` (recomputed from scratch). The
     from-scratch run over the whole drive would take minutes, so both are timed on the same fixed prefix of
-    operations and the ratio of the per-operation times is printed.
+    operations and the ratio of the per-operation times is printed;
+(c) the action parser on 1 MB replies: a realistic one (prose, code in edit_file bodies, action tags) and
+    worst cases made of one fragment repeated (unclosed bodies, unclosed quotes, bare '<').
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from latte_lab.actions import parse_actions
 from latte_lab.graph import CoordinationGraph, frontier_bruteforce
 
 SEED = 0  # fixed so every run drives the same DAG
@@ -27,23 +30,29 @@ LARGE_NODES = 100_000  # (a) graph size from the brief: a graph far larger than 
 SMALL_NODES = 20_000  # (b) graph size for the incremental vs from-scratch comparison
 LAYERS = 100  # depth of the layered DAG
 WORKERS = 1_000  # concurrent workers claiming from the frontier
+REPLY_BYTES = 1_000_000  # (c) reply size for the parser timings, far beyond a 4k-token reply
 PREFIX_OPS = 500  # (b) operations timed for both frontier methods (from-scratch is O(V + E) per call)
 
 
-def build(n_nodes: int, seed: int = SEED) -> CoordinationGraph:
-    """A layered DAG: layer 0 has no deps; every later node depends on 1-3 nodes of the previous layer."""
+def layered_dag(n_nodes: int, seed: int = SEED) -> list[tuple[str, list[str]]]:
+    """(id, deps) in creation order: layer 0 has no deps, later nodes 1-3 deps in the previous layer."""
     rng = random.Random(seed)
-    g = CoordinationGraph()
     width = n_nodes // LAYERS
+    spec: list[tuple[str, list[str]]] = []
     prev: list[str] = []
     for layer in range(LAYERS):
-        cur = []
-        for j in range(width):
-            node_id = f"L{layer}-{j}"
-            deps = rng.sample(prev, rng.randint(1, min(3, len(prev)))) if prev else []
-            g.discover(node_id, deps, title=node_id, by="Lead")
-            cur.append(node_id)
+        cur = [f"L{layer}-{j}" for j in range(width)]
+        spec.extend((node_id, rng.sample(prev, rng.randint(1, min(3, len(prev)))) if prev else [])
+                    for node_id in cur)
         prev = cur
+    return spec
+
+
+def build(spec: list[tuple[str, list[str]]]) -> CoordinationGraph:
+    """Discover every node of ``spec``, as a Lead planning the whole graph would."""
+    g = CoordinationGraph()
+    for node_id, deps in spec:
+        g.discover(node_id, deps, title=node_id, by="Lead")
     return g
 
 
@@ -75,13 +84,15 @@ def drive(g: CoordinationGraph, n_workers: int, check=None, max_ops: int | None 
 
 
 def main() -> None:
+    large = layered_dag(LARGE_NODES)
     t0 = time.perf_counter()
-    g = build(LARGE_NODES)
+    g = build(large)
     t_build = time.perf_counter() - t0
     t0 = time.perf_counter()
     n_ops = drive(g, WORKERS)
     t_drive = time.perf_counter() - t0
-    print(f"graph build {LARGE_NODES} nodes ({LAYERS} layers, 1-3 deps): {t_build:.2f} s")
+    print(f"graph build {LARGE_NODES} nodes ({LAYERS} layers, 1-3 deps; Discover calls only, the random "
+          f"DAG is drawn beforehand): {t_build:.2f} s")
     print(f"graph drive {LARGE_NODES} nodes / {WORKERS} workers ({n_ops} operations): {t_drive:.2f} s")
     print(f"graph build + drive {LARGE_NODES} nodes: {t_build + t_drive:.2f} s "
           f"({1e6 * t_drive / n_ops:.2f} us per operation)")
@@ -92,18 +103,19 @@ def main() -> None:
     def from_scratch(graph: CoordinationGraph) -> None:
         frontier_bruteforce(graph)
 
-    g = build(SMALL_NODES)
+    small = layered_dag(SMALL_NODES)
+    g = build(small)
     t0 = time.perf_counter()
     n_full = drive(g, WORKERS, check=incremental)
     t_full = time.perf_counter() - t0
     print(f"graph drive {SMALL_NODES} nodes with incremental frontier after every operation "
           f"({n_full} operations): {t_full:.2f} s")
 
-    g = build(SMALL_NODES)
+    g = build(small)
     t0 = time.perf_counter()
     n_inc = drive(g, WORKERS, check=incremental, max_ops=PREFIX_OPS)
     t_inc = time.perf_counter() - t0
-    g = build(SMALL_NODES)
+    g = build(small)
     t0 = time.perf_counter()
     n_bf = drive(g, WORKERS, check=from_scratch, max_ops=PREFIX_OPS)
     t_bf = time.perf_counter() - t0
@@ -113,6 +125,21 @@ def main() -> None:
     print(f"incremental vs from-scratch speed-up (same {PREFIX_OPS}-operation prefix): {per_bf / per_inc:.0f}x")
     print(f"from-scratch estimate for the whole {n_full}-operation drive: {per_bf * n_full:.0f} s "
           f"(incremental measured: {t_full:.2f} s)")
+
+
+    chunk = ('Reading the failures first.\n<read_file path="signal_toolkit.py" />\n'
+             '<edit_file path="signal_toolkit.py">\n```python\ndef rms(x):\n    """a < b, <b>html</b>"""\n'
+             '    return (sum(v * v for v in x) / len(x)) ** 0.5\n```\n</edit_file>\n'
+             '<discover_task id="fix-rms" title="Fix rms" dependencies="a, b">Check NaN.</discover_task>\n'
+             '<claim_task id=\'t1\'/> <run_tests /> if x<y_z: pass\n')
+    for label, unit in [("realistic reply", chunk), ("unclosed <edit_file>", '<edit_file path="x">'),
+                        ("unclosed quotes", '<claim_task id="'), ("bare '<'", "<"),
+                        ("attribute-only tags", "<claim_task id=x>")]:
+        text = unit * (REPLY_BYTES // len(unit))
+        t0 = time.perf_counter()
+        r = parse_actions(text)
+        dt = time.perf_counter() - t0
+        print(f"parse_actions 1 MB {label}: {dt:.3f} s ({len(r.actions)} actions, {len(r.errors)} errors)")
 
 
 if __name__ == "__main__":

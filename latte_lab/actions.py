@@ -38,6 +38,8 @@ like actions: a lowercase snake_case name containing ``_`` followed by attribute
 ``<delete_task id="x"/>`` is reported but ``<br>``, ``<b>``, ``List<T>``, ``<my_type>`` and ``a < b`` are
 not). Tags inside markdown code fences are still actions (released-code behaviour).
 
+A body tag whose opening tag lacks a required attribute (``<edit_file>`` mentioned in prose) is reported
+without consuming a body, so the real tag after it is still read.
 An unclosed body tag (``<edit_file path="a.py">`` with no ``</edit_file>``, usually a reply cut at the
 token limit) is an error, and scanning resumes right after its opening tag.
 
@@ -100,6 +102,7 @@ __all__ = [
 
 MAX_ATTRIBUTE_CHARS = 4_000  # a quoted value longer than this is treated as an unclosed quote (keeps parsing linear)
 SNIPPET_CHARS = 80  # how much of the offending text a ParseError quotes back to the agent
+MAX_PARSE_ERRORS = 50  # errors reported per reply; beyond that one summary entry (feedback stays readable)
 
 
 class ActionRenderError(LatteError, ValueError):
@@ -231,6 +234,8 @@ ACTION_TAGS = frozenset({"discover_task", "plan_task", "assign_task", "edit_file
                          *_ID_TAGS, *_PATH_TAGS, *_BARE_TAGS, *_TEXT_TAGS})
 _KNOWN_LIST = ", ".join(sorted(ACTION_TAGS))
 _DISCOVER_CORE = ("id", "title", "dependencies")
+_BODY_REQUIRED = {"discover_task": ("id", "title"), "plan_task": ("id", "title"), "edit_file": ("path",),
+                  "publish": ("topic",)}
 
 
 @dataclass(frozen=True)
@@ -401,9 +406,29 @@ def parse_actions(text: str) -> ParseResult:
     return result
 
 
+class _ErrorSink:
+    """Collects ParseErrors up to MAX_PARSE_ERRORS, then records one summary entry and drops the rest."""
+
+    __slots__ = ("dropped", "errors")
+
+    def __init__(self, errors: list[ParseError]):
+        self.errors = errors
+        self.dropped = 0
+
+    def append(self, error: ParseError) -> None:
+        if len(self.errors) < MAX_PARSE_ERRORS:
+            self.errors.append(error)
+        elif self.dropped == 0:
+            self.dropped = 1
+            self.errors.append(ParseError(error.tag, f"more than {MAX_PARSE_ERRORS} malformed or unknown tags; "
+                                          "the rest are not reported", error.offset, error.snippet))
+
+
 def _scan(text: str, result: ParseResult) -> None:
     finders: dict[str, _CloserFinder] = {}
-    actions, errors = result.actions, result.errors
+    orphans: dict[str, int] = {}  # body tags whose opening was rejected, by name
+    actions = result.actions
+    errors = _ErrorSink(result.errors)
     pos = 0
     while True:
         i = text.find("<", pos)
@@ -418,8 +443,11 @@ def _scan(text: str, result: ParseResult) -> None:
             if name in ACTION_TAGS:
                 end = _CLOSE_END.match(text, m.end())
                 if end is not None:
-                    errors.append(ParseError(name, f"</{name}> has no matching <{name}> before it",
-                                             i, text[i:i + SNIPPET_CHARS]))
+                    if orphans.get(name):
+                        orphans[name] -= 1
+                    else:
+                        errors.append(ParseError(name, f"</{name}> has no matching <{name}> before it",
+                                                 i, text[i:i + SNIPPET_CHARS]))
                     pos = end.end()
                     continue
             pos = m.end()
@@ -444,6 +472,14 @@ def _scan(text: str, result: ParseResult) -> None:
         if self_closing:
             pos = end
         elif name in _BODY_TAGS:
+            try:  # a prose mention such as "I'll use <edit_file> now" must not swallow the real tag's body
+                for required in _BODY_REQUIRED.get(name, ()):
+                    _required(attrs, required, name)
+            except _Malformed as exc:
+                errors.append(ParseError(name, str(exc), i, text[i:end][:SNIPPET_CHARS]))
+                orphans[name] = orphans.get(name, 0) + 1  # its closing tag is expected; do not report it
+                pos = end
+                continue
             finder = finders.get(name)
             if finder is None:
                 finder = finders[name] = _CloserFinder(name, text)

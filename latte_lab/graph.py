@@ -233,7 +233,17 @@ class CoordinationGraph:
     @property
     def log(self) -> list[dict[str, Any]]:
         """The applied operations, oldest first, as plain dicts (a copy; rejected operations are absent)."""
-        return [dict(e) for e in self._log]
+        return self.log_since(0)
+
+    def log_since(self, start: int) -> list[dict[str, Any]]:
+        """Copies of the log entries from index ``start`` on: O(new entries), for callers that poll.
+
+        >>> g = CoordinationGraph(on_unknown_dep="drop")
+        >>> g.discover("a", ["ghost"], by="Dev1")
+        >>> g.log_since(0)[0]["dropped_deps"]
+        ['ghost']
+        """
+        return [dict(e) for e in self._log[start:]]
 
     def nodes(self) -> list[str]:
         """All node ids in creation order."""

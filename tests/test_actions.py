@@ -391,3 +391,19 @@ def test_edit_file_content_edge_cases_round_trip():
 def test_module_doctests():
     result = doctest.testmod(actions_module)
     assert result.attempted >= 5 and result.failed == 0
+
+
+def test_error_entries_are_capped_per_reply():
+    r = parse_actions('<claim_task id="ok"/>' + "<claim_task/>" * 500 + "<run_tests/>")
+    assert r.actions == [ClaimTask("ok"), RunTests()]
+    assert len(r.errors) == actions_module.MAX_PARSE_ERRORS + 1
+    assert "not reported" in r.errors[-1].message
+
+
+def test_prose_mention_of_a_body_tag_does_not_swallow_the_real_one():
+    text = "I'll use <edit_file> to write it:\n<edit_file path=\"a.py\">x = 1\n</edit_file>"
+    r = parse_actions(text)
+    assert r.actions == [EditFile("a.py", "x = 1")]
+    assert [(e.tag, e.offset) for e in r.errors] == [("edit_file", text.index("<edit_file>"))]
+    r = parse_actions('Add one with <discover_task>: <discover_task id="a" title="A">d</discover_task>')
+    assert r.actions == [DiscoverTask("a", "A", (), "d")] and len(r.errors) == 1

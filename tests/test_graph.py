@@ -173,6 +173,9 @@ def test_from_log_rebuilds_and_keeps_dropped_deps():
     g = CoordinationGraph(on_unknown_dep="drop")
     g.discover("a", ["ghost"], by="Lead")
     assert g.log[-1]["dropped_deps"] == ["ghost"] and g.deps("a") == []
+    rejected(g, g.discover, "b", ["ghost"], on_unknown_dep="reject", match="unknown dependency")
+    g.log_since(0)[0]["node"] = "mutated"  # callers get copies
+    assert g.log_since(0)[0]["node"] == "a" and g.log_since(1) == []
     g.claim("a", "Dev1"); g.complete("a", "Dev1"); g.verify("a", by="Lead")
     h = CoordinationGraph.from_log(g.log, on_unknown_dep="drop")
     assert h.snapshot() == g.snapshot() and h.log == g.log
@@ -355,6 +358,13 @@ def test_official_roles_keep_the_rules_the_code_enforced():
     rejected(g, g.close, "a", by="Lead", match="already finished")
     g.verify("a", by="Dev1")
     rejected(g, g.verify, "a", by="Dev1", match="already exists")
+    rejected(g, g.verify, "zz", by="Dev1", match="no such node")
+    rejected(g, g.release, "d", by="Dev1", match="status is pending")
+    rejected(g, g.release, "a", by="Lead", match="status is done")
+    rejected(g, g.assign, "a", "Dev3", by="Dev1", match="status is done")
+    rejected(g, g.assign, "d", "", by="Dev1", match="non-empty")
+    rejected(g, g.claim, "c", "Dev1", match="dependencies not finished: b")
+    rejected(g, g.discover, "a", by="Dev1", match="already exists")
 
 
 def test_verify_node_completed_before_target_does_not_verify():
