@@ -353,7 +353,7 @@ def _strip_fences(body: str) -> str:
 def _required(attrs: dict[str, str], name: str, tag: str) -> str:
     value = attrs.get(name)
     if value is None:
-        raise _Malformed(f"<{tag}> needs a {name}=\"...\" attribute")
+        raise _Malformed(f"<{tag}> is missing its {name}=\"...\" attribute")
     value = value.strip()
     if not value:
         raise _Malformed(f"<{tag}> has an empty {name}")

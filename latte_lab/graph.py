@@ -395,6 +395,11 @@ class CoordinationGraph:
         if self._check_callers and by != self.lead:
             raise OperatorError(op, node_id, f"only the Lead ({self.lead!r}) may {op}; the caller was {by!r}")
 
+    @staticmethod
+    def _require_name(op: str, node_id: str, by: str) -> None:
+        if not isinstance(by, str) or not by:
+            raise OperatorError(op, node_id, f"the caller must be a non-empty agent name, got {by!r}")
+
     def _require_worker(self, op: str, node_id: str, agent: str) -> None:
         if not isinstance(agent, str) or not agent:
             raise OperatorError(op, node_id, f"the worker must be a non-empty agent name, got {agent!r}")
@@ -419,8 +424,7 @@ class CoordinationGraph:
             raise OperatorError(op, node_id, f"deps must be a list of ids, not the string {deps!r}")
         if not isinstance(title, str) or not isinstance(description, str):
             raise OperatorError(op, node_id, "title and description must be strings")
-        if not isinstance(by, str) or not by:
-            raise OperatorError(op, node_id, f"the caller must be a non-empty agent name, got {by!r}")
+        self._require_name(op, node_id, by)
         policy = self.on_unknown_dep if on_unknown_dep is None else on_unknown_dep
         if policy not in UNKNOWN_DEP_POLICIES:
             raise OperatorError(op, node_id, f"on_unknown_dep must be one of {UNKNOWN_DEP_POLICIES}")
@@ -467,6 +471,7 @@ class CoordinationGraph:
         """
         op = "assign"
         n = self._op_node(op, node_id)
+        self._require_name(op, node_id, by)
         if self._paper:
             self._require_lead(op, node_id, by)
         if not isinstance(agent, str) or not agent:
@@ -529,6 +534,7 @@ class CoordinationGraph:
         """Release(v): return an assigned/in_progress node to pending with no owner (Lead-only, paper)."""
         op = "release"
         n = self._op_node(op, node_id)
+        self._require_name(op, node_id, by)
         if self._paper:
             self._require_lead(op, node_id, by)
         if not _active(n.status):
@@ -567,8 +573,7 @@ class CoordinationGraph:
             self._require_lead(op, node_id, by)
             if n.status is not _DONE:
                 raise OperatorError(op, node_id, f"status is {n.status.value}; Verify needs done")
-        if not isinstance(by, str) or not by:
-            raise OperatorError(op, node_id, f"the caller must be a non-empty agent name, got {by!r}")
+        self._require_name(op, node_id, by)
         vid = node_id + VERIFY_SUFFIX
         if vid in self._nodes:
             raise OperatorError(op, node_id, f"node {vid!r} already exists; the node was verified before")

@@ -183,18 +183,18 @@ if a < b and c<d_e: pass  # x <= y, 1<2, <my_var and x>
 # ------------------------------------------------------------------------------------------ error entries
 
 @pytest.mark.parametrize("text, tag, fragment", [
-    ("<claim_task />", "claim_task", "needs a id"),
+    ("<claim_task />", "claim_task", "missing its id"),
     ('<claim_task id="  " />', "claim_task", "empty id"),
-    ('<assign_task id="t1" />', "assign_task", "needs a to"),
+    ('<assign_task id="t1" />', "assign_task", "missing its to"),
     ('<discover_task id="a" title="">x</discover_task>', "discover_task", "empty title"),
-    ('<discover_task id="a">x</discover_task>', "discover_task", "needs a title"),
+    ('<discover_task id="a">x</discover_task>', "discover_task", "missing its title"),
     ('<edit_file path="a.py">x = 1', "edit_file", "never closed"),
     ('<edit_file path="a.py" />', "edit_file", "whole file content"),
-    ("<edit_file>x</edit_file>", "edit_file", "needs a path"),
+    ("<edit_file>x</edit_file>", "edit_file", "missing its path"),
     ('<read_file path="repo/" />', "read_file", "path is empty"),
     ("<broadcast></broadcast>", "broadcast", "needs a body"),
     ("<broadcast />", "broadcast", "needs a body"),
-    ("<publish>text</publish>", "publish", "needs a topic"),
+    ("<publish>text</publish>", "publish", "missing its topic"),
     ('<claim_task id="a', "claim_task", "no closing \""),
     ("<claim_task id='a' to='b' id='c' />", "claim_task", "given twice"),
     ("<claim_task: a>", "claim_task", "expected name="),

@@ -363,6 +363,9 @@ def test_official_roles_keep_the_rules_the_code_enforced():
     rejected(g, g.release, "a", by="Lead", match="status is done")
     rejected(g, g.assign, "a", "Dev3", by="Dev1", match="status is done")
     rejected(g, g.assign, "d", "", by="Dev1", match="non-empty")
+    rejected(g, g.assign, "d", "Dev2", by=None, match="caller must be")
+    rejected(g, g.release, "d", by="", match="caller must be")
+    rejected(g, g.verify, "d", by=None, match="caller must be")
     rejected(g, g.claim, "c", "Dev1", match="dependencies not finished: b")
     rejected(g, g.discover, "a", by="Dev1", match="already exists")
 
