@@ -127,7 +127,7 @@ class TrialConfig(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _consistent(self) -> "TrialConfig":
+    def _consistent(self) -> TrialConfig:
         if self.base_url and not self.model.startswith("openai/"):
             raise ValueError("base_url is for OpenAI-compatible servers: use a model spec 'openai/<model>'")
         return self
@@ -160,7 +160,7 @@ class TrialConfig(BaseModel):
         return f"{self.task}-{self.team}-s{self.seed}-{digest}"
 
     @classmethod
-    def released(cls, **overrides) -> "TrialConfig":
+    def released(cls, **overrides) -> TrialConfig:
         """A config reproducing the released code's behaviour (reference §5.5 and §12)."""
         from latte_lab import tasks
 
@@ -191,8 +191,7 @@ def _friendly(exc: ValidationError) -> str:
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"]) or "config"
         msg = err["msg"]
-        if msg.startswith("Value error, "):
-            msg = msg[len("Value error, "):]
+        msg = msg.removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             known = ", ".join(sorted(TrialConfig.model_fields))
             msg = f"unknown field; known fields: {known}"

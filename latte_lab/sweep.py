@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from latte_lab.config import TrialConfig
 from latte_lab.errors import ConfigError

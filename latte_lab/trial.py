@@ -50,15 +50,16 @@ import math
 import time
 import traceback
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from latte_lab.config import TEAMS, TrialConfig
 from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.teams.engine import VOLATILE_EVENT_FIELDS, EventLog, Team
 
-__all__ = ["TrialConfig", "TrialResult", "run_trial", "replay", "load_trial", "comparable_events", "TEAMS"]
+__all__ = ["TEAMS", "TrialConfig", "TrialResult", "comparable_events", "load_trial", "replay", "run_trial"]
 
 ACTION_EVENT_TYPES = frozenset({
     "edit_file", "read_file", "run_script", "run_tests", "discover_task", "assign_task", "claim_task",
@@ -201,8 +202,7 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
 
         def flush_snapshots() -> None:
             nonlocal n_snap
-            for snap in team_obj.snapshots[n_snap:]:
-                snap_fh.write(json.dumps(snap, ensure_ascii=False) + "\n")
+            snap_fh.writelines(json.dumps(snap, ensure_ascii=False) + "\n" for snap in team_obj.snapshots[n_snap:])
             snap_fh.flush()
             n_snap = len(team_obj.snapshots)
 

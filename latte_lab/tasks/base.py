@@ -7,8 +7,9 @@ the work units a reference decomposition would have (used by the simulated model
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from latte_lab.workspace import Workspace
@@ -71,10 +72,10 @@ class Task:
     required_outputs: tuple[str, ...] = ()  # deliverables; a hidden evaluation notes missing ones
     accuracy_metric: str = "hidden_pass_rate"  # or "success" (debug: the public suite is the criterion)
 
-    def setup(self, workspace: "Workspace") -> None:
+    def setup(self, workspace: Workspace) -> None:
         raise NotImplementedError
 
-    def evaluate(self, workspace: "Workspace") -> EvalResult:
+    def evaluate(self, workspace: Workspace) -> EvalResult:
         raise NotImplementedError
 
     def reference_solution(self) -> dict[str, str]:

@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from latte_lab import actions as A
 from latte_lab.errors import LatteError, WorkspaceError
@@ -110,7 +111,7 @@ class Agent:
         self.history.clear()
         self.task_shown = None
 
-    def see_tests(self, run: "TestRun", text: str) -> None:
+    def see_tests(self, run: TestRun, text: str) -> None:
         self.test_output = text
         self.test_failures = tuple(run.failed_tests)
         self.tests_passed = run.ok
@@ -132,7 +133,7 @@ class Team:
     name = ""
     uses_graph = False
 
-    def __init__(self, config: "TrialConfig", task: "Task", workspace: "Workspace", model, log: EventLog,
+    def __init__(self, config: TrialConfig, task: Task, workspace: Workspace, model, log: EventLog,
                  *, seed: int, trial_id: str):
         self.config = config
         self.task = task
@@ -150,7 +151,7 @@ class Team:
         self.output_tokens = 0
         self.n_calls = 0
         self.outcome = Outcome()
-        self.last_tests: "TestRun | None" = None
+        self.last_tests: TestRun | None = None
         self.written_this_round: dict[str, str] = {}
         self.snapshots: list[dict] = []
         self._pool: ThreadPoolExecutor | None = None
@@ -356,7 +357,7 @@ class Team:
                       stdout_tail=run.stdout[-EVENT_OUTPUT_TAIL:], stderr_tail=run.stderr[-EVENT_OUTPUT_TAIL:])
         agent.receive(script_reply(run))
 
-    def run_tests(self, by: str = "System") -> "TestRun":
+    def run_tests(self, by: str = "System") -> TestRun:
         """Runs the public tests (memoised on identical workspace contents) and logs the run."""
         run = self.ws.run_tests()
         self._round_tool_time += VIRTUAL_TEST_SECONDS
@@ -366,7 +367,7 @@ class Team:
                       failed_tests=list(run.failed_tests), stdout_tail=stable_output(run.stdout)[-EVENT_OUTPUT_TAIL:])
         return run
 
-    def tests_text(self, run: "TestRun", tail: int = TESTS_REPLY_TAIL) -> str:
+    def tests_text(self, run: TestRun, tail: int = TESTS_REPLY_TAIL) -> str:
         out = stable_output(run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")).strip()
         if run.ok:
             return "✅ Tests passed!\n" + out[-tail:]

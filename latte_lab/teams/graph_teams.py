@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from latte_lab.errors import OperatorError
 from latte_lab.teams.engine import (
-    stable_output,
     LEAD_WINDOW,
     PLANNING_WINDOW,
     READY_PREVIEW_CHARS,
@@ -20,6 +19,7 @@ from latte_lab.teams.engine import (
     Agent,
     Outcome,
     Team,
+    stable_output,
 )
 from latte_lab.teams.prompt_text import prompt
 

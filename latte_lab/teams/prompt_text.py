@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 
 
-@lru_cache(maxsize=None)
+@cache
 def _raw(name: str) -> str:
     return resources.files("latte_lab.teams").joinpath("prompts", f"{name}.txt").read_text(encoding="utf-8")
 

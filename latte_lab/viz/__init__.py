@@ -10,7 +10,8 @@ stays fast. Every function takes a :class:`~latte_lab.trial.TrialResult` (or its
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 STATUS_COLORS = {  # one colour per node status, used by every graph picture
     "pending": "#d0d5dd",
@@ -187,7 +188,7 @@ def animate(obj, *, interval_ms: int = 700, widget: bool | None = None):
     return anim
 
 
-def activity(events) -> "Any":
+def activity(events) -> Any:
     """Per agent and round, what the agent did: a tidy DataFrame (agent, round, kind, detail)."""
     import pandas as pd
 
