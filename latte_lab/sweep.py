@@ -89,6 +89,8 @@ def run_sweep(grid, out: str | Path = "runs/sweep", *, n_jobs: int = 1, backend:
     """Runs every trial of ``grid`` not already finished under ``out``; returns all rows as a DataFrame."""
     import pandas as pd
 
+    if backend not in ("local", "ray"):
+        raise ConfigError(f"unknown sweep backend {backend!r}; use 'local' or 'ray'")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     configs = expand_grid(grid, out)
@@ -106,7 +108,7 @@ def run_sweep(grid, out: str | Path = "runs/sweep", *, n_jobs: int = 1, backend:
     payloads = [c.model_dump_json() for c in todo]
     if backend == "ray":
         rows += _run_ray(payloads, progress)
-    elif backend == "local":
+    else:
         if n_jobs <= 1:
             for i, p in enumerate(payloads, 1):
                 row = _run_one(p)
@@ -121,8 +123,6 @@ def run_sweep(grid, out: str | Path = "runs/sweep", *, n_jobs: int = 1, backend:
                     rows.append(row)
                     if progress:
                         _print_row(i, len(payloads), row)
-    else:
-        raise ConfigError(f"unknown sweep backend {backend!r}; use 'local' or 'ray'")
     return pd.DataFrame(rows)
 
 
