@@ -1,0 +1,288 @@
+"""A pre-warmed fork server ("zygote") for sandboxed pytest runs.
+
+Started by :mod:`latte_lab.workspace` as ``python .../latte_lab/_zygote.py <control fd>`` (the file path,
+like :mod:`latte_lab._sandbox_child`, so a workspace can never shadow it), with the same allowlisted
+environment as any sandbox run minus the per-run variables (no ``PYTHONPATH``, no run marker, a private
+``HOME``), so it never holds a key and never sees a workspace. It imports pytest, pytest's built-in
+plugins and ``runpy`` (what ``python -m pytest`` imports before it runs anything from the workspace),
+tells the parent it is ready, and then serves requests until its control socket reaches EOF.
+
+Single-threaded on purpose: it forks, and forking a process with threads is unsafe. It never starts a
+thread and never imports anything from a workspace.
+
+Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
+
+* control socket, zygote -> parent, once: ``{"ready": <zygote pid>}``;
+* control socket, parent -> zygote, per run: ``{"cwd", "env", "limits", "args"}`` with three file
+  descriptors attached (``SCM_RIGHTS``): the write ends of the run's stdout and stderr pipes and one end
+  of a fresh per-run reply socket. ``env`` is the run's *whole* environment (built by the parent from its
+  allowlist), ``limits`` the json dict of :func:`_sandbox_child.apply_limits`, ``args`` pytest's
+  arguments (what follows ``python -m pytest``);
+* reply socket, per run: ``{"pid": <child>, "leader": <reaper>}`` once the run started, then
+  ``{"status": <wait status of the child>, "orphans": <bool>}`` when it ended (or ``{"error": ...}``).
+
+Per run the zygote forks a *reaper* that calls ``setsid()``, ignores SIGTERM, becomes a Linux child
+subreaper (``PR_SET_CHILD_SUBREAPER``) and forks the *child*. So every process the run leaves behind --
+even a double-forked grandchild that called ``setsid()`` -- is re-parented to the reaper and stays a
+descendant of it, where the parent's process-tree kill finds it (a forked process keeps the zygote's
+initial environment in ``/proc/<pid>/environ``, so the run marker cannot find those). The reaper ignores
+SIGTERM so that it survives the parent's SIGTERM round and is only SIGKILLed together with the rest.
+
+The child calls ``setsid()``, sets the rlimits (:func:`_sandbox_child.apply_limits`), points fds 0/1/2
+at ``/dev/null`` and the two pipes, closes every other descriptor, ``chdir``s into the workspace,
+replaces ``os.environ`` with the run's environment, rebuilds ``sys.path`` as ``python -m pytest`` would
+(the working directory, then ``PYTHONPATH``, then the interpreter's own path), drops the modules only the
+zygote's plumbing imported, and runs ``pytest`` exactly like ``python -m pytest`` does
+(``runpy.run_module("pytest", run_name="__main__", alter_sys=True)``, which calls ``pytest.console_main``
+and so ``pytest.main`` with ``sys.argv[1:]``). It then waits for non-daemon threads, runs ``atexit``
+handlers, flushes, and leaves with ``os._exit(<pytest's exit code>)``.
+"""
+
+import sys
+
+_HERE = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
+sys.path[:] = [p for p in sys.path if p not in ("", _HERE)]
+BASE_PATH = tuple(sys.path)  # the interpreter's own sys.path (stdlib, site-packages, .pth entries)
+
+import os  # noqa: E402
+
+
+def _warm() -> None:
+    """Import what ``python -m pytest`` imports before it touches the workspace."""
+    import importlib
+    import runpy  # noqa: F401  (python -m imports it)
+
+    import pytest  # noqa: F401
+    from _pytest.config import default_plugins
+
+    for name in default_plugins:
+        try:
+            importlib.import_module(f"_pytest.{name}")
+        except Exception:  # noqa: BLE001 - a plugin that fails here fails the same way in the run
+            pass
+
+
+_warm()
+WARM_MODULES = frozenset(sys.modules)  # what a run may keep; later imports are the zygote's own
+
+import gc  # noqa: E402
+import importlib.util  # noqa: E402
+import json  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+import traceback  # noqa: E402
+
+EXIT_SETUP_FAILED = 126  # as _sandbox_child: "found but could not be executed"
+MAX_MESSAGE_BYTES = 2**20  # one request (env + args); SOCK_SEQPACKET keeps message boundaries
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+
+
+def _load_limits():
+    """``apply_limits`` of ``_sandbox_child.py`` (beside this file), imported by path, not by name."""
+    spec = importlib.util.spec_from_file_location(
+        "_latte_lab_sandbox_child", os.path.join(_HERE or ".", "_sandbox_child.py")
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.apply_limits
+
+
+apply_limits = _load_limits()
+
+
+def _send(sock: socket.socket, obj: dict) -> None:
+    sock.send(json.dumps(obj).encode())
+
+
+def _become_subreaper() -> None:
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except Exception:  # noqa: BLE001 - without it only the parent's other tracking applies
+        pass
+
+
+def _python_path(cwd: str, env: dict) -> list[str]:
+    """sys.path entries of ``python -m`` for ``cwd`` and ``env``: cwd, then PYTHONPATH (absolute)."""
+    entries = [cwd]
+    value = env.get("PYTHONPATH", "")
+    if value:
+        parts = value.split(os.pathsep)
+        for i, part in enumerate(parts):
+            if part:
+                entries.append(os.path.abspath(part))
+            elif i < len(parts) - 1:
+                entries.append(cwd)
+    return entries
+
+
+def _exit_code(code: object) -> int:
+    """The process exit status Python gives ``raise SystemExit(code)``."""
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    try:
+        sys.stderr.write(f"{code}\n")
+    except Exception:  # noqa: BLE001
+        pass
+    return 1
+
+
+def _finish(code: int) -> None:
+    """What interpreter shutdown does that matters to a run, then ``os._exit``."""
+    try:
+        import threading
+
+        threading._shutdown()  # wait for non-daemon threads, as Py_Finalize does
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        import atexit
+
+        atexit._run_exitfuncs()
+    except Exception:  # noqa: BLE001
+        pass
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    os._exit(code)
+
+
+def _run_child(request: dict, out_fd: int, err_fd: int) -> None:
+    """In the forked child: set up the process as a fresh ``python -m pytest`` would see it, run."""
+    code = EXIT_SETUP_FAILED
+    try:
+        os.setsid()
+        for sig in (signal.SIGTERM, signal.SIGCHLD):
+            signal.signal(sig, signal.SIG_DFL)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536)
+        for warning in apply_limits(request["limits"]):
+            sys.stderr.write(f"sandbox: warning: {warning}\n")
+        cwd = request["cwd"]
+        os.chdir(cwd)
+        cwd = os.getcwd()
+        env = request["env"]
+        os.environ.clear()
+        os.environ.update(env)
+        sys.path[:] = [*_python_path(cwd, env), *BASE_PATH]
+        sys.path_importer_cache.clear()
+        importlib.invalidate_caches()
+        if "tempfile" in sys.modules:
+            sys.modules["tempfile"].tempdir = None  # TMPDIR is the run's private directory
+        for name in set(sys.modules) - WARM_MODULES:
+            module = sys.modules.get(name)
+            origin = getattr(getattr(module, "__spec__", None), "origin", None)
+            if origin is None or str(origin).endswith(".py"):  # keep extension modules (re-init)
+                sys.modules.pop(name, None)
+        import runpy
+
+        sys.argv[:] = ["pytest", *request["args"]]  # argv[0] becomes pytest/__main__.py in runpy
+        try:
+            runpy.run_module("pytest", run_name="__main__", alter_sys=True)
+            code = 0
+        except SystemExit as exc:
+            code = _exit_code(exc.code)
+    except BaseException:  # noqa: BLE001 - report like an uncaught exception at top level
+        try:
+            traceback.print_exc()
+        except Exception:  # noqa: BLE001
+            pass
+        code = 1
+    _finish(code)
+
+
+def _reaper(request: dict, out_fd: int, err_fd: int, reply_fd: int) -> None:
+    """In the forked reaper: start the child, report its pid and exit status, reap leftovers."""
+    reply = socket.socket(fileno=reply_fd)
+    try:
+        os.setsid()
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, at the SIGKILL round
+        _become_subreaper()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            _send(reply, {"error": f"could not fork the test process: {exc}"})
+            os._exit(0)
+        if pid == 0:
+            reply.detach()
+            _run_child(request, out_fd, err_fd)
+        os.close(out_fd)
+        os.close(err_fd)
+        try:
+            _send(reply, {"pid": pid, "leader": os.getpid()})
+        except OSError:  # the parent gave up on this request (and runs it another way): stop it
+            os.kill(pid, signal.SIGKILL)
+            raise
+        _, status = os.waitpid(pid, 0)
+        try:
+            orphans = os.waitpid(-1, os.WNOHANG) is not None
+        except ChildProcessError:
+            orphans = False
+        _send(reply, {"status": status, "orphans": orphans})
+        reply.close()
+        while True:  # processes the run left behind until the parent stops them
+            try:
+                os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+    except BaseException:  # noqa: BLE001
+        pass
+    os._exit(0)
+
+
+def serve(control_fd: int) -> None:
+    control = socket.socket(fileno=control_fd)
+    # The zygote never waits for its reapers: the kernel reaps them (no zombies).
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    gc.collect()
+    gc.freeze()  # fewer copy-on-write page faults in the children
+    _send(control, {"ready": os.getpid()})
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(control, MAX_MESSAGE_BYTES, 3)
+        except InterruptedError:
+            continue
+        except OSError:
+            break
+        if not data:
+            break  # the parent closed its end (or died)
+        if len(fds) != 3:
+            for fd in fds:
+                os.close(fd)
+            continue
+        out_fd, err_fd, reply_fd = fds
+        try:
+            request = json.loads(data)
+        except ValueError:
+            request = None
+        pid = -1
+        if request is not None:
+            try:
+                pid = os.fork()
+            except OSError as exc:
+                try:
+                    _send(socket.socket(fileno=os.dup(reply_fd)), {"error": f"zygote fork failed: {exc}"})
+                except OSError:
+                    pass
+        if pid == 0:
+            os.close(control.detach())
+            _reaper(request, out_fd, err_fd, reply_fd)
+        for fd in fds:
+            os.close(fd)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    serve(int(sys.argv[1]))
