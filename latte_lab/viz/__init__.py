@@ -252,4 +252,19 @@ def gantt(obj, *, ax=None):
     return ax
 
 
-__all__ = ["STATUS_COLORS", "activity", "animate", "draw_graph", "gantt", "graph_panels", "layout"]
+def trial_form(**defaults: Any):
+    """A form (ipywidgets) to configure and run one trial; see :mod:`latte_lab.viz.widgets`."""
+    from latte_lab.viz.widgets import trial_form as _form
+
+    return _form(**defaults)
+
+
+def compare(results):
+    """One row per trial result with the columns that tell teams apart."""
+    from latte_lab.viz.widgets import compare as _compare
+
+    return _compare(results)
+
+
+__all__ = ["STATUS_COLORS", "activity", "animate", "compare", "draw_graph", "gantt", "graph_panels", "layout",
+           "trial_form"]
