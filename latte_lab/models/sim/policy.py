@@ -91,12 +91,11 @@ class Turn:
     def seen_on(self, key: str, path: str) -> bool:
         """Whether the file is in the agent's context for this task: read or written since it began.
 
-        A view with no history at all (built by hand) counts the files it shows as read.
+        A view with no history at all (built by hand) counts the files it shows as read. A read that
+        found no file counts too (the agent then creates it).
         """
         if not self.history:
             return path in self.view.files_read
-        if path not in self.view.files_read:
-            return False
         needles = (f'<read_file path="{path}"', f'<edit_file path="{path}"')
         return any(marked_task(h) == key and any(n in h for n in needles) for h in self.history)
 
@@ -194,7 +193,7 @@ def work(t: Turn, targets: list[WorkUnit], key: str, elapsed: int, stable_key: t
     sk, view, p = t.skill, t.view, t.profile
     patchable = [u for u in targets if sk.patchable(u)]
     files = _files(t, targets)
-    unread = [f for f in files if f in sk.start and not t.seen_on(key, f)]
+    unread = [f for f in files if not t.seen_on(key, f)]
     if unread and t.allows("read_file"):
         for f in unread:
             t.add("read_file", path=f)
@@ -204,6 +203,8 @@ def work(t: Turn, targets: list[WorkUnit], key: str, elapsed: int, stable_key: t
     todo, recheck = [], []
     for u in patchable:
         st = _unit_state(t, u)
+        if st == "start" and depth > 0 and not t.failing(u):
+            continue  # a neighbour that is untouched but not failing is not the cause
         if st == "start":
             todo.append(u)
         elif review and st in ("wrong", "other") and t.rng.random() < p.p_correct_patch:
@@ -212,7 +213,10 @@ def work(t: Turn, targets: list[WorkUnit], key: str, elapsed: int, stable_key: t
         elif fresh and t.failing(u):
             ufiles = sk.unit_files(u)
             if all(t.last_had("read_file", path=f) for f in ufiles) or not t.allows("read_file"):
-                todo.append(u)
+                # looking at the current code, a skilful agent tells whether its own part is at fault
+                right = t.rng.random() < p.p_correct_patch
+                if (st != "solution") == right:
+                    todo.append(u)
             else:
                 recheck.append(u)
     if recheck and not todo:
@@ -232,11 +236,16 @@ def work(t: Turn, targets: list[WorkUnit], key: str, elapsed: int, stable_key: t
     if not failing:
         return FINISHED
     if depth < MAX_TARGET_EXPANSION:
-        extra = []
+        # the cause may be a helper it builds on, or another part of the same file
+        extra: list[WorkUnit] = []
+        ids = {u.id for u in targets}
         for u in failing:
-            for d in u.deps:
-                dep = sk.unit(d)
-                if dep is not None and dep not in targets and dep not in extra and sk.patchable(dep):
+            near = [sk.unit(d) for d in u.deps]
+            near += [o for o in sk.units if o.id != u.id and set(o.files) & set(u.files)
+                     and sk.unit_failing(o, t.failures())]
+            for dep in near:
+                if dep is not None and dep.id not in ids and sk.patchable(dep):
+                    ids.add(dep.id)
                     extra.append(dep)
         if extra:
             t.note(f"{', '.join(u.id for u in failing)} depends on {', '.join(d.id for d in extra)}; checking those.")
@@ -323,7 +332,7 @@ def graph_worker(t: Turn) -> None:
     targets, review = _node_targets(t, node)
     if node.get("status") == "assigned" and t.allows("claim_task") and not t.last_had("claim_task", id=nid):
         t.add("claim_task", id=nid)
-        reads = [f for f in _files(t, targets) if f in t.skill.start and not t.seen_on(nid, f)]
+        reads = [f for f in _files(t, targets) if not t.seen_on(nid, f)]
         for f in reads:
             t.add("read_file", path=f)
         t.note("Claiming it to start" + (f" and reading {', '.join(reads)}." if reads else "."))
@@ -405,7 +414,7 @@ def _idle_graph_worker(t: Turn) -> None:
         pick = t.rng.choices(options, weights=weights, k=1)[0]
         targets, _ = _node_targets(t, pick)
         t.add("claim_task", id=pick["id"])
-        reads = [f for f in _files(t, targets) if f in t.skill.start]
+        reads = _files(t, targets)
         for f in reads:
             t.add("read_file", path=f)
         t.note(f"{WORK_MARKER} {pick['id']}: {pick.get('title', '')}.")

@@ -99,7 +99,9 @@ class TaskSkill:
                         raise TaskError(f"work unit {u.id!r}: symbols {missing} are not in the reference "
                                         f"solution of {path}")
         public_text = "\n".join(self.start.get(p, "") for p in self.public_tests)
-        self.covered = {u.id: any(_test_name(t) in public_text for t in u.tests) for u in self.units}
+        self.public_classes = tuple(dict.fromkeys(re.findall(r"^class (Test\w+)", public_text, re.M)))
+        self.covered = {u.id: any(_test_name(t) in public_text for t in u.tests)
+                        or any(self._by_file(c, u) for c in self.public_classes) for u in self.units}
 
     # ----- construction -----
     @classmethod
@@ -151,14 +153,29 @@ class TaskSkill:
         """Units exercised by any of the failing test ids; a collection error of a file counts for
         every unit tested in it. Declaration order."""
         failures = list(failures)
-        out = []
-        for u in self.units:
-            if any(_matches(t, f) for t in u.tests for f in failures):
-                out.append(u)
-        return out
+        return [u for u in self.units if self.unit_failing(u, failures)]
 
     def unit_failing(self, unit: WorkUnit, failures: Iterable[str]) -> bool:
-        return any(_matches(t, f) for t in unit.tests for f in failures)
+        """Whether any failure exercises the unit: by its test ids, or, for a failure that no unit
+        names, by a test class named after the unit's file (``TestFindingsJson`` -> findings.json)."""
+        for f in failures:
+            if any(_matches(t, f) for t in unit.tests):
+                return True
+            if self._by_file(f, unit) and not any(_matches(t, f) for u in self.units for t in u.tests):
+                return True
+        return False
+
+    def _by_file(self, test_id: str, unit: WorkUnit) -> bool:
+        cls = next((p for p in test_id.split("::") if p.startswith("Test")), "")
+        name = re.sub(r"[^a-z0-9]", "", cls.lower().removeprefix("test"))
+        if not name:
+            return False
+        for f in unit.files:
+            base = f.rsplit("/", 1)[-1].lower()
+            forms = {re.sub(r"[^a-z0-9]", "", base), re.sub(r"[^a-z0-9]", "", base.rsplit(".", 1)[0])}
+            if name in forms:
+                return True
+        return False
 
     # ----- code -----
     def solution_symbols(self, path: str) -> dict[str, str]:
@@ -206,8 +223,8 @@ class TaskSkill:
             return versions
         if base is None:
             base = self.start.get(path)
-            if base is None:  # a file the agent creates: start from the reference layout
-                base = self.solution.get(path, "")
+        if base is None:  # a file the agent creates: an empty document, or the module's known layout
+            base = "" if S.kind(path) == "json" else self.solution.get(path, "")
         try:
             return S.splice(base, path, dict(versions))
         except S.SpliceError:
