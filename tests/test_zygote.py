@@ -1,0 +1,420 @@
+"""The pytest fork server (zygote): parity with the exec path on every task suite, the sandbox
+guarantees with the zygote on, fallback, restart, shutdown and concurrency."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
+from pathlib import Path
+
+import pytest
+
+import latte_lab as ll
+from latte_lab import workspace as wsmod
+from latte_lab.workspace import SandboxLimits, TestRun, Workspace, clear_memo, run_pytest
+
+needs_zygote = pytest.mark.skipif(
+    not (hasattr(os, "fork") and Path("/proc/self/stat").exists()), reason="the zygote needs fork and /proc"
+)
+pytestmark = needs_zygote
+
+TASK_NAMES = ll.tasks.names()
+
+
+def alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def wait_dead(pids: list[int], seconds: float = 3.0) -> list[int]:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if alive(p)]
+
+
+class Launches:
+    """Counts test runs that were (or were not) forked by the zygote."""
+
+    def __init__(self, monkeypatch):
+        self.zygote = 0
+        self.exec = 0
+        real = wsmod._zygote_launch
+
+        def spy(*args, **kwargs):
+            run = real(*args, **kwargs)
+            if run is None:
+                self.exec += 1
+            else:
+                self.zygote += 1
+            return run
+
+        monkeypatch.setattr(wsmod, "_zygote_launch", spy)
+
+
+@pytest.fixture
+def launches(monkeypatch) -> Launches:
+    monkeypatch.setattr(wsmod, "USE_ZYGOTE", True)
+    monkeypatch.delenv(wsmod.ZYGOTE_DISABLE_VAR, raising=False)
+    return Launches(monkeypatch)
+
+
+@pytest.fixture
+def isolated_zygote_state():
+    """Tests that break or replace the zygote: start from none and leave none behind."""
+    wsmod.shutdown_zygotes()
+    saved = dict(wsmod._ZYGOTE_STATE)
+    wsmod._ZYGOTE_STATE.update(start_failures=0, warned=False)
+    yield
+    wsmod.shutdown_zygotes()
+    wsmod._ZYGOTE_STATE.update(start_failures=saved["start_failures"], warned=saved["warned"])
+
+
+def both_ways(monkeypatch, fn):
+    """(exec-path result, zygote result) of ``fn()``."""
+    monkeypatch.setattr(wsmod, "USE_ZYGOTE", False)
+    by_exec = fn()
+    monkeypatch.setattr(wsmod, "USE_ZYGOTE", True)
+    by_zygote = fn()
+    return by_exec, by_zygote
+
+
+def outcome(run: TestRun) -> tuple:
+    return (run.returncode, run.passed, run.failed, run.errors, run.skipped, run.failed_tests, run.timed_out)
+
+
+# ---- parity on every task suite ---------------------------------------------------------------
+
+
+def _task_runs(name: str, root: Path, monkeypatch) -> dict[str, object]:
+    """Every run of one task, four at once (threads): the public suite and the hidden evaluation (the
+    very run_pytest call, extra_files and all, that task.evaluate makes), on the starting workspace
+    and on the reference solution."""
+    task = ll.tasks.get(name)
+    workspaces = {}
+    for state in ("start", "reference"):
+        ws = Workspace(root / state, memo=False)
+        task.setup(ws)
+        if state == "reference":
+            for path, text in task.reference_solution().items():
+                ws.setup_file(path, text)
+        workspaces[state] = ws
+    hidden: dict[int, TestRun] = {}
+    real_run_pytest = wsmod.run_pytest
+
+    def spy(*args, **kwargs):
+        hidden[threading.get_ident()] = real_run_pytest(*args, **kwargs)
+        return hidden[threading.get_ident()]
+
+    monkeypatch.setattr(wsmod, "run_pytest", spy)
+    results: dict[str, object] = {}
+
+    def work(label: str) -> None:
+        state, kind = label.split("/")
+        ws = workspaces[state]
+        if kind == "public":
+            results[label] = ws.run_tests()
+        else:
+            evaluation = task.evaluate(ws)
+            results[label] = evaluation
+            results[f"{state}/hidden"] = hidden[threading.get_ident()]
+
+    threads = [
+        threading.Thread(target=work, args=(f"{state}/{kind}",))
+        for state in ("start", "reference")
+        for kind in ("public", "evaluate")
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 6, sorted(results)
+    return results
+
+
+@pytest.mark.parametrize("name", TASK_NAMES)
+def test_task_suites_same_outcome_both_ways(name, tmp_path, monkeypatch, launches):
+    by_exec, by_zygote = both_ways(monkeypatch, lambda: _task_runs(name, tmp_path / str(launches.zygote), monkeypatch))
+    assert launches.zygote == 4 and launches.exec == 0  # the zygote really ran all four
+    for label in ("start/public", "reference/public", "start/hidden", "reference/hidden"):
+        exec_run, zygote_run = by_exec[label], by_zygote[label]
+        assert outcome(zygote_run) == outcome(exec_run), (label, zygote_run.stdout[-3000:])
+        assert exec_run.total > 0
+    assert by_exec["reference/public"].ok
+    for label in ("start/evaluate", "reference/evaluate"):
+        exec_eval, zygote_eval = by_exec[label], by_zygote[label]
+        assert (zygote_eval.passed, zygote_eval.failed, zygote_eval.errors) == (
+            exec_eval.passed,
+            exec_eval.failed,
+            exec_eval.errors,
+        )
+        assert zygote_eval.per_class == exec_eval.per_class
+
+
+PROBE = '''
+import json, os, resource, sys
+
+def test_probe():
+    limits = {n: resource.getrlimit(getattr(resource, n)) for n in ("RLIMIT_CPU", "RLIMIT_AS", "RLIMIT_FSIZE")}
+    own = [m for m in sys.modules if m == "mod" or m.startswith(("latte_lab", "_latte_lab"))]
+    with open("probe.json", "w") as fh:
+        json.dump({
+            "env": dict(os.environ), "path": sys.path, "cwd": os.getcwd(), "argv": sys.argv,
+            "limits": limits, "flags": list(sys.flags),
+            "own_modules": own, "sid_is_pid": os.getsid(0) == os.getpid(),
+            "main": sys.modules["__main__"].__dict__.get("__file__"),
+        }, fh)
+'''
+
+
+def test_process_state_matches_a_fresh_interpreter(tmp_path, monkeypatch, launches):
+    ws = Workspace(tmp_path / "ws", memo=False, limits=SandboxLimits(cpu_seconds=50, file_size_bytes=2**22))
+    ws.setup_file("test_probe.py", PROBE)
+
+    def probe():
+        assert ws.run_tests(("test_probe.py",), timeout=20).passed == 1
+        return json.loads((ws.root / "probe.json").read_text())
+
+    by_exec, by_zygote = both_ways(monkeypatch, probe)
+    assert launches.zygote == 1
+    for seen in (by_exec, by_zygote):
+        for var in ("HOME", "TMPDIR", wsmod.SANDBOX_MARKER_VAR):
+            assert seen["env"].pop(var)  # per-run values
+        assert not any(w in k.upper() for k in seen["env"] for w in wsmod.FORBIDDEN_ENV_WORDS)
+    assert by_zygote["env"] == by_exec["env"]
+    assert by_zygote["path"] == by_exec["path"] and by_zygote["path"][0] == str(ws.root)
+    for key in ("cwd", "argv", "limits", "flags", "sid_is_pid", "main"):
+        assert by_zygote[key] == by_exec[key], key
+    assert by_zygote["own_modules"] == [] == by_exec["own_modules"]
+
+
+def test_workspace_modules_never_leak_between_runs(tmp_path, launches):
+    runs = []
+    for value in (1, 2, 3):
+        ws = Workspace(tmp_path / f"ws{value}", memo=False)
+        ws.setup_file("mod.py", f"VALUE = {value}\n")
+        ws.setup_file("test_mod.py", f"import mod\n\ndef test_value():\n    assert mod.VALUE == {value}\n")
+        runs.append(ws.run_tests(("test_mod.py",), timeout=30))
+    assert [r.passed for r in runs] == [1, 1, 1] and launches.zygote == 3
+
+
+def test_collection_errors_and_timeouts_match(tmp_path, monkeypatch, launches):
+    ws = Workspace(tmp_path / "ws", memo=False)
+    ws.setup_file("mod.py", "def double(x:\n")
+    ws.setup_file("test_mod.py", "from mod import double\n\ndef test_d():\n    assert double(1) == 2\n")
+    by_exec, by_zygote = both_ways(monkeypatch, lambda: ws.run_tests(("test_mod.py",), timeout=30))
+    assert outcome(by_zygote) == outcome(by_exec) and by_zygote.errors >= 1 and by_zygote.returncode == 2
+    ws.setup_file("mod.py", "import time\ntime.sleep(30)\n")
+    run = ws.run_tests(("test_mod.py",), timeout=1.5)  # exec path: test_workspace's timeout test
+    assert run.timed_out and run.errors >= 1 and run.returncode == -signal.SIGTERM
+    assert launches.zygote == 2
+
+
+# ---- sandbox guarantees with the zygote on -----------------------------------------------------
+
+
+def test_no_key_reaches_the_zygote_or_the_run(tmp_path, monkeypatch, launches, isolated_zygote_state):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-zygote-test")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_zygote")
+    monkeypatch.setattr(wsmod, "ENV_ALLOWLIST", (*wsmod.ENV_ALLOWLIST, "OPENAI_API_KEY"))
+    ws = Workspace(tmp_path / "ws", memo=False)
+    ws.setup_file("test_env.py", "import os\n\ndef test_env():\n    print(sorted(os.environ))\n    assert 0\n")
+    run = ws.run_tests(("test_env.py",), timeout=30)
+    assert run.failed == 1 and launches.zygote == 1
+    assert "OPENAI_API_KEY" not in run.stdout and "GITHUB_TOKEN" not in run.stdout
+    (zygote,) = wsmod._ZYGOTES.values()
+    environ = Path(f"/proc/{zygote.pid}/environ").read_bytes()
+    assert b"sk-zygote-test" not in environ and b"ghp_zygote" not in environ and b"PYTHONPATH" not in environ
+    status = Path(f"/proc/{zygote.pid}/status").read_text()
+    assert "\nThreads:\t1\n" in status  # single-threaded: safe to fork
+    assert os.readlink(f"/proc/{zygote.pid}/cwd") == zygote.home  # never in a workspace
+
+
+TREE = """
+import os, subprocess, sys, time
+
+def test_tree():
+    subprocess.Popen([sys.executable, "-c",
+        "import os, time; open('child.pid', 'w').write(str(os.getpid())); time.sleep(100)"])
+    if os.fork() == 0:  # a double fork that leaves the session, without exec
+        os.setsid()
+        if os.fork() == 0:
+            open('daemon.pid', 'w').write(str(os.getpid()))
+            time.sleep(100)
+        os._exit(0)
+    open('main.pid', 'w').write(str(os.getpid()))
+    time.sleep(0.5)
+    {tail}
+"""
+
+
+@pytest.mark.parametrize("timeout", [True, False])
+def test_run_leaves_nothing_behind(tmp_path, launches, timeout):
+    ws = Workspace(tmp_path / "ws", memo=False)
+    ws.setup_file("test_tree.py", TREE.format(tail="time.sleep(100)" if timeout else "assert True"))
+    run = ws.run_tests(("test_tree.py",), timeout=2 if timeout else 30)
+    assert run.timed_out is timeout and launches.zygote == 1
+    assert run.passed == (0 if timeout else 1)
+    pids = [int((ws.root / name).read_text()) for name in ("main.pid", "child.pid", "daemon.pid")]
+    assert wait_dead(pids) == []
+
+
+BOMB = """
+import os, time
+
+def spawn(depth):
+    for _ in range(2):
+        try:
+            pid = os.fork()
+        except OSError:
+            continue
+        if pid == 0:
+            with open('pids.txt', 'a') as fh:
+                fh.write(f'{os.getpid()}\\n')
+            if depth > 0:
+                spawn(depth - 1)
+            time.sleep(60)
+            os._exit(0)
+
+def test_bomb():
+    spawn(7)
+    time.sleep(60)
+"""
+
+
+def test_fork_bomb_is_contained(tmp_path, launches):
+    ws = Workspace(tmp_path / "ws", memo=False, limits=SandboxLimits(max_processes=wsmod.MAX_PROCESSES))
+    ws.setup_file("test_bomb.py", BOMB)
+    run = ws.run_tests(("test_bomb.py",), timeout=10)
+    assert not run.ok and run.errors >= 1 and launches.zygote == 1
+    assert any("process limit exceeded" in note for note in run.notes)
+    pids = [int(x) for x in (ws.root / "pids.txt").read_text().split()]
+    assert len(pids) > 20 and wait_dead(pids) == []
+
+
+def test_memory_limit_and_huge_output(tmp_path, monkeypatch, launches):
+    ws = Workspace(tmp_path / "ws", memo=False)
+    ws.setup_file(
+        "test_limits.py",
+        "import sys\n\n"
+        "def test_alloc():\n    bytearray(4 * 2**30)\n\n"
+        "def test_flood():\n"
+        "    sys.stdout.write('BEGIN')\n    block = 'x' * 2**20\n"
+        "    for _ in range(100):\n        sys.stdout.write(block)\n    sys.stdout.write('END')\n",
+    )
+    by_exec, by_zygote = both_ways(monkeypatch, lambda: ws.run_tests(("-s", "test_limits.py"), timeout=60))
+    assert launches.zygote == 1
+    for run in (by_exec, by_zygote):
+        assert run.truncated and "BEGIN" in run.stdout and "bytes elided" in run.stdout
+        assert len(run.stdout) < wsmod.OUTPUT_CAPTURE_BYTES + 100
+        assert (run.passed, run.failed) == (1, 1) and "MemoryError" in run.stdout
+    assert outcome(by_zygote) == outcome(by_exec)
+    assert [n for n in by_zygote.notes if "elided" not in n] == [n for n in by_exec.notes if "elided" not in n]
+
+
+def test_concurrent_runs_from_threads(tmp_path, launches):
+    results: dict[int, TestRun] = {}
+
+    def work(i: int) -> None:
+        ws = Workspace(tmp_path / f"ws{i}", memo=False)
+        ws.setup_file("mod.py", f"N = {i}\n")
+        ws.setup_file("test_n.py", "import mod\n\ndef test_n():\n    assert mod.N % 2 == 0\n")
+        results[i] = ws.run_tests(("test_n.py",), timeout=60)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert {i: (r.passed, r.failed) for i, r in results.items()} == {
+        i: ((1, 0) if i % 2 == 0 else (0, 1)) for i in range(6)
+    }
+    assert launches.zygote == 6 and len(wsmod._ZYGOTES) == 1
+
+
+# ---- switch, fallback, restart, shutdown -------------------------------------------------------
+
+SIMPLE = "def test_ok():\n    assert True\n"
+
+
+def test_switches_select_the_exec_path(tmp_path, monkeypatch, launches):
+    ws = Workspace(tmp_path / "ws", memo=False)
+    ws.setup_file("test_ok.py", SIMPLE)
+    monkeypatch.setenv(wsmod.ZYGOTE_DISABLE_VAR, "1")
+    assert not wsmod.zygote_enabled()
+    assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
+    monkeypatch.delenv(wsmod.ZYGOTE_DISABLE_VAR)
+    monkeypatch.setattr(wsmod, "USE_ZYGOTE", False)
+    assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
+    assert launches.zygote == launches.exec == 0  # the zygote was not even asked
+
+
+def test_failed_start_falls_back_with_one_warning(tmp_path, monkeypatch, launches, isolated_zygote_state):
+    broken = tmp_path / "broken_zygote.py"
+    broken.write_text("import sys\nsys.stderr.write('zygote exploded\\n')\nsys.exit(3)\n")
+    monkeypatch.setattr(wsmod, "_ZYGOTE_SCRIPT", str(broken))
+    monkeypatch.setattr(wsmod, "ZYGOTE_MAX_START_FAILURES", 2)
+    ws = Workspace(tmp_path / "ws", memo=False)
+    ws.setup_file("test_ok.py", SIMPLE)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        runs = [ws.run_tests(("test_ok.py",), timeout=30) for _ in range(wsmod.ZYGOTE_MAX_START_FAILURES + 1)]
+    assert [r.passed for r in runs] == [1] * len(runs)
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(messages) == 1 and "zygote exploded" in messages[0]
+    assert not wsmod.zygote_enabled()  # gave up after the failed starts
+    assert launches.zygote == 0 and launches.exec == wsmod.ZYGOTE_MAX_START_FAILURES
+
+
+def test_dead_zygote_is_restarted_transparently(tmp_path, launches, isolated_zygote_state):
+    ws = Workspace(tmp_path / "ws", memo=False)
+    ws.setup_file("test_ok.py", SIMPLE)
+    assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
+    (first,) = wsmod._ZYGOTES.values()
+    os.kill(first.pid, signal.SIGKILL)
+    first.proc.wait(timeout=5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a restart is not a fallback: no warning
+        assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
+    (second,) = wsmod._ZYGOTES.values()
+    assert second.pid != first.pid and second.alive() and launches.zygote == 2
+
+
+def test_zygote_stops_when_the_parent_exits(tmp_path):
+    ws_dir = tmp_path / "ws"
+    ws_dir.mkdir()
+    (ws_dir / "test_ok.py").write_text(SIMPLE)
+    script = textwrap.dedent(
+        f"""
+        from latte_lab import workspace as w
+        run = w.run_pytest({str(ws_dir)!r}, ["test_ok.py"], timeout=30)
+        (z,) = w._ZYGOTES.values()
+        print(run.passed, z.pid, z.home)
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != wsmod.ZYGOTE_DISABLE_VAR}
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
+    passed, pid, home = out.stdout.split()
+    assert passed == "1", out.stderr
+    assert wait_dead([int(pid)]) == [] and not Path(home).exists()
+
+
+def test_memo_and_run_tests_unchanged(tmp_path, launches):
+    clear_memo()
+    ws = Workspace(tmp_path / "ws")
+    ws.setup_file("test_ok.py", SIMPLE)
+    first = ws.run_tests(("test_ok.py",), timeout=30)
+    second = ws.run_tests(("test_ok.py",), timeout=30)
+    assert not first.cached and second.cached and launches.zygote == 1
+    hidden = run_pytest(ws.root, ["test_h.py"], timeout=30, extra_files={"test_h.py": "def test_h():\n    assert 0\n"})
+    assert hidden.failed == 1 and not (ws.root / "test_h.py").exists() and launches.zygote == 2
