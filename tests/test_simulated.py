@@ -361,3 +361,52 @@ def test_policy_never_branches_on_team_names():
     for f in files:
         hits = pattern.findall(f.read_text(encoding="utf-8"))
         assert hits == [], f"{f.name} names a team: {hits}"
+
+
+# ----------------------------------------------------------------------- whole trials (engine) ----
+
+def run(tmp_path, task, team, model, seed=0):
+    from latte_lab.config import TrialConfig
+    from latte_lab.trial import run_trial
+
+    if isinstance(model, str):
+        result = run_trial(TrialConfig(task=task, team=team, model=model, seed=seed, runs_dir=str(tmp_path)))
+    else:
+        result = run_trial(TrialConfig(task=task, team=team, seed=seed, runs_dir=str(tmp_path)), model=model)
+    assert result.status == "ok", result.error
+    return result
+
+
+@pytest.mark.parametrize("task", ["debug", "eda", "textproc"])
+def test_a_skilful_latte_team_solves_each_task(tmp_path, task):
+    result = run(tmp_path, task, "latte", "simulated/careful")
+    assert result.success
+    assert result.accuracy is not None and result.accuracy >= 0.85  # hidden suites catch a rare slip
+    events = result.events
+    replies = events[events["type"] == "agent_reply"]
+    assert (events["type"] == "parse_error").sum() == 0  # the model always speaks the protocol
+    assert replies["output_tokens"].gt(0).all() and replies["latency_s"].gt(0).all()
+
+
+def test_lower_skill_lowers_accuracy(tmp_path):
+    def mean_accuracy(p):
+        model = SimulatedModel(Profile(name=f"p{p}", p_correct_patch=p))
+        accs = [run(tmp_path / f"{p}-{s}", "textproc", "latte", model, seed=s).accuracy for s in (0, 1)]
+        return sum(accs) / len(accs)
+
+    assert mean_accuracy(1.0) > mean_accuracy(0.3) + 0.05
+
+
+@pytest.mark.parametrize("team", ["static", "leader_worker", "decentralized", "pipeline"])
+def test_every_team_runs_on_the_simulated_model(tmp_path, team):
+    result = run(tmp_path, "eda", team, "simulated")
+    events = result.events
+    assert (events["type"] == "parse_error").sum() == 0
+    assert result.rounds >= 1 and result.accuracy is not None
+
+
+def test_a_trial_replays_identically(tmp_path):
+    a = run(tmp_path / "a", "textproc", "latte", "simulated", seed=4)
+    b = run(tmp_path / "b", "textproc", "latte", "simulated", seed=4)
+    texts = lambda r: list(r.events.loc[r.events["type"] == "agent_reply", "text"])  # noqa: E731
+    assert texts(a) == texts(b) and a.accuracy == b.accuracy and a.rounds == b.rounds

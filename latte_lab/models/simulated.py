@@ -102,6 +102,29 @@ def resolve_profile(profile: str | Profile) -> Profile:
     return PROFILES[name]
 
 
+def _decision_key(request: ModelRequest) -> str:
+    """What the reply depends on, minus free tool-output text.
+
+    Test and script output carries timings and absolute paths, and the engine cuts it to a tail of
+    fixed length, so its exact text differs between two runs of the same trial. The policy reads only
+    the structured parts (failing test ids, statuses, file contents, its own earlier replies), so the
+    seed is taken from those and a trial replays identically anywhere.
+    """
+    v = request.view
+    assert v is not None
+    key = {
+        "view": [v.task, v.role, v.agent, v.round, v.phase, list(v.allowed_actions), list(v.teammates),
+                 v.current_task, [f.get("id") for f in v.frontier],
+                 [[n.get("id"), n.get("status"), n.get("owner")] for n in v.graph],
+                 list(v.test_failures), v.tests_passed, v.test_output is None, sorted(v.files_read.items()),
+                 [[a.get("agent"), a.get("task")] for a in v.alerts], [m.get("sender") for m in v.messages]],
+        "extra": {k: val for k, val in v.extra.items() if k != "workers"},
+        "workers": v.extra.get("workers"),
+        "own_replies": [m.content for m in request.messages if m.role == "assistant"],
+    }
+    return json.dumps(key, sort_keys=True, default=str)
+
+
 class SimulatedModel:
     """Seeded offline agent model; see the module docstring.
 
@@ -123,9 +146,7 @@ class SimulatedModel:
                              "it is set by latte_lab's teams — build one with latte_lab.models.base.AgentView")
         skill = skill_for(view.task, self.tasks)  # type: ignore[arg-type]
         scope = request.scope
-        view_key = json.dumps(view.to_dict(), sort_keys=True, default=str)
-        rng = random.Random(stable_seed("call", scope.seed, scope.agent, scope.call_index, view_key,
-                                        [m.content for m in request.messages]))
+        rng = random.Random(stable_seed("call", scope.seed, scope.agent, scope.call_index, _decision_key(request)))
         turn = Turn(request=request, view=view, profile=self.profile, skill=skill, rng=rng)
         decide(turn)
         text = reply_text(turn.notes, turn.acts, self.profile.verbosity, rng)
