@@ -2,7 +2,9 @@
 
 The workspace: a small module and three test files with 30 tests in all (a few fail, as mid-trial
 workspaces do). Also prints the cost of the sandbox itself (a trivial script) and of hashing the tree
-for the memo key. Run: ``.venv/bin/python benchmarks/bench_workspace.py``.
+for the memo key, and 20 distinct (memo-missing) runs of the debug task's public suite through the exec
+path (a fresh ``python -m pytest`` each) and through the pytest fork server (zygote).
+Run: ``.venv/bin/python benchmarks/bench_workspace.py``.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import latte_lab as ll
+from latte_lab import workspace as wsmod
 from latte_lab.workspace import Workspace, clear_memo, memo_key
 
 REPEATS = 20  # run_tests calls per condition
@@ -63,6 +67,48 @@ def timed_runs(ws: Workspace) -> list[float]:
     return times
 
 
+def debug_distinct_runs(root: Path, use_zygote: bool) -> tuple[list[float], list[tuple]]:
+    """REPEATS memo-missing runs of the debug task's public suite (the module differs by a comment)."""
+    wsmod.USE_ZYGOTE = use_zygote
+    task = ll.tasks.get("debug")
+    ws = Workspace(root, memo=True)
+    task.setup(ws)
+    module = task.required_outputs[0]
+    base = ws.read(module)
+    times, outcomes = [], []
+    for i in range(REPEATS):
+        ws.setup_file(module, f"{base}\n# edit {i} ({'zygote' if use_zygote else 'exec'})\n")
+        start = time.perf_counter()
+        run = ws.run_tests()
+        times.append(time.perf_counter() - start)
+        assert not run.cached
+        outcomes.append((run.returncode, run.passed, run.failed, run.errors, run.failed_tests))
+    return times, outcomes
+
+
+def bench_zygote(tmp: Path) -> None:
+    clear_memo()
+    wsmod.shutdown_zygotes()
+    by_exec, exec_outcomes = debug_distinct_runs(tmp / "debug-exec", use_zygote=False)
+    wsmod.USE_ZYGOTE = True
+    start = time.perf_counter()
+    wsmod.run_pytest(tmp / "debug-exec", ["--collect-only"], timeout=60)  # starts the zygote
+    first = time.perf_counter() - start
+    by_zygote, zygote_outcomes = debug_distinct_runs(tmp / "debug-zygote", use_zygote=True)
+    assert exec_outcomes == zygote_outcomes, "exec path and zygote disagree"
+    print(f"debug public suite, {REPEATS} distinct (memo-missing) runs, {exec_outcomes[0][2]} of 33 failing:")
+    print(
+        f"  exec path (fresh python -m pytest): {sum(by_exec):7.3f} s "
+        f"(median {statistics.median(by_exec) * 1000:.0f} ms per run)"
+    )
+    print(
+        f"  zygote (forked, pytest pre-imported): {sum(by_zygote):7.3f} s "
+        f"(median {statistics.median(by_zygote) * 1000:.0f} ms per run; "
+        f"zygote start-up + first run {first * 1000:.0f} ms, once per process)"
+    )
+    print(f"  same outcome on all {REPEATS} runs: {exec_outcomes == zygote_outcomes}")
+
+
 def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         clear_memo()
@@ -90,6 +136,7 @@ def main() -> None:
         for _ in range(10):
             ws.run_script("noop.py")
         print(f"sandboxed no-op script: {(time.perf_counter() - start) / 10 * 1000:.0f} ms per run")
+        bench_zygote(Path(tmp))
 
 
 if __name__ == "__main__":
