@@ -36,6 +36,13 @@ environ`` (a shell or Jupyter server that exported a key). Confinement of *file 
 through this class) is strict; for untrusted models beyond "buggy", run trials in a container or as a
 separate user. As root, RLIMIT_NPROC is not enforced by the kernel (our process counting still is).
 
+Test runs (:func:`run_pytest`) do not start a new interpreter each time: a pre-warmed fork server
+(:mod:`latte_lab._zygote`, "the zygote"; see that section below) that has imported pytest forks each run,
+saving the 0.3-0.7 s of interpreter start-up and imports per run. Everything above holds for those runs
+too (same environment, limits set in the child, new session, capped pipes, timeout, process-count
+watchdog, process-tree kill); ``USE_ZYGOTE = False`` or ``LATTE_LAB_NO_ZYGOTE=1`` selects the exec path,
+which is also the automatic fallback. Scripts (:meth:`Workspace.run_script`) always take the exec path.
+
 Test runs are memoised by content (:func:`tree_digest`): the same test arguments over byte-identical
 files return the stored :class:`TestRun` with ``cached=True`` and the originally measured seconds, so
 a trial's virtual clock stays deterministic and repeated runs are free.

@@ -598,3 +598,17 @@ def test_write_under_a_file_is_a_clear_error(ws):
     with pytest.raises(WorkspaceError, match="parent of it is a file"):
         ws.write("notes.txt/inner.py", "y")
     assert len(ws.writes) == 1
+
+
+def test_exec_path_and_zygote_give_the_same_test_run(project, monkeypatch):
+    # Test runs use the pytest fork server by default; the exec path stays available (and is the
+    # fallback). tests/test_zygote.py covers parity on every task suite and the sandbox guarantees.
+    monkeypatch.delenv(wsmod.ZYGOTE_DISABLE_VAR, raising=False)
+    runs = {}
+    for mode, disabled in (("exec", "1"), ("zygote", "0")):
+        monkeypatch.setenv(wsmod.ZYGOTE_DISABLE_VAR, disabled)
+        assert wsmod.zygote_enabled() is (mode == "zygote")
+        runs[mode] = run_pytest(project.root, ["test_suite.py"], timeout=60)
+    fields = ("returncode", "passed", "failed", "errors", "failed_tests", "timed_out", "notes")
+    assert [getattr(runs["exec"], f) for f in fields] == [getattr(runs["zygote"], f) for f in fields]
+    assert runs["exec"].failed_tests == ("test_suite.py::TestDouble::test_zero", "test_suite.py::test_neg")
