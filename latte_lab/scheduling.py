@@ -707,7 +707,9 @@ def compare(spec: WorkloadSpec, n_workers_list: Iterable[int], policies: Iterabl
             for policy in policies:
                 for seed in seeds:
                     rows.append(simulate(spec, n_workers, policy, seed=seed, **fixed, **extra).row())
-    return pd.DataFrame(rows)
+    df = pd.DataFrame(rows)
+    df["heartbeat"] = df["heartbeat"].astype("Int64")  # None stays <NA> instead of turning the column float
+    return df
 
 
 # ---------------------------------------------------------------------------------------------- pictures
