@@ -39,6 +39,7 @@ Run directory ``<runs_dir>/<trial_id>/``:
   Fields in ``VOLATILE_EVENT_FIELDS`` (wall time, measured seconds, cache hits) may differ in a replay.
 - ``snapshots.jsonl``: ``{"round", "t", "graph"}`` per round for graph teams (round 0 = after planning).
 - ``calls.jsonl``: the cassette, every model call in order, enough to replay the trial offline.
+- ``ledger.csv``: tokens per call with agent and round, billed vs replayed, dollars (``data/prices.csv``).
 - ``workspace/``: the shared files as the team left them.
 - ``result.json``: ``{"trial_id", "status", "error", "row", "metrics", "eval"}``.
 """
@@ -60,6 +61,10 @@ from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.teams.engine import VOLATILE_EVENT_FIELDS, EventLog, Team
 
 __all__ = ["TEAMS", "TrialConfig", "TrialResult", "comparable_events", "load_trial", "replay", "run_trial"]
+
+# Row fields that legitimately differ between a trial and its replay (measured time, where it ran, what
+# was billed rather than replayed from the cassette).
+VOLATILE_ROW_FIELDS = ("real_seconds", "run_dir", "billed_tokens", "replayed_tokens", "dollars")
 
 ACTION_EVENT_TYPES = frozenset({
     "edit_file", "read_file", "run_script", "run_tests", "discover_task", "assign_task", "claim_task",
@@ -274,6 +279,15 @@ def _finish(config, task, team, log: EventLog, run_dir: Path, status: str, error
     tokens_out = team.output_tokens if team else 0
     done, total = team.progress() if team is not None else (0, 0)
     row = {k: v for k, v in metrics.items() if not isinstance(v, (list, dict))}
+    cost: dict = {}
+    if team is not None:
+        cost = team.ledger.summary()
+        team.ledger.to_frame().to_csv(run_dir / "ledger.csv", index=False)
+    row.update({
+        "billed_tokens": cost.get("billed_input_tokens", 0) + cost.get("billed_output_tokens", 0),
+        "replayed_tokens": cost.get("replayed_input_tokens", 0) + cost.get("replayed_output_tokens", 0),
+        "dollars": cost.get("dollars", math.nan) if cost.get("calls") else 0.0,
+    })
     row.update({
         "task": task.id, "team": config.team, "model": config.model, "seed": config.seed, "trial": config.trial,
         "trial_id": config.trial_id, "status": status, "error": error, "success": success, "accuracy": accuracy,
@@ -337,6 +351,11 @@ def _round_line(info: dict) -> str:
 def comparable_events(events: list[dict]) -> list[dict]:
     """Events without the fields that legitimately differ between a trial and its replay."""
     return [{k: v for k, v in e.items() if k not in VOLATILE_EVENT_FIELDS} for e in events]
+
+
+def comparable_row(row: dict) -> dict:
+    """A results row without the fields that legitimately differ between a trial and its replay."""
+    return {k: v for k, v in row.items() if k not in VOLATILE_ROW_FIELDS}
 
 
 def _read_jsonl(path: Path) -> list[dict]:

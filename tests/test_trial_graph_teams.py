@@ -10,7 +10,7 @@ import pytest
 
 import latte_lab as ll
 from latte_lab.models.scripted import ScriptedModel
-from latte_lab.trial import comparable_events, load_trial, replay, run_trial
+from latte_lab.trial import VOLATILE_ROW_FIELDS, comparable_events, comparable_row, load_trial, replay, run_trial
 
 WAIT = "Nothing to do this round."
 
@@ -365,9 +365,11 @@ def test_replay_gives_identical_events_and_result(tmp_path):
     again = replay(res.run_dir, runs_dir=tmp_path / "replays")
     assert again.status == "ok"
     assert comparable_events(again.event_list) == comparable_events(res.event_list)
-    volatile = ("real_seconds", "run_dir")
-    assert {k: v for k, v in again.row.items() if k not in volatile} == {
-        k: v for k, v in res.row.items() if k not in volatile}
+    assert comparable_row(again.row) == comparable_row(res.row)
+    assert res.row["billed_tokens"] == res.row["total_tokens"] and res.row["replayed_tokens"] == 0
+    assert again.row["billed_tokens"] == 0 and again.row["replayed_tokens"] == res.row["total_tokens"]
+    ledger = (res.run_dir / "ledger.csv").read_text().splitlines()
+    assert ledger[0].startswith("agent,round") and len(ledger) == 1 + len(of(res, "agent_reply"))
     loaded = load_trial(res.run_dir)
     assert loaded.success == res.success and loaded.row["total_tokens"] == res.row["total_tokens"]
     assert len(loaded.event_list) == len(res.event_list)
@@ -378,7 +380,7 @@ def test_two_processes_replaying_one_cassette_agree(tmp_path):
     code = (
         "import json, sys; from latte_lab.trial import replay, comparable_events\n"
         "r = replay(sys.argv[1], runs_dir=sys.argv[2])\n"
-        "print(json.dumps({'row': {k: v for k, v in r.row.items() if k not in ('real_seconds', 'run_dir')},"
+        "print(json.dumps({'row': {k: v for k, v in r.row.items() if k not in " + repr(VOLATILE_ROW_FIELDS) + "},"
         " 'events': comparable_events(r.event_list)}, default=str, sort_keys=True))\n"
     )
     outs = []

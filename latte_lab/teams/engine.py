@@ -155,6 +155,10 @@ class Team:
         self.written_this_round: dict[str, str] = {}
         self.snapshots: list[dict] = []
         self._pool: ThreadPoolExecutor | None = None
+        from latte_lab.models.ledger import CostLedger
+
+        self.ledger = CostLedger()
+        self._provider = config.model.partition("/")[0]
 
     # ----- hooks for subclasses -----
     def setup(self) -> None:
@@ -247,6 +251,7 @@ class Team:
             self.input_tokens += resp.usage.input_tokens
             self.output_tokens += resp.usage.output_tokens
             self.n_calls += 1
+            self.ledger.record(agent.name, self.round, resp, provider=self._provider)
             latency = max(latency, resp.latency_s)
             self.log.emit(
                 "agent_reply", agent=agent.name, role=agent.role, text=resp.text, n_chars=len(resp.text),

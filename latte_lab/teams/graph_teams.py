@@ -268,8 +268,8 @@ class LatteTeam(Team):
         for w in self.workers:
             self.agents[w].dispatched_last_round = w in names
         self._dispatched_prev = bool(dispatched)
-        self.record_snapshot()
         finished = self.termination_check()
+        self.record_snapshot()  # after the check, so a fix task shows in the round that added it
         self.end_round()
         return finished
 
