@@ -938,9 +938,17 @@ class _Zygote:
         shutil.rmtree(self.home, ignore_errors=True)
 
     def close(self) -> None:
-        """Stop the zygote: EOF on its control socket, then SIGKILL if it lingers. Idempotent."""
+        """Stop the zygote: EOF on its control socket, then SIGKILL if it lingers. Idempotent.
+
+        In a process forked from the owner (a sweep worker) only that process's copy of the socket
+        is closed: the zygote belongs to the owner.
+        """
         if self.owner != os.getpid():
-            return  # another process's zygote (inherited by fork): not ours to stop
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            return
         try:
             self.sock.close()
         except OSError:
@@ -1023,6 +1031,21 @@ _ZYGOTE_LOCK = threading.Lock()
 _ZYGOTE_STATE = {"start_failures": 0, "warned": False, "atexit": False}
 
 
+def _zygote_after_fork_in_child() -> None:
+    """A process forked from this one (a sweep worker) starts its own zygote when it needs one; the
+    lock may have been held by another thread at the fork."""
+    global _ZYGOTE_LOCK
+    _ZYGOTE_LOCK = threading.Lock()
+    inherited = list(_ZYGOTES.values())
+    _ZYGOTES.clear()
+    for zygote in inherited:
+        zygote.close()  # only our copy of its socket
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_zygote_after_fork_in_child)
+
+
 def _zygote_warn(reason: str) -> None:
     with _ZYGOTE_LOCK:
         if _ZYGOTE_STATE["warned"]:
@@ -1101,7 +1124,16 @@ def _zygote_launch(
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         try:
-            zygote.send(request, [out_w, err_w, theirs.fileno()])
+            try:
+                zygote.send(request, [out_w, err_w, theirs.fileno()])
+            except _ZygoteError:
+                if zygote.alive():
+                    raise
+                # It died since the last run (nothing was sent): restart it, once, transparently.
+                zygote = _zygote_get(child_env)
+                if zygote is None:
+                    raise
+                zygote.send(request, [out_w, err_w, theirs.fileno()])
         finally:
             os.close(out_w)
             os.close(err_w)

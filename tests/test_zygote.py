@@ -418,3 +418,27 @@ def test_memo_and_run_tests_unchanged(tmp_path, launches):
     assert not first.cached and second.cached and launches.zygote == 1
     hidden = run_pytest(ws.root, ["test_h.py"], timeout=30, extra_files={"test_h.py": "def test_h():\n    assert 0\n"})
     assert hidden.failed == 1 and not (ws.root / "test_h.py").exists() and launches.zygote == 2
+
+
+def _forked_worker(ws_dir: str, queue) -> None:
+    run = run_pytest(ws_dir, ["test_ok.py"], timeout=30)
+    (zygote,) = wsmod._ZYGOTES.values()
+    queue.put((run.passed, zygote.pid))
+
+
+def test_forked_process_starts_its_own_zygote(tmp_path, launches):
+    import multiprocessing
+
+    ws = Workspace(tmp_path / "ws", memo=False)
+    ws.setup_file("test_ok.py", SIMPLE)
+    assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
+    (mine,) = wsmod._ZYGOTES.values()
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    worker = ctx.Process(target=_forked_worker, args=(str(ws.root), queue))
+    worker.start()
+    passed, theirs = queue.get(timeout=60)
+    worker.join(timeout=30)
+    assert passed == 1 and theirs != mine.pid
+    assert wait_dead([theirs]) == []  # the worker's zygote ended with the worker (EOF)
+    assert mine.alive() and ws.run_tests(("test_ok.py",), timeout=30).passed == 1
