@@ -375,9 +375,9 @@ class ScheduleResult:
     """One row per attempt: worker, node, start, end (exclusive), straggled, outcome ("done" or
     "released"), attempt (0 for the first), expected (the node's duration)."""
     rounds: pd.DataFrame
-    """One row per round: frontier (|F_t| of the graph before dispatch), ready (nodes whose deps are
-    done but that have not started, including static pre-assigned ones), busy workers after dispatch,
-    nodes done."""
+    """One row per round: frontier (|F_t|, the graph's pending ready nodes) and ready (nodes whose deps
+    are done but that have not started, including static pre-assigned ones), both before dispatch; busy
+    workers after dispatch; nodes done."""
     graph: CoordinationGraph
     """The final graph (every node done)."""
     _round_log_ends: list[int] = field(repr=False, default_factory=list)
@@ -606,7 +606,7 @@ def simulate(spec: WorkloadSpec, n_workers: int, policy: str = "self", *, stragg
             if cur is None or cur[0] != i or cur[3] != k:
                 continue  # this attempt was released earlier
             g.complete(ids[i], workers[w])
-            rows.append((workers[w], ids[i], cur[1], t, cur[2], "done", k, dur[i]))
+            rows.append((cur[1], w, ids[i], t, cur[2], "done", k, dur[i]))
             del running[w]
             idle.add(w)
             done += 1
@@ -624,16 +624,16 @@ def simulate(spec: WorkloadSpec, n_workers: int, policy: str = "self", *, stragg
             if cur is None or cur[0] != i or cur[3] != k:
                 continue
             g.release(ids[i], by=LEAD)
-            rows.append((workers[w], ids[i], cur[1], t, cur[2], "released", k, dur[i]))
+            rows.append((cur[1], w, ids[i], t, cur[2], "released", k, dur[i]))
             del running[w]
             idle.add(w)
             resting.add(w)
             owner[i] = None
             ready += 1
             flagged = True
-        frontier_size = len(g.frontier())
+        frontier_size, ready_size = len(g.frontier()), ready
         if done == n:
-            round_stats.append((t, frontier_size, ready, len(running), done))
+            round_stats.append((t, frontier_size, ready_size, len(running), done))
             log_len += len(g.log_since(log_len))
             log_ends.append(log_len)
             break
@@ -666,15 +666,15 @@ def simulate(spec: WorkloadSpec, n_workers: int, policy: str = "self", *, stragg
                         continue
                     g.claim(v, workers[w])
                     start(w, index[v], t)
-        round_stats.append((t, frontier_size, ready, len(running), done))
+        round_stats.append((t, frontier_size, ready_size, len(running), done))
         log_len += len(g.log_since(log_len))
         log_ends.append(log_len)
         t += 1
 
     import pandas as pd
 
-    rows.sort(key=lambda r: (r[2], int(r[0][1:])))  # by start round, then worker number
-    intervals = pd.DataFrame(rows, columns=INTERVAL_COLUMNS)
+    rows.sort()  # by start round, then worker number (both unique together)
+    intervals = pd.DataFrame([(workers[w], v, s, e, *rest) for s, w, v, e, *rest in rows], columns=INTERVAL_COLUMNS)
     return ScheduleResult(
         spec=spec, policy=policy, n_workers=n_workers, seed=int_seed, straggler_p=float(straggler_p),
         straggler_factor=float(straggler_factor), heartbeat=None if heartbeat is None else int(heartbeat),
@@ -807,17 +807,19 @@ def straggler_figure(spec: WorkloadSpec, n_workers: int, straggler_p: float, *, 
     """Two Gantt charts of the same run (same stragglers), without and with heartbeat release."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(2, 1, figsize=(9.5, 1.6 + 0.7 * n_workers), sharex=True)
-    for ax, hb in zip(axes, (None, heartbeat)):
-        res = simulate(spec, n_workers, policy, straggler_p=straggler_p, straggler_factor=straggler_factor,
-                       heartbeat=hb, seed=seed)
+    runs = [simulate(spec, n_workers, policy, straggler_p=straggler_p, straggler_factor=straggler_factor,
+                     heartbeat=hb, seed=seed) for hb in (None, heartbeat)]
+    fig, axes = plt.subplots(2, 1, figsize=(9.5, 1.6 + 0.7 * n_workers))
+    right = max(max(r.makespan, r.lower_bound) for r in runs) + 0.5
+    for ax, res in zip(axes, runs):
         plot_gantt(res, ax=ax, labels=len(spec) <= 40)
+        ax.set_xlim(0, right)  # one time axis for both, so the makespans compare at a glance
     fig.tight_layout()
     return fig
 
 
 def explore(spec: WorkloadSpec, *, n_workers: int = 4, straggler_p: float = 0.2, heartbeat: int = 2,
-            seed: int = 0, max_workers: int = 8):
+            straggler_factor: float = 3.0, seed: int = 0, max_workers: int = 8):
     """Sliders for the number of workers and the straggler probability over :func:`straggler_figure`.
 
     The figure for the default values is displayed as an ordinary output (so it shows in a static render
@@ -833,7 +835,8 @@ def explore(spec: WorkloadSpec, *, n_workers: int = 4, straggler_p: float = 0.2,
     display(w.HBox([workers_w, p_w]))
 
     def figure():
-        fig = straggler_figure(spec, workers_w.value, p_w.value, heartbeat=heartbeat, seed=seed)
+        fig = straggler_figure(spec, workers_w.value, p_w.value, heartbeat=heartbeat, seed=seed,
+                               straggler_factor=straggler_factor)
         plt.close(fig)
         return fig
 

@@ -279,3 +279,31 @@ def test_any_run_finishes_within_the_rules(n_nodes, layers, max_deps, dag_seed, 
     assert len(res.rounds) == res.makespan + 1
     if straggler_p == 0.0:
         assert res.n_released == 0 and len(res.intervals) == len(spec)
+
+
+def test_ready_counts_include_static_preassigned_nodes():
+    spec = random_dag(20, seed=6)
+    s = simulate(spec, 3, "self").rounds
+    assert (s["frontier"] == s["ready"]).all()  # nothing is assigned ahead of time
+    st_ = simulate(spec, 3, "static").rounds
+    assert (st_["frontier"] == 0).all() and st_["ready"].iloc[0] == len(spec.to_graph().frontier())
+
+
+def test_pictures_draw_without_error():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from latte_lab import scheduling as sched
+
+    spec = random_dag(12, seed=0)
+    res = simulate(spec, 3, "self", straggler_p=0.4, heartbeat=0, seed=2)
+    assert sched.plot_gantt(res).get_xlabel() == "round"
+    assert sched.plot_makespan(compare(spec, [1, 2, 3], ["self", "static"])).get_ylabel() == "makespan (rounds)"
+    sched.draw_workload(spec)
+    fig = sched.straggler_figure(spec, 3, 0.4, heartbeat=0, seed=2)
+    assert len(fig.axes) == 2 and fig.axes[0].get_xlim() == fig.axes[1].get_xlim()
+    ll.viz.draw_graph(res, round=2)
+    ll.viz.gantt(res)
+    plt.close("all")
