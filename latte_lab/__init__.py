@@ -49,7 +49,7 @@ _LAZY = {
     "load_runs": "latte_lab.analysis.loaders",
     "make_model": "latte_lab.models",
 }
-_SUBMODULES = {"tasks", "analysis", "viz", "models", "metrics", "teams"}
+_SUBMODULES = {"tasks", "analysis", "viz", "models", "metrics", "teams", "scheduling", "sweep", "workspace"}
 
 
 def __getattr__(name: str):
