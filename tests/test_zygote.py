@@ -97,7 +97,7 @@ def outcome(run: TestRun) -> tuple:
 
 
 def _task_runs(name: str, root: Path, monkeypatch) -> dict[str, object]:
-    """Every run of one task, four at once (threads): the public suite and the hidden evaluation (the
+    """Every run of one task, two at once (threads): the public suite and the hidden evaluation (the
     very run_pytest call, extra_files and all, that task.evaluate makes), on the starting workspace
     and on the reference solution."""
     task = ll.tasks.get(name)
@@ -119,21 +119,18 @@ def _task_runs(name: str, root: Path, monkeypatch) -> dict[str, object]:
     monkeypatch.setattr(wsmod, "run_pytest", spy)
     results: dict[str, object] = {}
 
-    def work(label: str) -> None:
-        state, kind = label.split("/")
-        ws = workspaces[state]
-        if kind == "public":
-            results[label] = ws.run_tests()
-        else:
-            evaluation = task.evaluate(ws)
-            results[label] = evaluation
+    def public_runs() -> None:
+        for state, ws in workspaces.items():
+            results[f"{state}/public"] = ws.run_tests()
+
+    def evaluations() -> None:
+        # One after the other: CPython 3.11's ast.parse (used by evaluate) is not safe in two threads
+        # at once ("AST constructor recursion depth mismatch", CPython gh-106905).
+        for state, ws in workspaces.items():
+            results[f"{state}/evaluate"] = task.evaluate(ws)
             results[f"{state}/hidden"] = hidden[threading.get_ident()]
 
-    threads = [
-        threading.Thread(target=work, args=(f"{state}/{kind}",))
-        for state in ("start", "reference")
-        for kind in ("public", "evaluate")
-    ]
+    threads = [threading.Thread(target=public_runs), threading.Thread(target=evaluations)]
     for thread in threads:
         thread.start()
     for thread in threads:
