@@ -482,20 +482,28 @@ def graph_lead(t: Turn) -> None:
                 t.add("assign_task", id=nid, to=w)
             if pairs:
                 t.note("Assigning ready tasks: " + ", ".join(f"{n} to {w}" for n, w in pairs) + ".")
-    # 3. review high-stakes work (many tasks build on it)
+    # 3. review high-stakes work: many tasks build on it, or its tests failed while dependants wait
+    verifying: set[str] = set()
     if t.allows("verify_task"):
         verified_of = {n.get("verify_of") for n in nodes.values() if n.get("is_verify")}
+        fails = t.failures() if _lead_fresh(t) else ()
         for nid, n in nodes.items():
             if n.get("is_verify") or status[nid] != "done" or nid in verified_of:
                 continue
-            if _real_successors(nid, nodes) >= VERIFY_MIN_SUCCESSORS:
+            u = t.skill.unit(nid)
+            waiting = _real_successors(nid, nodes)
+            troubled = bool(fails) and u is not None and waiting > 0 and t.skill.unit_failing(u, fails)
+            if waiting >= VERIFY_MIN_SUCCESSORS or troubled:
                 t.add("verify_task", id=nid)
-                t.note(f"{nid} is upstream of several tasks; asking for a review pass.")
+                verifying.add(nid)
+                t.note(f"{nid} {'fails its tests' if troubled else 'is upstream of several tasks'} and work "
+                       "builds on it; asking for a review pass.")
                 break
     # 4. fix tasks when the tests stay red
     active = [nid for nid in nodes if status[nid] not in done_like]
     if t.allows("discover_task") and _lead_fresh(t) and t.failures():
         targeted = {x for nid in active for x in (nid, nid.removesuffix(FIX_SUFFIX), nid.removesuffix("-verify"))}
+        targeted |= verifying
         for u in t.skill.failing_units(t.failures()):
             if u.id not in nodes:
                 t.add("discover_task", _failure_report(t, [u]), id=u.id, title=u.title, dependencies="")
@@ -632,7 +640,7 @@ def _flat_work(t: Turn, u: WorkUnit, *, announce: bool) -> None:
     if announce and t.allows("broadcast"):
         t.add("broadcast", f"I'm taking {u.id}")
     elapsed = t.turns_on(u.id)
-    status = work(t, [u], u.id, elapsed, (u.id, len(t.history) - elapsed))
+    status = work(t, [u], u.id, elapsed, (u.id, t.view.round - elapsed))  # keyed by its start round
     if status == FINISHED:
         t.note(f"{u.id} passes now.")
     elif status == BLOCKED:
