@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from trial_helpers import WAIT, of, requests_of, script
 
 import latte_lab as ll
 from latte_lab.models.scripted import ScriptedModel
 from latte_lab.trial import run_trial
 
-WAIT = "Nothing to do this round."
 SOL = None
 
 
@@ -20,12 +20,6 @@ def edit_all(task="debug") -> str:
     return "".join(f'<edit_file path="{p}">{c}</edit_file>' for p, c in solution(task).items())
 
 
-def script(by_agent, default=WAIT):
-    def reply(req):
-        replies = by_agent.get(req.scope.agent, {})
-        return replies.get(req.scope.call_index, default)
-
-    return ScriptedModel(reply)
 
 
 def run(tmp_path, model, team, rounds=6, task="debug", **kw):
@@ -36,12 +30,8 @@ def run(tmp_path, model, team, rounds=6, task="debug", **kw):
     return res
 
 
-def of(res, type_, **match):
-    return [e for e in res.event_list if e["type"] == type_ and all(e.get(k) == v for k, v in match.items())]
 
 
-def reqs(model, agent):
-    return [r for r in model.calls if r.scope.agent == agent]
 
 
 # ---------------------------------------------------------------- Leader-Worker
@@ -61,12 +51,12 @@ def test_leader_worker_order_context_and_certified_success(tmp_path):
     replies = [e["agent"] for e in of(res, "agent_reply", round=1)]
     assert replies[0] == "Lead"
     # the Lead's broadcast reaches the workers in the same round (the Lead acts first)
-    assert "Dev1: fix everything" in reqs(model, "Dev1")[0].messages[-1].content
+    assert "Dev1: fix everything" in requests_of(model, "Dev1")[0].messages[-1].content
     # the latest test output is injected at the start of each agent's step from round 2 on
-    assert "CURRENT TEST STATUS" not in reqs(model, "Dev2")[0].messages[-1].content
+    assert "CURRENT TEST STATUS" not in requests_of(model, "Dev2")[0].messages[-1].content
     for agent in ("Lead", "Dev2"):
-        assert "=== CURRENT TEST STATUS (round 2) ===" in reqs(model, agent)[1].messages[-1].content
-    assert reqs(model, "Lead")[2].view.tests_passed is True
+        assert "=== CURRENT TEST STATUS (round 2) ===" in requests_of(model, agent)[1].messages[-1].content
+    assert requests_of(model, "Lead")[2].view.tests_passed is True
     # tests green after round 2 but success needs the Lead's certification (round 3)
     assert res.success and res.rounds == 3 and res.reason == "certified"
     assert of(res, "certify_complete", agent="Lead", accepted=True)
@@ -79,7 +69,7 @@ def test_leader_worker_certification_refused_while_red(tmp_path):
     model = script({"Lead": {0: "<certify_complete />"}})
     res = run(tmp_path, model, "leader_worker", rounds=2)
     assert of(res, "certify_complete", accepted=False) and not res.success
-    assert "Completion not accepted" in reqs(model, "Lead")[1].messages[-1].content
+    assert "Completion not accepted" in requests_of(model, "Lead")[1].messages[-1].content
 
 
 def test_leader_worker_tests_alone_switch(tmp_path):
@@ -91,10 +81,10 @@ def test_leader_worker_tests_alone_switch(tmp_path):
 def test_leader_worker_read_file_switch(tmp_path):
     model = script({"Dev1": {0: '<read_file path="signal_toolkit.py" />'}})
     run(tmp_path, model, "leader_worker", rounds=2)
-    assert "=== signal_toolkit.py ===" in reqs(model, "Dev1")[1].messages[-1].content
+    assert "=== signal_toolkit.py ===" in requests_of(model, "Dev1")[1].messages[-1].content
     model = script({"Dev1": {0: '<read_file path="signal_toolkit.py" />'}})
     res = run(tmp_path, model, "leader_worker", rounds=2, read_file_in_flat=False)
-    assert of(res, "read_file_ignored") and "=== signal_toolkit.py ===" not in reqs(model, "Dev1")[1].messages[-1].content
+    assert of(res, "read_file_ignored") and "=== signal_toolkit.py ===" not in requests_of(model, "Dev1")[1].messages[-1].content
 
 
 def test_leader_worker_lead_cannot_edit(tmp_path):
@@ -116,8 +106,8 @@ def test_decentralized_peers_broadcast_and_any_peer_certifies(tmp_path):
         assert e["agents"] == ["Dev1", "Dev2", "Dev3", "Dev4", "Dev5"] and e["n_total"] == 5
     assert "Lead" not in {e["agent"] for e in of(res, "agent_reply")}
     # peers act in parallel: a broadcast is seen in the next round, not the same one
-    assert "I'm taking rms" not in reqs(model, "Dev1")[0].messages[-1].content
-    assert "I'm taking rms" in reqs(model, "Dev1")[1].messages[-1].content
+    assert "I'm taking rms" not in requests_of(model, "Dev1")[0].messages[-1].content
+    assert "I'm taking rms" in requests_of(model, "Dev1")[1].messages[-1].content
     assert res.success and res.rounds == 3 and of(res, "certify_complete", agent="Dev5", accepted=True)
     assert res.metrics["idle_fraction"] == 0
 
@@ -158,8 +148,8 @@ def test_pipeline_phase_order_and_fixed_decomposition(tmp_path):
     assert of(res, "operator_blocked", agent="ProjectManager", operator="publish", reason="plan_fixed") == []
     assert res.success and res.reason == "tests_passed"
     # the bus delivers by topic: the Architect saw the requirements, the Engineer the task list
-    assert "Make the tests pass." in reqs(model, "Architect")[0].messages[-1].content
-    assert "signal_toolkit.py" in reqs(model, "Engineer")[0].view.extra["plan_files"]
+    assert "Make the tests pass." in requests_of(model, "Architect")[0].messages[-1].content
+    assert "signal_toolkit.py" in requests_of(model, "Engineer")[0].view.extra["plan_files"]
 
 
 def test_pipeline_refuses_replanning_after_the_task_list(tmp_path):
@@ -184,7 +174,7 @@ def test_pipeline_engineer_writes_one_file_per_turn(tmp_path):
     res = run(tmp_path, model, "pipeline", rounds=6)
     assert [e["path"] for e in of(res, "edit_file")] == ["a.py", "b.py"]
     assert of(res, "edit_blocked", reason="one_file_per_action")
-    assert reqs(model, "Engineer")[1].view.extra["next_file"] == "b.py"
+    assert requests_of(model, "Engineer")[1].view.extra["next_file"] == "b.py"
 
 
 def test_pipeline_qa_loop_is_bounded(tmp_path):
@@ -200,7 +190,7 @@ def test_pipeline_qa_loop_is_bounded(tmp_path):
     assert len([e for e in of(res, "round_dispatch") if "QAEngineer" in e["agents"]]) == 5
     # each bug report is answered by the Engineer in the same round
     assert all(e["agents"] == ["QAEngineer", "Engineer"] for e in of(res, "round_dispatch")[4:])
-    assert "rms is wrong" in reqs(model, "Engineer")[1].messages[-1].content
+    assert "rms is wrong" in requests_of(model, "Engineer")[1].messages[-1].content
 
 
 # ---------------------------------------------------------------- every team on every task

@@ -7,25 +7,11 @@ import subprocess
 import sys
 
 import pytest
+from trial_helpers import WAIT, of, requests_of, script
 
 import latte_lab as ll
 from latte_lab.models.scripted import ScriptedModel
 from latte_lab.trial import VOLATILE_ROW_FIELDS, comparable_events, comparable_row, load_trial, replay, run_trial
-
-WAIT = "Nothing to do this round."
-
-
-def script(by_agent: dict[str, dict[int, str] | list[str]], default: str = WAIT):
-    """A scripted model: per agent, the reply of its k-th call (missing calls answer ``default``)."""
-
-    def reply(req):
-        replies = by_agent.get(req.scope.agent, {})
-        i = req.scope.call_index
-        if isinstance(replies, list):
-            return replies[i] if i < len(replies) else default
-        return replies.get(i, default)
-
-    return ScriptedModel(reply)
 
 
 def discover(*nodes: tuple[str, str]) -> str:
@@ -42,12 +28,8 @@ def run(tmp_path, model, team="latte", rounds=8, **kw):
     return res
 
 
-def of(res, type_, **match):
-    return [e for e in res.event_list if e["type"] == type_ and all(e.get(k) == v for k, v in match.items())]
 
 
-def requests_of(model: ScriptedModel, agent: str):
-    return [r for r in model.calls if r.scope.agent == agent]
 
 
 def last_user_text(req) -> str:

@@ -185,6 +185,12 @@ class Team:
             return 0, 0
         return run.passed, run.passed + run.failed
 
+    def project_text(self) -> str:
+        """The project introduction every agent receives: title, description, criteria, files."""
+        t = self.task
+        return (f"=== PROJECT: {t.title} ===\n{t.description.strip()}\n\nSuccess Criteria: "
+                f"{t.success_criteria.strip()}\n\nRepository files: {', '.join(self.ws.list_files())}")
+
     # ----- agents and calls -----
     def add_agent(self, agent: Agent) -> Agent:
         self.agents[agent.name] = agent

@@ -20,8 +20,7 @@ class FlatTeam(Team):
         self._certified_by: str | None = None
         self._build_agents()
         self.log.emit("initialize", agents=list(self.agents), lead=self.lead_name)
-        intro = (f"=== PROJECT: {self.task.title} ===\n{self.task.description.strip()}\n\nSuccess Criteria: "
-                 f"{self.task.success_criteria.strip()}\n\nRepository files: {', '.join(self.ws.list_files())}")
+        intro = self.project_text()
         for agent in self.agents.values():
             agent.receive(intro)
 

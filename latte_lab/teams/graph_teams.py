@@ -65,11 +65,6 @@ class LatteTeam(Team):
         self._dispatched_prev = True
         self.log.emit("initialize", agents=list(self.agents), lead=LEAD, num_teammates=n)
 
-    def project_text(self) -> str:
-        t = self.task
-        return (f"=== PROJECT: {t.title} ===\n{t.description.strip()}\n\nSuccess Criteria: "
-                f"{t.success_criteria.strip()}\n\nRepository files: {', '.join(self.ws.list_files())}")
-
     def planning(self) -> bool:
         self.round = 0
         self.log.round = 0
@@ -345,6 +340,22 @@ class LatteTeam(Team):
         elif nid in agent.queue:
             agent.queue.remove(nid)
 
+    def _operate(self, agent: Agent, operator: str, nid: str, apply, *, blocked: str = "operator_blocked",
+                 message: str | None = None) -> bool:
+        """Applies one graph operator; a refusal becomes an event and a message to the agent."""
+        try:
+            apply()
+            return True
+        except OperatorError as exc:
+            fields = {"agent": agent.name, "task": nid, "reason": exc.reason}
+            if blocked == "operator_blocked":
+                fields["operator"] = operator
+            self.log.emit(blocked, **fields)
+            text = message.format(reason=exc.reason) if message is not None else f"⚠️ {operator} '{nid}' rejected: {exc.reason}"
+            if text:
+                agent.receive(text)
+            return False
+
     def do_discover_task(self, agent: Agent, action) -> None:
         if self.round > 0 and not self.dynamic:
             self.log.emit("operator_blocked", agent=agent.name, operator="discover_task", task=action.id,
@@ -363,13 +374,8 @@ class LatteTeam(Team):
                 self.log.emit("discover_task_warning", agent=agent.name, task=action.id, dropped_dep=d,
                               reason="unknown_dependency_id")
             deps = [d for d in deps if d in self.graph]
-        try:
-            self.graph.discover(action.id, deps=deps, title=action.title, description=action.description,
-                                by=agent.name)
-        except OperatorError as exc:
-            self.log.emit("operator_blocked", agent=agent.name, operator="discover_task", task=action.id,
-                          reason=exc.reason)
-            agent.receive(f"⚠️ discover_task '{action.id}' rejected: {exc.reason}")
+        if not self._operate(agent, "discover_task", action.id, lambda: self.graph.discover(
+                action.id, deps=deps, title=action.title, description=action.description, by=agent.name)):
             return
         self.log.emit("discover_task", agent=agent.name, task=action.id, title=action.title, dependencies=deps)
 
@@ -380,12 +386,7 @@ class LatteTeam(Team):
                           reason="unknown_agent")
             agent.receive(f"⚠️ assign_task: no teammate named '{to}'; teammates: {', '.join(self.workers)}.")
             return
-        try:
-            self.graph.assign(action.id, to, by=agent.name)
-        except OperatorError as exc:
-            self.log.emit("operator_blocked", agent=agent.name, operator="assign_task", task=action.id,
-                          reason=exc.reason)
-            agent.receive(f"⚠️ assign_task '{action.id}' rejected: {exc.reason}")
+        if not self._operate(agent, "assign_task", action.id, lambda: self.graph.assign(action.id, to, by=agent.name)):
             return
         self.log.emit("assign_task", task=action.id, assigner=agent.name, assignee=to)
         node = self.graph.node(action.id)
@@ -408,12 +409,11 @@ class LatteTeam(Team):
             agent.receive(f"⚠️ Claim of '{nid}' rejected: you are working on '{agent.current_task}'. Complete it "
                           "first.")
             return
-        try:
-            self.graph.claim(nid, agent.name)
-        except OperatorError as exc:
-            self.log.emit("claim_blocked", agent=agent.name, task=nid, reason=exc.reason)
-            if self.config.claim_resolution == "order":
-                agent.receive(f"⚠️ Claim of '{nid}' rejected: {exc.reason}. Pick another ready task.")
+        # order: the loser is told (paper A4.4); arrival: silently ignored (released code)
+        loser_note = "⚠️ Claim of '" + nid + "' rejected: {reason}. Pick another ready task." \
+            if self.config.claim_resolution == "order" else ""
+        if not self._operate(agent, "claim_task", nid, lambda: self.graph.claim(nid, agent.name),
+                             blocked="claim_blocked", message=loser_note):
             return
         self.log.emit("claim_task", agent=agent.name, task=nid)
         if agent.current_task != nid:
@@ -421,11 +421,7 @@ class LatteTeam(Team):
 
     def do_complete_task(self, agent: Agent, action) -> None:
         nid = action.id
-        try:
-            self.graph.complete(nid, agent.name)
-        except OperatorError as exc:
-            self.log.emit("operator_blocked", agent=agent.name, operator="complete_task", task=nid, reason=exc.reason)
-            agent.receive(f"⚠️ complete_task '{nid}' rejected: {exc.reason}")
+        if not self._operate(agent, "complete_task", nid, lambda: self.graph.complete(nid, agent.name)):
             return
         self.log.emit("complete_task", agent=agent.name, task=nid)
         target = self.graph.node(nid)["verify_of"]
@@ -440,11 +436,8 @@ class LatteTeam(Team):
             agent.receive("⚠️ Tasks cannot be released in this run: the graph is fixed after planning.")
             return
         prev = self.graph.agent(nid) if nid in self.graph else None
-        try:
-            self.graph.release(nid, by=agent.name)
-        except OperatorError as exc:
-            self.log.emit("release_task_blocked", agent=agent.name, task=nid, reason=exc.reason)
-            agent.receive(f"⚠️ release_task '{nid}' rejected: {exc.reason}")
+        if not self._operate(agent, "release_task", nid, lambda: self.graph.release(nid, by=agent.name),
+                             blocked="release_task_blocked"):
             return
         self.log.emit("release_task", task=nid, prev_owner=prev, requester=agent.name, reason="lead_requested")
         self._free(prev, nid, note=f"Task '{nid}' was released by {agent.name}; it is back in the pool.")
@@ -452,11 +445,8 @@ class LatteTeam(Team):
     def do_close_task(self, agent: Agent, action) -> None:
         nid = action.id
         prev = self.graph.agent(nid) if nid in self.graph else None
-        try:
-            self.graph.close(nid, by=agent.name)
-        except OperatorError as exc:
-            self.log.emit("close_task_blocked", agent=agent.name, task=nid, reason=exc.reason)
-            agent.receive(f"⚠️ close_task '{nid}' rejected: {exc.reason}")
+        if not self._operate(agent, "close_task", nid, lambda: self.graph.close(nid, by=agent.name),
+                             blocked="close_task_blocked"):
             return
         self.log.emit("close_task", task=nid, prev_owner=prev, agent=agent.name)
         target = self.graph.node(nid)["verify_of"]
@@ -471,12 +461,11 @@ class LatteTeam(Team):
             agent.receive("⚠️ Verification tasks cannot be added in this run: the graph is fixed after planning.")
             return
         before = set(self.graph.successors(nid)) if nid in self.graph else set()
-        try:
-            vid = self.graph.verify(nid, by=agent.name)
-        except OperatorError as exc:
-            self.log.emit("verify_task_blocked", agent=agent.name, task=nid, reason=exc.reason)
-            agent.receive(f"⚠️ verify_task '{nid}' rejected: {exc.reason}")
+        made: list[str] = []
+        if not self._operate(agent, "verify_task", nid, lambda: made.append(self.graph.verify(nid, by=agent.name)),
+                             blocked="verify_task_blocked"):
             return
+        vid = made[0]
         rerouted = sorted(s for s in self.graph.successors(vid) if s in before)
         self.log.emit("create_verify_node", task=nid, verify_id=vid, requester=agent.name,
                       successors_rerouted=rerouted)

@@ -57,8 +57,7 @@ class PipelineTeam(Team):
         self._qa_files: set[str] = set()
         self._edits_this_turn = 0
         self.log.emit("initialize", agents=list(self.agents), lead=None)
-        intro = (f"=== PROJECT: {self.task.title} ===\n{self.task.description.strip()}\n\nSuccess Criteria: "
-                 f"{self.task.success_criteria.strip()}\n\nRepository files: {', '.join(self.ws.list_files())}")
+        intro = self.project_text()
         self.agents["ProductManager"].receive(intro)
         self.agents["Architect"].receive(intro)
         self.log.emit("phase_start", phase=self.phase)
