@@ -7,8 +7,23 @@ protocol a real model writes: a short rationale, then action tags. Its profile d
 only (how often a patch is right, how long a subtask takes, how often it re-reads, forgets to mark a
 task complete, talks); team-level results emerge from the protocols.
 
-Determinism: every reply is a function of (scope.seed, scope.agent, scope.call_index) and the
-request's view and history; no global random state is used.
+What each role does (details in ``latte_lab.models.sim.policy``): a Lead offered exploration plans in
+two turns (run the tests, then discover the units the description reveals); a Lead offered only
+``discover_task`` while planning writes the whole plan at once with ``<plan_task>``; during execution a
+graph Lead assigns ready tasks to idle workers, releases and reassigns on heartbeat alerts, asks for
+reviews of high-stakes nodes and adds fix tasks when tests stay red. Workers claim, read, think for a
+few rounds, write whole files with their unit's symbols spliced in, run the tests, and complete (or
+retry, or add follow-up tasks). Without a graph the Lead directs by broadcast ("Dev2: work on X") and
+certifies on green tests; peers announce "I'm taking X"; pipeline roles publish documents and the
+Engineer writes one file per turn.
+
+Tokens are estimated as ``len(text) / CHARS_PER_TOKEN`` (4) for the input (system prompt and messages)
+and the output; latency is ``base_latency_s + output_tokens / tokens_per_second`` and drives the trial's
+virtual clock.
+
+Determinism: every reply is a function of (scope.seed, scope.agent, scope.call_index), the structured
+view and the agent's own earlier replies; no global random state is used. Free tool-output text
+(timings, paths) does not enter the seed, so a trial replays identically on any machine.
 
 >>> from latte_lab.models.simulated import PROFILES
 >>> sorted(PROFILES)

@@ -190,7 +190,7 @@ def work(t: Turn, targets: list[WorkUnit], key: str, elapsed: int, stable_key: t
     once (re-reading first now and then), runs the tests, and is finished when the tests show its
     units passing. A unit it believes done but whose tests fail is re-read, then rewritten.
     """
-    sk, view, p = t.skill, t.view, t.profile
+    sk, p = t.skill, t.profile
     patchable = [u for u in targets if sk.patchable(u)]
     files = _files(t, targets)
     unread = [f for f in files if not t.seen_on(key, f)]
@@ -774,7 +774,7 @@ def project_manager(t: Turn) -> None:
 
 
 def engineer(t: Turn) -> None:
-    view, sk, p = t.view, t.skill, t.profile
+    view, sk = t.view, t.skill
     nxt = view.extra.get("next_file")
     if nxt:
         units = [u for u in _doc_units(t) if nxt in u.files and sk.patchable(u)]
