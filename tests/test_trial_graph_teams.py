@@ -60,7 +60,7 @@ def test_heartbeat_fires_at_h_and_once_per_task(tmp_path):
     assert invoked and "heartbeat" in invoked[0]["reasons"]
     lead_round5 = [r for r in requests_of(model, "Lead") if r.view.round == 5]
     assert any("Heartbeat: Dev1" in m.content for m in lead_round5[0].messages)
-    assert lead_round5[0].view.alerts == [{"agent": "Dev1", "task": "a", "rounds": 4}]
+    assert lead_round5[0].view.alerts == [{"agent": "Dev1", "task": "a", "rounds_active": 4}]
 
 
 def test_heartbeat_not_fired_while_the_worker_edits(tmp_path):

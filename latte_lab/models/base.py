@@ -54,7 +54,7 @@ class AgentView:
     tests_passed: bool | None = None
     messages: list[dict] = field(default_factory=list)  # new messages: [{"sender","text"}]
     files_read: dict[str, str] = field(default_factory=dict)  # path -> content as last read
-    alerts: list[dict] = field(default_factory=list)  # heartbeat alerts [{"agent","task","rounds"}]
+    alerts: list[dict] = field(default_factory=list)  # heartbeat alerts [{"agent","task","rounds_active"}]
     extra: dict[str, Any] = field(default_factory=dict)  # protocol-specific context (e.g. pipeline docs)
 
     def to_dict(self) -> dict:

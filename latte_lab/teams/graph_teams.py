@@ -216,7 +216,7 @@ class LatteTeam(Team):
                 self.log.emit("heartbeat_alert", agent=name, task=w.current_task, rounds_active=rounds_active,
                               last_activity_round=w.last_activity_round,
                               rounds_without_activity=r - w.last_activity_round)
-                lead.alerts.append({"agent": name, "task": w.current_task, "rounds": rounds_active})
+                lead.alerts.append({"agent": name, "task": w.current_task, "rounds_active": rounds_active})
                 lead.receive(f"⚠️ Heartbeat: {name} has been on task '{w.current_task}' for {rounds_active} rounds "
                              f"without editing any files or running any scripts (last activity: round "
                              f"{w.last_activity_round}). They may be stuck — check in with them or use "
@@ -494,7 +494,7 @@ class StaticTeam(LatteTeam):
     planning_prompt = "static_lead_planning"
     worker_prompt = "static_worker"
 
-    LEAD_PLANNING_ACTIONS = ("discover_task",)
+    LEAD_PLANNING_ACTIONS = ("plan_task", "discover_task")
     LEAD_ACTIONS = ("assign_task", "broadcast", "run_tests", "run_script", "request_status", "close_task",
                     "synthesize")
     WORKER_ACTIONS = ("claim_task", "complete_task", "edit_file", "read_file", "run_script", "run_tests",
