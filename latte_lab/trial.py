@@ -355,7 +355,10 @@ def comparable_events(events: list[dict]) -> list[dict]:
 
 def comparable_row(row: dict) -> dict:
     """A results row without the fields that legitimately differ between a trial and its replay."""
-    return {k: v for k, v in row.items() if k not in VOLATILE_ROW_FIELDS}
+    def same(v):  # NaN != NaN, so missing values compare as None
+        return None if isinstance(v, float) and math.isnan(v) else v
+
+    return {k: same(v) for k, v in row.items() if k not in VOLATILE_ROW_FIELDS}
 
 
 def _read_jsonl(path: Path) -> list[dict]:

@@ -375,6 +375,35 @@ def test_two_processes_replaying_one_cassette_agree(tmp_path):
     assert json.loads(outs[0])["row"]["success"] is True
 
 
+@pytest.mark.parametrize("task", ["debug", "textproc"])
+def test_simulated_trial_replays_exactly_in_a_fresh_process(tmp_path, task):
+    """Run in one process, replay in another: nothing machine- or run-specific (timings, object
+    addresses in tracebacks, paths) may leak into a prompt, or the cassette would not match."""
+    run = (
+        "import sys, latte_lab as ll\n"
+        "r = ll.run_trial(ll.TrialConfig(task=sys.argv[1], team='latte', seed=3, runs_dir=sys.argv[2]))\n"
+        "assert r.status == 'ok', r.error\nprint(r.run_dir)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", run, task, str(tmp_path / "a")], capture_output=True, text=True,
+                          timeout=300, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    run_dir = proc.stdout.strip().splitlines()[-1]
+    again = replay(run_dir, runs_dir=tmp_path / "b")
+    assert again.status == "ok", again.error
+    original = load_trial(run_dir)
+    assert comparable_events(again.event_list) == comparable_events(original.event_list)
+    assert comparable_row(again.row) == comparable_row(original.row)
+
+
+def test_stable_output_masks_timing_and_addresses():
+    from latte_lab.teams.engine import stable_output
+
+    text = "self = <test_suite.TestRms object at 0x7f6a24fcd750>\n1 failed, 2 passed in 0.12s"
+    assert stable_output(text) == "self = <test_suite.TestRms object at 0x…>\n1 failed, 2 passed"
+    paths = "<module 'doc' from '/tmp/r/x-1/workspace/doc.py'> in /home/u/proj/src/a.py and /tmp/other/workspace/b.py"
+    assert stable_output(paths, ["/home/u/proj"]) == "<module 'doc' from 'doc.py'> in src/a.py and b.py"
+
+
 def test_trial_id_depends_on_config_and_seed():
     a = ll.TrialConfig(task="debug", seed=0)
     assert a.trial_id == ll.TrialConfig(task="debug", seed=0, runs_dir="elsewhere").trial_id

@@ -47,12 +47,20 @@ VOLATILE_EVENT_FIELDS = ("ts", "real_seconds", "cached", "test_cached")
 
 
 _DURATION_RE = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d+:\d+\))?")
+_ADDRESS_RE = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+# A trial's workspace is <run_dir>/workspace; memoised test results may carry another trial's path.
+_WORKSPACE_PATH_RE = re.compile(r"(?<![\w.])/(?:[^\s'\"<>:/]+/)*workspace/")
 
 
-def stable_output(text: str) -> str:
-    """Test output without pytest's timing ("5 passed in 0.09s" -> "5 passed"), so that prompts, events
-    and therefore cached responses and replays do not depend on how fast the machine ran the tests."""
-    return _DURATION_RE.sub("", text)
+def stable_output(text: str, roots: Iterable[str] = ()) -> str:
+    """Tool output without what changes from run to run: pytest's timing ("5 passed in 0.09s" ->
+    "5 passed"), object addresses in tracebacks ("object at 0x7f6a24fcd750" -> "object at 0x…") and
+    the workspace's absolute path (``roots``, shown as "."). Prompts, events, cached responses and
+    replays must not depend on them."""
+    for root in sorted({r.rstrip("/") for r in roots if r}, key=len, reverse=True):
+        text = text.replace(root + "/", "").replace(root, ".")
+    text = _WORKSPACE_PATH_RE.sub("", text)
+    return _ADDRESS_RE.sub("0x…", _DURATION_RE.sub("", text))
 
 
 class EventLog:
@@ -184,6 +192,11 @@ class Team:
         if run is None or run.passed + run.failed == 0:
             return 0, 0
         return run.passed, run.passed + run.failed
+
+    def stable(self, text: str) -> str:
+        """``stable_output`` for this trial's workspace."""
+        root = self.ws.root
+        return stable_output(text, (str(root), str(root.resolve())))
 
     def project_text(self) -> str:
         """The project introduction every agent receives: title, description, criteria, files."""
@@ -365,8 +378,9 @@ class Team:
         agent.last_activity_round = self.round
         self.log.emit("run_script", agent=agent.name, path=action.path, returncode=run.returncode,
                       timed_out=run.timed_out, real_seconds=run.seconds,
-                      stdout_tail=run.stdout[-EVENT_OUTPUT_TAIL:], stderr_tail=run.stderr[-EVENT_OUTPUT_TAIL:])
-        agent.receive(script_reply(run))
+                      stdout_tail=self.stable(run.stdout)[-EVENT_OUTPUT_TAIL:],
+                      stderr_tail=self.stable(run.stderr)[-EVENT_OUTPUT_TAIL:])
+        agent.receive(self.stable(script_reply(run)))
 
     def run_tests(self, by: str = "System") -> TestRun:
         """Runs the public tests (memoised on identical workspace contents) and logs the run."""
@@ -375,11 +389,11 @@ class Team:
         self.last_tests = run
         self.log.emit("run_tests", agent=by, returncode=run.returncode, passed=run.passed, failed=run.failed,
                       errors=run.errors, real_seconds=run.seconds, test_cached=run.cached,
-                      failed_tests=list(run.failed_tests), stdout_tail=stable_output(run.stdout)[-EVENT_OUTPUT_TAIL:])
+                      failed_tests=list(run.failed_tests), stdout_tail=self.stable(run.stdout)[-EVENT_OUTPUT_TAIL:])
         return run
 
     def tests_text(self, run: TestRun, tail: int = TESTS_REPLY_TAIL) -> str:
-        out = stable_output(run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")).strip()
+        out = self.stable(run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")).strip()
         if run.ok:
             return "✅ Tests passed!\n" + out[-tail:]
         return "❌ Tests failed:\n" + out[-tail:]
