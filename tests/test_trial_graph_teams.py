@@ -395,6 +395,25 @@ def test_simulated_trial_replays_exactly_in_a_fresh_process(tmp_path, task):
     assert comparable_row(again.row) == comparable_row(original.row)
 
 
+def test_same_config_same_trial_in_two_processes_and_seeds_differ(tmp_path):
+    code = (
+        "import hashlib, json, sys, latte_lab as ll\n"
+        "from latte_lab.trial import comparable_events, comparable_row\n"
+        "r = ll.run_trial(ll.TrialConfig(task='debug', team='latte', seed=int(sys.argv[1]), runs_dir=sys.argv[2]))\n"
+        "ev = comparable_events(r.event_list)\n"
+        "print(hashlib.sha256(json.dumps([ev, comparable_row(r.row)], sort_keys=True, default=str).encode()).hexdigest())\n"
+    )
+
+    def digest(seed: int, where: str) -> str:
+        proc = subprocess.run([sys.executable, "-c", code, str(seed), str(tmp_path / where)], capture_output=True,
+                              text=True, timeout=300, check=False)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return proc.stdout.strip().splitlines()[-1]
+
+    assert digest(5, "a") == digest(5, "b")
+    assert digest(5, "c") != digest(6, "d")
+
+
 def test_stable_output_masks_timing_and_addresses():
     from latte_lab.teams.engine import stable_output
 
