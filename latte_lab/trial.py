@@ -173,7 +173,8 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     ``model`` overrides the model built from ``config.model`` (tests pass a scripted model).
     ``progress=True`` prints one line per round; a callable receives a dict per round.
     A trial that fails (API errors after retries, a bug) still returns a result with ``status="error"``
-    and keeps its partial events.
+    and keeps its partial events. A model that cannot be built (a missing API key) raises before any
+    run directory is created.
     """
     from latte_lab import tasks
     from latte_lab.models.cassette import Cassette, RecordingModel
@@ -182,11 +183,11 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     if isinstance(config, dict):
         config = TrialConfig(**config)
     trial_id = config.trial_id
+    task = tasks.get(config.task)
+    if model is None:  # before the run directory exists: a missing key is an error, not an empty run
+        model = _default_model(config)
     run_dir = _new_run_dir(Path(runs_dir if runs_dir is not None else config.runs_dir), run_name or trial_id)
     (run_dir / "config.json").write_text(config.to_json(), encoding="utf-8")
-    task = tasks.get(config.task)
-    if model is None:
-        model = _default_model(config)
     cassette = Cassette(run_dir / "calls.jsonl")
     recorder = RecordingModel(model, cassette)
     team_obj: Team | None = None
