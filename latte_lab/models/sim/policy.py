@@ -511,10 +511,19 @@ def graph_lead(t: Turn) -> None:
             elif u.id not in targeted and f"{u.id}{FIX_SUFFIX}" not in nodes:
                 _discover_fix(t, u)
                 t.note(f"{u.id} is done but its tests fail; adding a fix task.")
-    # 5. tests when everything looks done
-    if not active and t.allows("run_tests") and not t.last_had("run_tests") and view.tests_passed is not True:
-        t.add("run_tests")
-        t.note("Everything is marked done; running the tests.")
+    # 5. tests when everything looks done, or as a checkpoint: before work builds on finished upstream
+    #    tasks (so a broken one can be reviewed) and when teammates seem stuck (so their work can be closed)
+    if t.allows("run_tests") and not t.last_had("run_tests"):
+        upstream_done = t.allows("verify_task") and any(
+            status[nid] in done_like and not nodes[nid].get("is_verify") and _real_successors(nid, nodes) > 0
+            for nid in nodes)
+        stuck = bool(view.alerts) and t.allows("close_task")
+        if not active and view.tests_passed is not True:
+            t.add("run_tests")
+            t.note("Everything is marked done; running the tests.")
+        elif upstream_done or stuck:
+            t.add("run_tests")
+            t.note("Checking the tests before more work builds on what is done.")
     if t.allows("broadcast") and t.rng.random() < t.profile.chattiness and nodes:
         n_done = sum(1 for s in status.values() if s in done_like)
         t.add("broadcast", f"Status: {n_done}/{len(nodes)} tasks done. Keep edits to your own functions.")
