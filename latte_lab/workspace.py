@@ -54,6 +54,7 @@ import ast
 import dataclasses
 import difflib
 import fcntl
+import functools
 import hashlib
 import importlib.util
 import json
@@ -249,14 +250,24 @@ def _node_span(node: ast.AST) -> tuple[int, int]:
     return start, node.end_lineno or node.lineno
 
 
+SYMBOL_CACHE_SIZE = 64  # parsed files kept; a trial touches a handful of files, each a few KB
+_AST_LOCK = threading.Lock()
+
+
 def _segment(lines: list[str], span: tuple[int, int]) -> str:
     return "".join(lines[span[0] - 1 : span[1]]).rstrip("\r\n")
 
 
+@functools.lru_cache(maxsize=SYMBOL_CACHE_SIZE)
 def _python_symbols(source: str) -> tuple[dict[str, str], str] | None:
-    """({name: segment}, module-level remainder) or None when the source does not parse."""
+    """({name: segment}, module-level remainder) or None when the source does not parse.
+
+    Cached: every write parses the file before and after, and "before" is the previous write's
+    "after". Callers must not mutate the returned dict (``extract_symbols`` hands out a copy).
+    """
     try:
-        tree = ast.parse(source)
+        with _AST_LOCK:  # CPython 3.11's ast.parse is not safe from several threads at once
+            tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     lines = source.splitlines(keepends=True)

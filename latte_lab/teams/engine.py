@@ -48,8 +48,22 @@ VOLATILE_EVENT_FIELDS = ("ts", "real_seconds", "cached", "test_cached")
 
 _DURATION_RE = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d+:\d+\))?")
 _ADDRESS_RE = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
-# A trial's workspace is <run_dir>/workspace; memoised test results may carry another trial's path.
-_WORKSPACE_PATH_RE = re.compile(r"(?<![\w.])/(?:[^\s'\"<>:/]+/)*workspace/")
+_PATH_STOP = frozenset(" \t\n'\"<>:(=,[")  # characters that cannot be part of a path in tool output
+
+
+def _strip_workspace_paths(text: str) -> str:
+    """Drops absolute ``.../workspace/`` prefixes (a trial's workspace is <run_dir>/workspace, and a
+    memoised test result may carry another trial's path). A scan, not a regex: this runs on every reply."""
+    marker = "/workspace/"
+    out, i = [], 0
+    while (j := text.find(marker, i)) >= 0:
+        k = j
+        while k > i and text[k - 1] not in _PATH_STOP:
+            k -= 1
+        out.append(text[i:k] if text[k] == "/" else text[i:j + len(marker)])
+        i = j + len(marker)
+    out.append(text[i:])
+    return "".join(out)
 
 
 def stable_output(text: str, roots: Iterable[str] = ()) -> str:
@@ -58,9 +72,13 @@ def stable_output(text: str, roots: Iterable[str] = ()) -> str:
     the workspace's absolute path (``roots``, shown as "."). Prompts, events, cached responses and
     replays must not depend on them."""
     for root in sorted({r.rstrip("/") for r in roots if r}, key=len, reverse=True):
-        text = text.replace(root + "/", "").replace(root, ".")
-    text = _WORKSPACE_PATH_RE.sub("", text)
-    return _ADDRESS_RE.sub("0x…", _DURATION_RE.sub("", text))
+        if root in text:
+            text = text.replace(root + "/", "").replace(root, ".")
+    if "/workspace/" in text:
+        text = _strip_workspace_paths(text)
+    if "0x" in text:  # the regexes only run when they can match: this is on every tool reply
+        text = _ADDRESS_RE.sub("0x…", text)
+    return _DURATION_RE.sub("", text) if " in " in text else text
 
 
 class EventLog:
@@ -197,6 +215,11 @@ class Team:
         """``stable_output`` for this trial's workspace."""
         root = self.ws.root
         return stable_output(text, (str(root), str(root.resolve())))
+
+    def stable_tail(self, text: str, n: int) -> str:
+        """The last ``n`` characters of ``stable(text)``, normalising only a window of the end (tool
+        output can be large; normalisation only ever shortens text, so a 4n window is enough)."""
+        return self.stable(text[-4 * n:])[-n:]
 
     def project_text(self) -> str:
         """The project introduction every agent receives: title, description, criteria, files."""
@@ -378,8 +401,8 @@ class Team:
         agent.last_activity_round = self.round
         self.log.emit("run_script", agent=agent.name, path=action.path, returncode=run.returncode,
                       timed_out=run.timed_out, real_seconds=run.seconds,
-                      stdout_tail=self.stable(run.stdout)[-EVENT_OUTPUT_TAIL:],
-                      stderr_tail=self.stable(run.stderr)[-EVENT_OUTPUT_TAIL:])
+                      stdout_tail=self.stable_tail(run.stdout, EVENT_OUTPUT_TAIL),
+                      stderr_tail=self.stable_tail(run.stderr, EVENT_OUTPUT_TAIL))
         agent.receive(self.stable(script_reply(run)))
 
     def run_tests(self, by: str = "System") -> TestRun:
@@ -389,11 +412,11 @@ class Team:
         self.last_tests = run
         self.log.emit("run_tests", agent=by, returncode=run.returncode, passed=run.passed, failed=run.failed,
                       errors=run.errors, real_seconds=run.seconds, test_cached=run.cached,
-                      failed_tests=list(run.failed_tests), stdout_tail=self.stable(run.stdout)[-EVENT_OUTPUT_TAIL:])
+                      failed_tests=list(run.failed_tests), stdout_tail=self.stable_tail(run.stdout, EVENT_OUTPUT_TAIL))
         return run
 
     def tests_text(self, run: TestRun, tail: int = TESTS_REPLY_TAIL) -> str:
-        out = self.stable(run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")).strip()
+        out = self.stable_tail(run.stdout + ("\n" + run.stderr if run.stderr.strip() else ""), tail).strip()
         if run.ok:
             return "✅ Tests passed!\n" + out[-tail:]
         return "❌ Tests failed:\n" + out[-tail:]

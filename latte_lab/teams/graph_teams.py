@@ -300,7 +300,7 @@ class LatteTeam(Team):
         while fid in self.graph:
             k += 1
             fid = f"{FIX_TASK_ID}-{k}"
-        tail = self.stable(run.stdout)[-FIX_DESCRIPTION_TAIL:]
+        tail = self.stable_tail(run.stdout, FIX_DESCRIPTION_TAIL)
         desc = ("All planned tasks are done but the tests fail. Run <run_tests />, read the failing tests and the "
                 "sources, fix every failure and re-run the tests; add tasks with <discover_task> if the fix is "
                 f"large.\n\nTest output (tail):\n{tail}")
@@ -310,7 +310,7 @@ class LatteTeam(Team):
                       dependencies=list(self.graph.node(fid)["deps"]))
         self.log.emit("fix_task_injected", task=fid)
         note = (f"All tasks are done but the tests still fail; a fix task '{fid}' was added.\n"
-                + self.stable(run.stdout)[-FIX_BROADCAST_TAIL:])
+                + self.stable_tail(run.stdout, FIX_BROADCAST_TAIL))
         for agent in self.agents.values():
             agent.receive(note)
             agent.see_tests(run, note)
