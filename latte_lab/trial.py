@@ -194,7 +194,7 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     start = time.perf_counter()
     clock_box = {"team": None}
     log = EventLog(run_dir / "events.jsonl", lambda: clock_box["team"].vclock if clock_box["team"] else 0.0)
-    status, error = "ok", None
+    status, error, interrupted = "ok", None, False
     snap_fh = open(run_dir / "snapshots.jsonl", "w", encoding="utf-8")
     try:
         ws = Workspace(run_dir / "workspace")
@@ -227,6 +227,9 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
             else:
                 team_obj.outcome.reason = "max_rounds"
                 team_obj.outcome.success = False
+    except KeyboardInterrupt:  # stopped from the keyboard or a notebook: record it, then stop
+        status, error, interrupted = "error", "interrupted by the user", True
+        log.emit("trial_error", error=error, traceback="")
     except Exception as exc:  # noqa: BLE001 - a failed trial keeps its partial record
         status = "error"
         error = f"{type(exc).__name__}: {exc}"
@@ -243,6 +246,8 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     real_seconds = time.perf_counter() - start
     result = _finish(config, task, team_obj, log, run_dir, status, error, real_seconds)
     log.close()
+    if interrupted:
+        raise KeyboardInterrupt(f"trial {trial_id} interrupted; its partial record is in {run_dir}")
     return result
 
 

@@ -450,3 +450,18 @@ def test_released_preset_sets_every_switch():
     assert (cfg.dispatch, cfg.lead_idle_limit, cfg.claim_resolution, cfg.roles) == ("released", 6, "arrival", "official")
     assert cfg.unknown_deps == "drop" and cfg.file_lock and not cfg.read_file_in_flat and cfg.flat_success == "tests"
     assert ll.TrialConfig(task="debug").rounds == 40
+
+
+def test_an_interrupted_trial_writes_its_partial_record_then_stops(tmp_path):
+    def policy(req):
+        if req.view.round == 2:
+            raise KeyboardInterrupt
+        return discover(("a", "")) if req.view.round == 0 else WAIT
+
+    with pytest.raises(KeyboardInterrupt, match="partial record"):
+        run_trial(ll.TrialConfig(task="debug", model="scripted", max_rounds=5, runs_dir=str(tmp_path)),
+                  model=ScriptedModel(policy))
+    [run_dir] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    saved = json.loads((run_dir / "result.json").read_text())
+    assert saved["status"] == "error" and saved["error"] == "interrupted by the user"
+    assert load_trial(run_dir).row["total_rounds"] == 2
