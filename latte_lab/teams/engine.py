@@ -32,8 +32,8 @@ WORKER_WINDOW = 20  # every other agent's history window, in messages (paper A4.
 PLANNING_WINDOW = 20  # the Lead's window while planning (released code)
 READY_PREVIEW_CHARS = 600  # description characters shown per ready task (reference §6)
 REPLY_LOG_CHARS = 2000  # the released logger's cut of agent_reply text, kept as n_chars_logged
-SCRIPT_STDOUT_TAIL = 3000  # run_script reply: last characters of stdout (reference §6)
-SCRIPT_STDERR_TAIL = 1000  # run_script reply: last characters of stderr (reference §6)
+# run_script replies keep the last 3,000 characters of stdout and 1,000 of stderr (reference §6):
+# latte_lab.workspace.script_reply applies them.
 TESTS_REPLY_TAIL = 1500  # run_tests reply: last characters of the output (reference §6)
 PLANNING_TESTS_TAIL = 2000  # run_tests reply during planning (reference §6)
 TEST_STATUS_TAIL = 1500  # flat teams' per-round test-status injection (reference §6)
@@ -231,10 +231,6 @@ class Team:
     def add_agent(self, agent: Agent) -> Agent:
         self.agents[agent.name] = agent
         return agent
-
-    @property
-    def clock(self) -> float:
-        return self.vclock
 
     def base_view(self, agent: Agent, **kw: Any) -> AgentView:
         return AgentView(
@@ -471,7 +467,3 @@ def action_tag(action) -> str:
         tag = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
     return "discover_task" if tag == "plan_task" else tag
 
-
-def ordered(agents: Iterable[Agent], names: list[str]) -> list[Agent]:
-    index = {n: i for i, n in enumerate(names)}
-    return sorted(agents, key=lambda a: index.get(a.name, len(index)))

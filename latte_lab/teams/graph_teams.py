@@ -19,6 +19,7 @@ from latte_lab.teams.engine import (
     Agent,
     Outcome,
     Team,
+    action_tag,
 )
 from latte_lab.teams.prompt_text import prompt
 
@@ -61,6 +62,7 @@ class LatteTeam(Team):
         self._alerted: set[str] = set()
         self._lead_sig: tuple | None = None
         self._lead_skips = 0
+        self._planning_turn = 0
         self._dispatched_prev = True
         self.log.emit("initialize", agents=list(self.agents), lead=LEAD, num_teammates=n)
 
@@ -80,8 +82,6 @@ class LatteTeam(Team):
             acts = self.parse(lead, resp.text)
             explored = False
             for action in acts:
-                from latte_lab.teams.engine import action_tag
-
                 tag = action_tag(action)
                 if tag in _EXPLORE:
                     explored = True
@@ -140,7 +140,7 @@ class LatteTeam(Team):
                 agent, phase="planning" if self.round == 0 else "execution", graph=graph,
                 frontier=[self._node_dict(n, READY_PREVIEW_CHARS) for n in self.graph.frontier()],
                 extra={"workers": {w: self.agents[w].current_task for w in self.workers},
-                       "planning_turn": getattr(self, "_planning_turn", 0)},
+                       "planning_turn": self._planning_turn},
             )
         current = None
         frontier = []
