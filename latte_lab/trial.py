@@ -241,6 +241,7 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
             warnings.warn(f"trial {trial_id} failed with an unexpected error: {error}", RuntimeWarning, stacklevel=2)
     finally:
         snap_fh.close()
+        cassette.close()
         if team_obj is not None:
             team_obj.close()
     real_seconds = time.perf_counter() - start
