@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest_models import FakeProvider, Reply, openai_body
+from conftest_models import FakeProvider, Reply, anthropic_body, openai_body
 
 import latte_lab as ll
 from latte_lab.trial import comparable_events, comparable_row, run_trial
@@ -20,6 +20,8 @@ class ProtocolServer(FakeProvider):
 
     def default_body(self, path, body):
         last = body["messages"][-1]["content"]
+        if isinstance(last, list):  # Anthropic content blocks
+            last = "".join(b.get("text", "") for b in last)
         if "PLANNING" in last:
             text = 'Plan.\n<discover_task id="t1" title="Fix the module">Fix every bug.</discover_task>'
         elif "AVAILABLE TASKS" in last:
@@ -28,24 +30,31 @@ class ProtocolServer(FakeProvider):
             text = f'<edit_file path="signal_toolkit.py">{self.solution}</edit_file>\n<complete_task id="t1" />'
         else:
             text = "Nothing to change."
+        if path.endswith("/messages"):
+            return anthropic_body(text, model=body["model"])
         return openai_body(text, model=body["model"])
 
 
-def test_trial_through_openai_sdk_caches_replays_and_keeps_keys_out(tmp_path, monkeypatch):
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_trial_through_the_sdks_caches_replays_and_keeps_keys_out(tmp_path, monkeypatch, provider):
     canary = "sk-canary-trial-7f3e9b1c2d4a"
-    monkeypatch.setenv("OPENAI_API_KEY", canary)
+    monkeypatch.setenv("OPENAI_API_KEY" if provider == "openai" else "ANTHROPIC_API_KEY", canary)
     cache_path = tmp_path / "cache.sqlite"
     server = ProtocolServer().start()
+    if provider == "anthropic":  # the Anthropic SDK's base URL comes from the environment
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.url)
     try:
-        cfg = dict(task="debug", team="latte", model="openai/gpt-4o-mini", base_url=server.openai_url, seed=0,
-                   max_rounds=6, cache_path=str(cache_path))
+        cfg = dict(task="debug", team="latte", model=f"{provider}/test-model", seed=0, max_rounds=6,
+                   cache_path=str(cache_path), base_url=server.openai_url if provider == "openai" else None)
         res = run_trial(ll.TrialConfig(**cfg, runs_dir=str(tmp_path / "a")))
         assert res.status == "ok", res.error
         assert res.success and res.reason == "all_tasks_done"
         calls = server.hits
         assert calls == len([e for e in res.event_list if e["type"] == "agent_reply"]) > 0
-        assert res.row["total_tokens"] == calls * (11 + 7)  # usage taken from the responses
-        assert server.requests[0]["body"]["max_tokens"] == 4096 and server.requests[0]["body"]["temperature"] == 0.7
+        per_call = (11 + 7) if provider == "openai" else (13 + 5)  # usage taken from the responses
+        assert res.row["total_tokens"] == calls * per_call
+        first = server.requests[0]["body"]
+        assert first["max_tokens"] == 4096 and first["temperature"] == 0.7
 
         again = run_trial(ll.TrialConfig(**cfg, cache="replay", runs_dir=str(tmp_path / "b")))
         assert again.status == "ok", again.error
