@@ -717,6 +717,11 @@ class CoordinationGraph:
         g._log = entries
         return g
 
+    def replay_entry(self, entry: dict[str, Any]) -> None:
+        """Applies one entry of another graph's ``log`` to this graph (under this graph's rules), e.g. to
+        rebuild intermediate states step by step; ``from_log`` replays a whole log at once."""
+        self._replay(entry)
+
     def _replay(self, e: dict[str, Any]) -> None:
         op = e["op"]
         if op == "discover":

@@ -439,7 +439,7 @@ class ScheduleResult:
         out, pos = [], 0
         for t, end in enumerate(self._round_log_ends):
             for e in log[pos:end]:
-                _apply(g, e)
+                g.replay_entry(e)
             pos = end
             out.append({"round": t, "graph": g.snapshot()})
         return out
@@ -483,22 +483,6 @@ class ScheduleResult:
     def __repr__(self) -> str:
         return f"<ScheduleResult {self.summary()}>"
 
-
-def _apply(g: CoordinationGraph, e: dict[str, Any]) -> None:
-    """Replay one log entry of a simulation (only the operators simulate() uses)."""
-    op = e["op"]
-    if op == "discover":
-        g.discover(e["node"], e["deps"], e.get("title", ""), e.get("description", ""), e["by"])
-    elif op == "assign":
-        g.assign(e["node"], e["agent"], e["by"])
-    elif op == "claim":
-        g.claim(e["node"], e["agent"])
-    elif op == "complete":
-        g.complete(e["node"], e["agent"])
-    elif op == "release":
-        g.release(e["node"], e["by"])
-    else:  # pragma: no cover - simulate() never emits anything else
-        raise ConfigError(f"cannot replay operation {op!r}")
 
 
 def simulate(spec: WorkloadSpec, n_workers: int, policy: str = "self", *, straggler_p: float = 0.0,
