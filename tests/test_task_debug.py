@@ -21,12 +21,11 @@ from latte_lab.tasks.debug import (
     LEAVES,
     MODULE,
     TEST_FILE,
-    _score,
     is_check_only,
-    parse_junit,
-    suite_classes,
     top_level_defs,
 )
+from latte_lab.tasks.suite import count_tests as suite_classes
+from latte_lab.tasks.suite import parse_junit, score
 from latte_lab.workspace import Workspace, extract_symbols
 
 EXPECTED_CLASSES = {
@@ -263,8 +262,8 @@ def test_each_wrong_variant_is_caught_by_its_tests(task, start, suite, leaf):
 
 
 def test_score_counts_tests_that_never_ran_as_errors():
-    outcomes = {"TestRms::test_a": "passed", "TestRms::test_b": "failed", "TestFoo::test_c": "skipped"}
-    res = _score({"TestRms": 3, "TestFoo": 1}, outcomes, (MODULE,), "out")
+    outcomes = {"TestRms": {"test_a": "passed", "test_b": "failed"}, "TestFoo": {"test_c": "skipped"}}
+    res = score({"TestRms": 3, "TestFoo": 1}, outcomes, (MODULE,), "out", skipped_as="error")
     assert (res.passed, res.failed, res.errors, res.total) == (1, 1, 2, 4)
     assert res.per_class == {"TestRms": (1, 3), "TestFoo": (0, 1)}
     assert res.missing_outputs == (MODULE,)
@@ -279,11 +278,9 @@ def test_parse_junit_reads_outcomes_per_class():
       <testcase classname="" name="test_suite"><error message="collection failure"/></testcase>
     </testsuite></testsuites>"""
     assert parse_junit(xml) == {
-        "TestRms::test_a": "passed",
-        "TestRms::test_b": "failed",
-        "TestRms::test_c": "error",
-        "TestDownsample::test_d": "skipped",
-        "test_suite": "error",
+        "TestRms": {"test_a": "passed", "test_b": "failed", "test_c": "error"},
+        "TestDownsample": {"test_d": "skipped"},
+        "": {"test_suite": "error"},
     }
 
 

@@ -24,7 +24,7 @@ from latte_lab.errors import WorkspaceError
 from latte_lab.models.sim.source import splice
 from latte_lab.tasks import eda as eda_pkg
 from latte_lab.tasks.eda import generator
-from latte_lab.tasks.eda.suite import count_tests, parse_junit
+from latte_lab.tasks.suite import count_tests, parse_junit
 from latte_lab.workspace import Workspace
 
 HIDDEN_PATH = Path(eda_pkg.__file__).parent / "hidden" / "test_hidden.py"

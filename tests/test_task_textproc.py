@@ -16,7 +16,7 @@ import latte_lab as ll
 from latte_lab.errors import WorkspaceError
 from latte_lab.models.sim.source import splice
 from latte_lab.tasks import textproc as tp
-from latte_lab.tasks.eda.suite import count_tests
+from latte_lab.tasks.suite import count_tests
 from latte_lab.workspace import Workspace, extract_symbols
 
 HIDDEN_PATH = Path(tp.__file__).parent / "hidden" / "test_hidden.py"

@@ -1,6 +1,6 @@
 """Running a hidden test suite against a copy of a workspace, with per-class counts.
 
-Shared by the eda and textproc tasks. The suite runs in a temporary copy of the workspace
+Shared by every task (debug scores its public suite this way). The suite runs in a temporary copy of the workspace
 plus the hidden files, so hidden tests never reach the agents' workspace. Outcomes come from
 pytest's JUnit XML report; the denominators come from the suite's source (test methods per class,
 ``pytest.mark.parametrize`` with a literal list counted per value), so a suite that fails to collect
@@ -88,11 +88,13 @@ def run_hidden_suite(
     *,
     required_outputs: tuple[str, ...] = (),
     missing: tuple[str, ...] | None = None,
+    timeout: float | None = None,
+    skipped_as: str = "failed",
 ) -> EvalResult:
     """Run ``suite_path`` (one of ``hidden``) on a temporary copy of ``workspace`` plus ``hidden``.
 
-    ``missing`` overrides the default "required output absent from the workspace" check.
-    Skipped tests count as failed: a hidden test the deliverables made pytest skip was not passed.
+    ``missing`` overrides the default "required output absent from the workspace" check; ``timeout``
+    overrides the workspace's test timeout; scoring as in :func:`score`.
     """
     from latte_lab.workspace import run_pytest
 
@@ -108,25 +110,33 @@ def run_hidden_suite(
             workspace.root,
             [suite_path, f"--junitxml={report}", "-o", "junit_family=xunit1"],
             extra_files={**NEUTRAL_CONFIG, **hidden},
+            **({"timeout": timeout} if timeout is not None else {}),
         )
         outcomes = parse_junit(report.read_text(encoding="utf-8")) if report.exists() else {}
+    output = run.stdout[-4000:] + (run.stderr[-2000:] if run.stderr else "")
+    return score(totals, outcomes, tuple(missing), output, skipped_as=skipped_as)
+
+
+def score(totals: Mapping[str, int], outcomes: Mapping[str, Mapping[str, str]], missing: tuple[str, ...],
+          output: str, *, skipped_as: str = "failed") -> EvalResult:
+    """Folds per-test outcomes (``parse_junit``) into an EvalResult with per-class counts.
+
+    Denominators are the suite's own (``totals``): tests that never ran (a collection error, a
+    timeout) count as errors. Skipped tests count as ``skipped_as`` ("failed" or "error"): a test the
+    deliverables made pytest skip was not passed.
+    """
+    if skipped_as not in ("failed", "error"):
+        raise TaskError(f"skipped_as must be 'failed' or 'error', not {skipped_as!r}")
+    bad = ("failed", "skipped") if skipped_as == "failed" else ("failed",)
     per_class: dict[str, tuple[int, int]] = {}
-    passed = errors = 0
+    passed = failed = errors = 0
     for cls, total in totals.items():
-        got = outcomes.get(cls, {})
-        n_passed = sum(1 for o in got.values() if o == "passed")
-        n_errors = sum(1 for o in got.values() if o == "error")
-        if not got:  # the class never ran (collection error, timeout): all of it is an error
-            n_errors = total
+        got = list(outcomes.get(cls, {}).values())
+        n_passed = min(sum(o == "passed" for o in got), total)
+        n_failed = min(sum(o in bad for o in got), total - n_passed)
         per_class[cls] = (n_passed, total)
         passed += n_passed
-        errors += min(n_errors, total - n_passed)
-    total_all = sum(totals.values())
-    return EvalResult(
-        passed=passed,
-        failed=total_all - passed - errors,
-        errors=errors,
-        per_class=per_class,
-        missing_outputs=tuple(missing),
-        output=run.stdout[-4000:] + (run.stderr[-2000:] if run.stderr else ""),
-    )
+        failed += n_failed
+        errors += total - n_passed - n_failed
+    return EvalResult(passed=passed, failed=failed, errors=errors, per_class=per_class,
+                      missing_outputs=tuple(missing), output=output)

@@ -21,24 +21,17 @@ from __future__ import annotations
 
 import ast
 import functools
-import shutil
-import tempfile
-import xml.etree.ElementTree as ET
 from importlib import resources
-from pathlib import Path
 
 from latte_lab.errors import TaskError
 from latte_lab.tasks import register
 from latte_lab.tasks.base import EvalResult, Task, WorkUnit
+from latte_lab.tasks.suite import run_hidden_suite
 
 MODULE = "signal_toolkit.py"  # the only file agents may edit
 TEST_FILE = "test_suite.py"  # the public suite, protected read-only
 CHECK_ONLY_PREFIX = "Check-only:"  # starts the description of a unit that needs no code change
 EVAL_TIMEOUT_SECONDS = 120  # the 33 pure-Python tests take about a second; generous for slow CI
-# Pytest configuration files an agent might add would change how the pristine suite is collected
-# or reported; the evaluation drops them so that only the agents' code is judged.
-EVAL_EXCLUDED_NAMES = frozenset({"conftest.py", "pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml"})
-REPORT_NAME = "junit.xml"  # per-test outcomes come from pytest's JUnit XML, written outside the copy
 
 # (function, test class, effort, what the fix has to achieve): the eight leaves, in file order.
 LEAVES: tuple[tuple[str, str, float, str], ...] = (
@@ -123,42 +116,7 @@ def top_level_defs(source: str) -> dict[str, str]:
     }
 
 
-def suite_classes(source: str) -> dict[str, int]:
-    """Test classes of a pytest file and how many ``test_*`` methods each holds, in file order."""
-    tree = ast.parse(source)
-    return {
-        node.name: sum(
-            1
-            for item in node.body
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name.startswith("test")
-        )
-        for node in tree.body
-        if isinstance(node, ast.ClassDef) and node.name.startswith("Test")
-    }
 
-
-def parse_junit(xml_text: str) -> dict[str, str]:
-    """Outcome ("passed", "failed", "error", "skipped") of every test case, keyed by ``Class::test``.
-
-    A case with both a failure and an error (fails in the call, errors in teardown) counts as an
-    error, like pytest's own summary. Cases outside a class are keyed by the test name alone.
-    """
-    outcomes: dict[str, str] = {}
-    root = ET.fromstring(xml_text)
-    for case in root.iter("testcase"):
-        classname = case.get("classname", "")
-        cls = classname.rsplit(".", 1)[-1] if "." in classname else ""
-        key = f"{cls}::{case.get('name', '')}" if cls.startswith("Test") else case.get("name", "")
-        tags = {child.tag for child in case}
-        if "error" in tags:
-            outcomes[key] = "error"
-        elif "failure" in tags:
-            outcomes[key] = "failed"
-        elif "skipped" in tags:
-            outcomes[key] = "skipped"
-        else:
-            outcomes[key] = "passed"
-    return outcomes
 
 
 @register
@@ -198,37 +156,18 @@ class DebugTask(Task):
 
     # -- scoring -------------------------------------------------------------------------------
     def evaluate(self, workspace) -> EvalResult:
-        """Run the pristine public suite against a temporary copy of the workspace.
+        """Run the pristine public suite against a temporary copy of the workspace
+        (:func:`latte_lab.tasks.suite.run_hidden_suite`: pytest configuration the agents wrote is
+        neutralised, so only their code is judged).
 
         Tests pytest never reported (a collection error, a timeout) count as errors, so the total
         is always the suite's 33 and ``per_class`` always lists all 11 classes. A missing
         ``signal_toolkit.py`` is noted in ``missing_outputs`` and still scored (every test then
         errors), following reference §8.5's note-and-score reading for this task.
         """
-        from latte_lab.workspace import run_pytest  # workspace imports tasks lazily too
-
-        suite = _resource("files/test_suite.py.txt")
-        expected = suite_classes(suite)
-        missing = tuple(p for p in self.required_outputs if not workspace.exists(p))
-        with tempfile.TemporaryDirectory(prefix="latte-debug-eval-") as tmp:
-            work = Path(tmp) / "work"
-            work.mkdir()
-            for rel in workspace.list_files():
-                if Path(rel).name in EVAL_EXCLUDED_NAMES or rel in self.public_tests:
-                    continue
-                target = work / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(Path(workspace.root) / rel, target)
-            report = Path(tmp) / REPORT_NAME
-            run = run_pytest(
-                work,
-                (f"--junitxml={report}", TEST_FILE),
-                timeout=EVAL_TIMEOUT_SECONDS,
-                extra_files={TEST_FILE: suite},
-            )
-            outcomes = parse_junit(report.read_text(encoding="utf-8")) if report.exists() else {}
-        output = run.stdout + (("\n" + run.stderr) if run.stderr else "")
-        return _score(expected, outcomes, missing, output)
+        return run_hidden_suite(workspace, {TEST_FILE: _resource("files/test_suite.py.txt")}, TEST_FILE,
+                                required_outputs=self.required_outputs, timeout=EVAL_TIMEOUT_SECONDS,
+                                skipped_as="error")
 
     # -- reference decomposition ---------------------------------------------------------------
     def work_units(self) -> list[WorkUnit]:
@@ -278,28 +217,6 @@ def is_check_only(unit: WorkUnit) -> bool:
     return not unit.symbols and not unit.wrong and unit.description.startswith(CHECK_ONLY_PREFIX)
 
 
-def _score(
-    expected: dict[str, int], outcomes: dict[str, str], missing: tuple[str, ...], output: str
-) -> EvalResult:
-    """Fold per-test outcomes into an EvalResult; tests of the suite that never ran are errors."""
-    passed = failed = errors = 0
-    per_class: dict[str, tuple[int, int]] = {}
-    for cls, total in expected.items():
-        mine = [o for key, o in outcomes.items() if key.startswith(f"{cls}::")]
-        ok = sum(o == "passed" for o in mine)
-        bad = sum(o == "failed" for o in mine)
-        passed += ok
-        failed += bad
-        errors += total - ok - bad  # errors, skips and tests that never ran
-        per_class[cls] = (ok, total)
-    return EvalResult(
-        passed=passed,
-        failed=failed,
-        errors=errors,
-        per_class=per_class,
-        missing_outputs=missing,
-        output=output,
-    )
 
 
-__all__ = ["DebugTask", "is_check_only", "parse_junit", "suite_classes", "top_level_defs"]
+__all__ = ["DebugTask", "is_check_only", "top_level_defs"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from latte_lab.tasks import register
 from latte_lab.tasks.base import EvalResult, Task, WorkUnit
-from latte_lab.tasks.eda.suite import run_hidden_suite
+from latte_lab.tasks.suite import run_hidden_suite
 
 if TYPE_CHECKING:  # pragma: no cover
     from latte_lab.workspace import Workspace
