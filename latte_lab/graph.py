@@ -72,6 +72,7 @@ __all__ = [
 
 ROLES = ("paper", "official")  # rule sets: the paper's Appendix A3, or the released code's looser rules
 UNKNOWN_DEP_POLICIES = ("reject", "drop")  # Discover: reject unknown deps (paper), or drop them (released)
+LEAD = "Lead"  # the Lead's agent name everywhere: teams, events, metrics, schedulers
 SYSTEM_AGENT = "System"  # the orchestrator's own name; it may Discover (fix-task injection) and nothing else
 VERIFY_SUFFIX = "-verify"  # Verify(v) adds node f"{v}{VERIFY_SUFFIX}", as in the released code
 SNAPSHOT_FORMAT = 1  # bumped when the snapshot layout changes, so old run directories are detected
@@ -193,7 +194,7 @@ class CoordinationGraph:
         the released code). Each ``discover`` call may override it.
     """
 
-    def __init__(self, roles: str = "paper", *, lead: str = "Lead", on_unknown_dep: str = "reject"):
+    def __init__(self, roles: str = "paper", *, lead: str = LEAD, on_unknown_dep: str = "reject"):
         if roles not in ROLES:
             raise LatteError(f"unknown roles {roles!r}; use one of {', '.join(ROLES)}")
         if on_unknown_dep not in UNKNOWN_DEP_POLICIES:
