@@ -14,9 +14,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from latte_lab.errors import ConfigError
 
-TEAMS = ("latte", "static", "leader_worker", "decentralized", "pipeline")
-# Names used by the released code and the published data, accepted as aliases.
+# The released code's and the published data's names, accepted wherever a team or task id is (the
+# registries in latte_lab.teams and latte_lab.tasks resolve them; the loaders map published rows with them).
 TEAM_ALIASES = {"dynamic": "latte", "no_graph": "leader_worker", "fixed": "static"}
+TASK_ALIASES = {"simple_eda": "eda", "debug_sprint": "debug"}
 CACHE_MODES = ("read_write", "replay", "off")
 
 # Fields that say where things go or how calls are made, not what the trial is: left out of the trial id.
@@ -31,7 +32,8 @@ class TrialConfig(BaseModel):
     task: str
     """Task id (``latte_lab.tasks.names()``): debug, eda, textproc; official names are accepted."""
     team: str = "latte"
-    """Team structure: latte, static, leader_worker, decentralized, pipeline."""
+    """Team structure (``latte_lab.teams.names()``): latte, static, leader_worker, decentralized, pipeline,
+    or any registered with ``ll.teams.register``; official names are accepted."""
     model: str = "simulated"
     """Model spec: ``simulated[/profile]``, ``openai/<model>``, ``anthropic/<model>``."""
     base_url: str | None = None
@@ -105,10 +107,12 @@ class TrialConfig(BaseModel):
     @field_validator("team")
     @classmethod
     def _known_team(cls, value: str) -> str:
-        value = TEAM_ALIASES.get(value, value)
-        if value not in TEAMS:
-            raise ValueError(f"unknown team {value!r}; known teams: {', '.join(TEAMS)}")
-        return value
+        from latte_lab import teams
+
+        try:
+            return teams.REGISTRY.resolve(value)
+        except ConfigError as exc:  # its message lists the known teams
+            raise ValueError(str(exc)) from None
 
     @field_validator("model")
     @classmethod

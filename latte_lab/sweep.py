@@ -116,7 +116,10 @@ def run_sweep(grid, out: str | Path = "runs/sweep", *, n_jobs: int = 1, backend:
                 if progress:
                     _print_row(i, len(payloads), row)
         else:
-            with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+            # the workers must know teams and tasks registered here, notebook cells included
+            from latte_lab.registry import pool_options
+
+            with ProcessPoolExecutor(max_workers=n_jobs, **pool_options()) as pool:
                 futures = [pool.submit(_run_one, p) for p in payloads]
                 for i, fut in enumerate(as_completed(futures), 1):
                     row = fut.result()

@@ -56,11 +56,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from latte_lab.config import TEAMS, TrialConfig
-from latte_lab.errors import ConfigError, DataError, LatteError
+from latte_lab.config import TrialConfig
+from latte_lab.errors import DataError, LatteError
 from latte_lab.teams.engine import VOLATILE_EVENT_FIELDS, EventLog, Team
 
-__all__ = ["TEAMS", "TrialConfig", "TrialResult", "comparable_events", "load_trial", "replay", "run_trial"]
+__all__ = ["TrialConfig", "TrialResult", "comparable_events", "load_trial", "replay", "run_trial"]
 
 # Row fields that legitimately differ between a trial and its replay (measured time, where it ran, what
 # was billed rather than replayed from the cassette).
@@ -74,19 +74,10 @@ ACTION_EVENT_TYPES = frozenset({
 
 
 def team_class(team: str) -> type[Team]:
-    if team in ("latte", "static"):
-        from latte_lab.teams.graph_teams import LatteTeam, StaticTeam
+    """The registered team class for a team id or alias (``latte_lab.teams.get``)."""
+    from latte_lab import teams
 
-        return LatteTeam if team == "latte" else StaticTeam
-    if team in ("leader_worker", "decentralized"):
-        from latte_lab.teams.flat import DecentralizedTeam, LeaderWorkerTeam
-
-        return LeaderWorkerTeam if team == "leader_worker" else DecentralizedTeam
-    if team == "pipeline":
-        from latte_lab.teams.pipeline import PipelineTeam
-
-        return PipelineTeam
-    raise ConfigError(f"unknown team {team!r}; known teams: {', '.join(TEAMS)}")
+    return teams.get(team)
 
 
 @dataclass

@@ -5,13 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from latte_lab.config import TEAMS
-
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run one trial and print one line per round")
     run.add_argument("--task", required=True, help="task id: debug, eda, textproc")
-    run.add_argument("--team", default="latte", help=f"team: {', '.join(TEAMS)}")
+    run.add_argument("--team", default="latte", help="team id (see latte_lab.teams.names())")
     run.add_argument("--model", default="simulated",
                      help="simulated[/profile] (offline), openai/<model>, anthropic/<model>")
     run.add_argument("--base-url", default=None, help="OpenAI-compatible server (vLLM, Ollama, LM Studio)")

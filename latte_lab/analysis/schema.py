@@ -15,6 +15,7 @@ True
 
 from __future__ import annotations
 
+from latte_lab.config import TASK_ALIASES, TEAM_ALIASES
 from latte_lab.errors import DataError
 
 # --- names ------------------------------------------------------------------------------------------
@@ -35,15 +36,10 @@ TEAM_LABELS = {
 }
 TASK_LABELS = {"eda": "Data Analysis", "debug": "Debug", "textproc": "Library Ext.", "all": "Agg."}
 
-TEAM_FROM_OFFICIAL = {
-    "dynamic": "latte",
-    "static": "static",
-    "fixed": "static",  # the released code normalises the unused `fixed` name to static
-    "no_graph": "leader_worker",
-    "decentralized": "decentralized",
-    "metagpt": "metagpt",
-}
-TASK_FROM_OFFICIAL = {"simple_eda": "eda", "debug_sprint": "debug", "textproc": "textproc"}
+# The published data's condition and task names: the aliases of latte_lab.config, plus the names the
+# released code shares with ours (and `metagpt`, the real MetaGPT, which has no latte_lab team).
+TEAM_FROM_OFFICIAL = {**{n: n for n in ("static", "decentralized", "metagpt")}, **TEAM_ALIASES}
+TASK_FROM_OFFICIAL = {"textproc": "textproc", **TASK_ALIASES}
 
 HIDDEN_ACCURACY_TASKS = frozenset({"eda", "textproc"})
 """Tasks whose accuracy is the hidden-suite pass rate; every other task uses binary public success
@@ -167,9 +163,13 @@ SNAPSHOT_COLUMNS = ("trial_id", "round", "node", "title", "status", "owner", "de
 """One row per node per snapshot round (deps is a list)."""
 
 
-def team_id(name: str) -> str:
-    """Our team id for an official condition name (our own ids pass through)."""
-    if name in TEAM_LABELS:
+def team_id(name: str, strict: bool = True) -> str:
+    """Our team id for an official condition name (our own ids pass through).
+
+    ``strict=False`` passes any other name through too: our own run directories may hold teams a user
+    registered (``latte_lab.teams.register``), which this module does not know.
+    """
+    if name in TEAM_LABELS or (not strict and name not in TEAM_FROM_OFFICIAL):
         return name
     try:
         return TEAM_FROM_OFFICIAL[name]

@@ -1,47 +1,46 @@
-"""Task registry: ``names()`` and ``get(name)``.
+"""Task registry: ``names()``, ``get(name)`` and ``register``.
 
-Tasks register themselves by id; official names from the released code (``simple_eda``,
-``debug_sprint``) are accepted as aliases.
+The built-in tasks (debug, eda, textproc) register themselves when first looked up; the released
+code's names (``simple_eda``, ``debug_sprint``) are aliases (``latte_lab.config.TASK_ALIASES``). A
+task of your own is a :class:`Task` subclass registered with a decorator, from a module or a notebook
+cell; ``TrialConfig(task="mine")``, sweeps, replay and the analysis then accept it:
+
+>>> import latte_lab as ll
+>>> ll.tasks.names()[:3]
+['debug', 'eda', 'textproc']
+>>> ll.tasks.get("debug_sprint").id
+'debug'
 """
 
 from __future__ import annotations
 
-from latte_lab.errors import TaskError
+from latte_lab.config import TASK_ALIASES
+from latte_lab.registry import Registry
 from latte_lab.tasks.base import EvalResult, Task, WorkUnit
 
-_REGISTRY: dict[str, type[Task]] = {}
-_ALIASES = {"simple_eda": "eda", "debug_sprint": "debug"}
+REGISTRY = Registry("task", name_attr="id", aliases=TASK_ALIASES,
+                    builtin_modules=("latte_lab.tasks.debug", "latte_lab.tasks.eda", "latte_lab.tasks.textproc"))
 
 
-def register(cls: type[Task]) -> type[Task]:
-    """Class decorator adding a task to the registry."""
-    _REGISTRY[cls.id] = cls
-    return cls
-
-
-def _load_builtin() -> None:
-    # Imported lazily so that `import latte_lab` stays fast.
-    import importlib
-
-    for mod in ("debug", "eda", "textproc"):
-        try:
-            importlib.import_module(f"latte_lab.tasks.{mod}")
-        except ModuleNotFoundError as exc:  # a task package still being written
-            if exc.name != f"latte_lab.tasks.{mod}":
-                raise
+def register(cls=None, /, **kw):
+    """Class decorator adding a task: ``@register`` (uses ``cls.id``) or ``@register("my_task")``."""
+    return REGISTRY.register(cls, **kw)
 
 
 def names() -> list[str]:
-    _load_builtin()
-    return sorted(_REGISTRY)
+    """Registered task ids: the built-ins, then any registered by the user."""
+    return REGISTRY.names()
 
 
 def get(name: str) -> Task:
-    _load_builtin()
-    key = _ALIASES.get(name, name)
-    if key not in _REGISTRY:
-        raise TaskError(f"unknown task {name!r}; known tasks: {', '.join(sorted(_REGISTRY))}")
-    return _REGISTRY[key]()
+    """A fresh instance of the task ``name`` (an id or an alias); an unknown name lists the known ones."""
+    from latte_lab.errors import ConfigError, TaskError
+
+    try:
+        cls = REGISTRY.get(name)
+    except ConfigError as exc:
+        raise TaskError(str(exc)) from None
+    return cls()
 
 
-__all__ = ["EvalResult", "Task", "WorkUnit", "get", "names", "register"]
+__all__ = ["REGISTRY", "EvalResult", "Task", "WorkUnit", "get", "names", "register"]

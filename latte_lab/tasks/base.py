@@ -59,10 +59,26 @@ class EvalResult:
 
 
 class Task:
-    """Base class; subclasses set the class attributes and implement the methods."""
+    """Base class; subclasses set the class attributes and implement the methods.
+
+    Register a subclass with ``@latte_lab.tasks.register`` (its ``id`` is the name). Methods:
+
+    ``starting_files() -> {path: text}``
+        The files of a fresh workspace, public tests included. Used by the default ``setup``.
+    ``setup(workspace)``
+        Called once per trial on an empty workspace. The default writes ``starting_files()``, makes
+        ``public_tests`` read-only to agents and sets the public test command from ``test_args``.
+    ``evaluate(workspace) -> EvalResult``
+        Called once after the last round; scores the workspace as the team left it. The default runs
+        the first public test file, as shipped, on a copy of the workspace (a task without a hidden
+        suite, where the public suite is the criterion).
+    ``reference_solution() -> {path: text}``
+        Files that pass every public and hidden test once written over the starting files.
+    ``work_units() -> list[WorkUnit]``
+        The reference decomposition: what the simulated model knows about the task.
+    """
 
     id: str = ""
-    official_name: str = ""  # the released code's name (simple_eda, debug_sprint, textproc)
     title: str = ""
     description: str = ""  # what agents see
     success_criteria: str = ""
@@ -72,17 +88,36 @@ class Task:
     required_outputs: tuple[str, ...] = ()  # deliverables; a hidden evaluation notes missing ones
     accuracy_metric: str = "hidden_pass_rate"  # or "success" (debug: the public suite is the criterion)
 
+    def starting_files(self) -> dict[str, str]:
+        raise NotImplementedError(f"{type(self).__name__} must implement starting_files() or setup(workspace)")
+
     def setup(self, workspace: Workspace) -> None:
-        raise NotImplementedError
+        for path, text in self.starting_files().items():
+            workspace.setup_file(path, text)
+        workspace.protect(*self.public_tests)
+        workspace.test_args = self.test_args
 
     def evaluate(self, workspace: Workspace) -> EvalResult:
-        raise NotImplementedError
+        from latte_lab.tasks.suite import run_hidden_suite
+
+        if not self.public_tests:
+            raise NotImplementedError(f"{type(self).__name__} has no public_tests: implement evaluate(workspace)")
+        suite = self.public_tests[0]
+        return run_hidden_suite(workspace, {suite: self.starting_files()[suite]}, suite,
+                                required_outputs=self.required_outputs, skipped_as="error")
 
     def reference_solution(self) -> dict[str, str]:
         raise NotImplementedError
 
     def work_units(self) -> list[WorkUnit]:
         raise NotImplementedError
+
+    @property
+    def official_name(self) -> str:
+        """The released code's name for this task (``config.TASK_ALIASES``), else its id."""
+        from latte_lab.config import TASK_ALIASES
+
+        return next((alias for alias, name in TASK_ALIASES.items() if name == self.id), self.id)
 
     @property
     def public_test_command(self) -> list[str]:

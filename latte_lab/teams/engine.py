@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from latte_lab import actions as A
 from latte_lab.errors import LatteError, WorkspaceError
+from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -129,7 +130,7 @@ class Agent:
     dispatched_last_round: bool = False
     alerts: list[dict] = field(default_factory=list)
 
-    def receive(self, text: str, sender: str = "System") -> None:
+    def receive(self, text: str, sender: str = SYSTEM_AGENT) -> None:
         self.buffer.append((sender, text))
 
     def wipe(self) -> None:
@@ -154,10 +155,53 @@ class Outcome:
 
 
 class Team:
-    """Base of every team structure. Subclasses implement ``setup``, ``run_round`` and the views."""
+    """Base of every team structure: a protocol that decides who acts in each round and what they see.
 
-    name = ""
-    uses_graph = False
+    ``run_trial`` builds the team, then calls ``setup()`` once, ``planning()`` once (round 0), then
+    ``run_round(r)`` for r = 1, 2, ... until it returns True or the round budget is spent, then
+    ``progress()``. A subclass implements the hooks below; the other methods (``call``, ``apply``,
+    ``base_view``, ``begin_round``/``end_round``, ``run_tests``, the ``do_*`` handlers of the file, test
+    and message actions) are the machinery it builds them from. Register a subclass with
+    ``@latte_lab.teams.register("name")`` to make it a ``TrialConfig(team="name")``.
+
+    Hook contracts (what the engine guarantees, what the hook may change, what it must return):
+
+    ``setup() -> None``
+        Called once, after construction, before any model call; ``self.round`` is 0. Must create the
+        agents with :meth:`add_agent` (names are unique; the Lead, if any, is ``latte_lab.graph.LEAD``),
+        create ``self.graph`` for a graph team, emit one ``initialize`` event listing the agents, and
+        put each agent's opening messages in its buffer (``agent.receive``). Must not call the model.
+    ``planning() -> bool``
+        Called once after ``setup``, in round 0. May call the model (``call``) and mutate the graph and
+        the workspace; ends with ``record_snapshot()`` for a graph team. Returns False when the trial
+        cannot start, after setting ``self.outcome`` to say why; the engine then runs no round. The
+        default does nothing and returns True.
+    ``run_round(r) -> bool``
+        Called for r = 1, 2, ... Must call ``begin_round(r)`` first and ``end_round()`` last, emit one
+        ``round_dispatch`` event naming the agents that ran, build every view of the round before any
+        of its calls (``call`` does), and apply replies in a fixed order (``apply``/``apply_in_order``)
+        so that a replay is exact. May mutate the graph, the workspace and the agents. Returns True when
+        the trial is over, after setting ``self.outcome``; False to continue.
+    ``allowed_actions(agent) -> tuple[str, ...]``
+        Called while building a view and again for every action the agent emits. Pure (no state
+        change). Returns the action tags the agent may use now; any other tag is refused with an
+        ``operator_blocked`` event and a message, and its ``do_<tag>`` is never called.
+    ``view(agent) -> AgentView``
+        Called once per model call, before the round's calls start. Pure. Returns what the agent's
+        prompt shows in structured form (start from ``base_view(agent, **fields)``); it must carry
+        nothing the prompt text does not show.
+    ``do_<tag>(agent, action) -> None``
+        Called by ``apply`` for each allowed action of a reply, in document order. May change the
+        graph, the workspace and any agent's buffer; must emit an event for every effect and tell the
+        agent (``agent.receive``) about a refusal. Raising ``LatteError`` is allowed: it becomes an
+        ``action_error`` event and a message to the agent, never a crashed trial. A tag with no handler
+        is answered "has no effect in this team".
+    ``progress() -> tuple[int, int]``
+        Called once after the last round. Pure. Returns (tasks_done, total_tasks) in the released
+        results.csv sense; the default counts passed/total public tests of the last run.
+    """
+
+    name = ""  # the registered name (set by ``register``)
 
     def __init__(self, config: TrialConfig, task: Task, workspace: Workspace, model, log: EventLog,
                  *, seed: int, trial_id: str):
@@ -186,26 +230,23 @@ class Team:
         self.ledger = CostLedger()
         self._provider = config.model.partition("/")[0]
 
-    # ----- hooks for subclasses -----
+    # ----- hooks for subclasses (contracts in the class docstring) -----
     def setup(self) -> None:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement setup()")
 
     def planning(self) -> bool:
-        """Phase 0; returns False when the trial cannot start (the outcome says why)."""
         return True
 
     def run_round(self, r: int) -> bool:
-        """Runs round r; returns True when the trial is finished."""
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement run_round(r)")
 
     def allowed_actions(self, agent: Agent) -> tuple[str, ...]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} must implement allowed_actions(agent)")
 
     def view(self, agent: Agent) -> AgentView:
-        raise NotImplementedError
+        return self.base_view(agent)
 
     def progress(self) -> tuple[int, int]:
-        """(tasks_done, total_tasks) in the released results.csv sense."""
         run = self.last_tests
         if run is None or run.passed + run.failed == 0:
             return 0, 0
@@ -401,7 +442,7 @@ class Team:
                       stderr_tail=self.stable_tail(run.stderr, EVENT_OUTPUT_TAIL))
         agent.receive(self.stable(script_reply(run)))
 
-    def run_tests(self, by: str = "System") -> TestRun:
+    def run_tests(self, by: str = SYSTEM_AGENT) -> TestRun:
         """Runs the public tests (memoised on identical workspace contents) and logs the run."""
         run = self.ws.run_tests()
         self._round_tool_time += VIRTUAL_TEST_SECONDS

@@ -1,4 +1,4 @@
-"""Teams without a task graph: ``leader_worker`` (paper A5.2) and ``decentralized`` (A5.3).
+"""The shared base of the teams without a task graph: ``leader_worker`` (A5.2) and ``decentralized`` (A5.3).
 
 Every agent acts every round. At the start of each agent's step it sees the latest test output; after
 each round the orchestrator runs the public tests. Success needs green tests and a certification
@@ -8,12 +8,18 @@ each round the orchestrator runs the public tests. Success needs green tests and
 
 from __future__ import annotations
 
-from latte_lab.teams.engine import TEST_STATUS_TAIL, WORKER_WINDOW, Agent, Outcome, Team
-from latte_lab.teams.prompt_text import prompt
+from latte_lab.graph import SYSTEM_AGENT
+from latte_lab.teams.engine import TEST_STATUS_TAIL, Agent, Outcome, Team
 
 
 class FlatTeam(Team):
-    uses_graph = False
+    """Agents that coordinate only by broadcast around the shared files (not registered itself).
+
+    Subclasses implement ``_build_agents`` (called by ``setup``: add the agents), ``allowed_actions`` and
+    ``run_round``; a round shows each agent the latest test status (``inject_test_status``) before its
+    step and ends with ``end_of_round_check``.
+    """
+
     lead_name: str | None = None
 
     def setup(self) -> None:
@@ -45,7 +51,7 @@ class FlatTeam(Team):
         super().do_read_file(agent, action)
 
     def do_certify_complete(self, agent: Agent, action) -> None:
-        run = self.run_tests(by="System")  # memoised: free when nothing changed since the last run
+        run = self.run_tests(by=SYSTEM_AGENT)  # memoised: free when nothing changed since the last run
         accepted = run.ok
         self.log.emit("certify_complete", agent=agent.name, accepted=accepted)
         if accepted:
@@ -55,7 +61,7 @@ class FlatTeam(Team):
             agent.receive("⚠️ Completion not accepted: the tests still fail.\n" + self.tests_text(run))
 
     def end_of_round_check(self) -> bool:
-        run = self.run_tests(by="System")
+        run = self.run_tests(by=SYSTEM_AGENT)
         if run.ok and (self.config.flat_success == "tests" or self._certified_by):
             self.outcome = Outcome(True, "tests_passed" if self.config.flat_success == "tests" else "certified",
                                    tests_passed=True, certified_by=self._certified_by)
@@ -63,70 +69,3 @@ class FlatTeam(Team):
         if not run.ok:
             self._certified_by = None  # a certification only counts while the tests stay green
         return False
-
-
-class LeaderWorkerTeam(FlatTeam):
-    """A Lead directing N workers by broadcast; the Lead acts first, then all workers."""
-
-    name = "leader_worker"
-    lead_name = "Lead"
-    LEAD_ACTIONS = ("broadcast", "run_script", "run_tests", "certify_complete")
-    WORKER_ACTIONS = ("edit_file", "read_file", "run_script", "run_tests", "broadcast")
-
-    def _build_agents(self) -> None:
-        n = self.config.n_workers
-        self.workers = [f"Dev{i}" for i in range(1, n + 1)]
-        self.lead = self.add_agent(Agent("Lead", "lead", prompt("lw_lead", workers=", ".join(self.workers)),
-                                         window=WORKER_WINDOW))
-        for w in self.workers:
-            self.add_agent(Agent(w, "worker", prompt("lw_worker", agent=w), window=WORKER_WINDOW))
-
-    def allowed_actions(self, agent: Agent) -> tuple[str, ...]:
-        return self.LEAD_ACTIONS if agent.role == "lead" else self.WORKER_ACTIONS
-
-    def run_round(self, r: int) -> bool:
-        self.begin_round(r)
-        self._certified_by = None
-        workers = [self.agents[w] for w in self.workers]
-        n_all = len(workers) + 1
-        self.log.emit("round_dispatch", n_dispatched=n_all, n_total=n_all, agents=["Lead", *self.workers],
-                      n_dispatched_released=len(workers), n_total_released=n_all)
-        self.inject_test_status(self.lead)
-        [(_, resp)] = self.call([self.lead])
-        self.apply(self.lead, resp.text)
-        for w in workers:
-            self.inject_test_status(w)
-        self.apply_in_order(self.call(workers))
-        finished = self.end_of_round_check()
-        self.end_round()
-        return finished
-
-
-class DecentralizedTeam(FlatTeam):
-    """N+1 symmetric peers coordinating only by broadcast, all acting every round."""
-
-    name = "decentralized"
-    PEER_ACTIONS = ("edit_file", "read_file", "run_script", "run_tests", "broadcast", "certify_complete")
-
-    def _build_agents(self) -> None:
-        n = self.config.n_workers + 1
-        self.workers = [f"Dev{i}" for i in range(1, n + 1)]
-        for w in self.workers:
-            mates = ", ".join(x for x in self.workers if x != w)
-            self.add_agent(Agent(w, "peer", prompt("peer", agent=w, teammates=mates), window=WORKER_WINDOW))
-
-    def allowed_actions(self, agent: Agent) -> tuple[str, ...]:
-        return self.PEER_ACTIONS
-
-    def run_round(self, r: int) -> bool:
-        self.begin_round(r)
-        self._certified_by = None
-        peers = [self.agents[w] for w in self.workers]
-        self.log.emit("round_dispatch", n_dispatched=len(peers), n_total=len(peers), agents=list(self.workers),
-                      n_dispatched_released=len(peers), n_total_released=len(peers))
-        for p in peers:
-            self.inject_test_status(p)
-        self.apply_in_order(self.call(peers))
-        finished = self.end_of_round_check()
-        self.end_round()
-        return finished

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import re
 
+from latte_lab.graph import SYSTEM_AGENT
+from latte_lab.teams import register
 from latte_lab.teams.engine import WORKER_WINDOW, Agent, Outcome, Team
 from latte_lab.teams.prompt_text import prompt
 
@@ -41,9 +43,9 @@ PLAN_TOPICS = ("requirements", "design", "tasks")
 _FILE_RE = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(?:py|json|txt|csv|md))\b")
 
 
+@register("pipeline")
 class PipelineTeam(Team):
-    name = "pipeline"
-    uses_graph = False
+    """The five MetaGPT roles in a fixed SOP, communicating through a publish-subscribe bus."""
 
     def setup(self) -> None:
         for name, (role, prompt_name, _) in ROLES.items():
@@ -160,7 +162,7 @@ class PipelineTeam(Team):
             if self.open_bug:  # the Engineer answers the bug report in the same round
                 self.open_bug = False
                 ran += self._act(["Engineer"])
-            run = self.run_tests(by="System")
+            run = self.run_tests(by=SYSTEM_AGENT)
             if run.ok:
                 self.outcome = Outcome(True, "tests_passed", tests_passed=True)
                 finished = True

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from latte_lab.config import TEAMS, TrialConfig
+from latte_lab.config import TrialConfig
 
 MODEL_CHOICES = ("simulated", "simulated/careful", "simulated/fast")  # offline choices offered by default
 
@@ -20,14 +20,14 @@ class TrialForm:
     def __init__(self, *, runs_dir: str = "runs", models: tuple[str, ...] = MODEL_CHOICES, **defaults: Any):
         import ipywidgets as w
 
-        from latte_lab import tasks
+        from latte_lab import tasks, teams
 
         base = TrialConfig(task=defaults.pop("task", "debug"), **defaults)
         self.runs_dir = runs_dir
         self.result = None
         style = {"description_width": "110px"}
         self.task = w.Dropdown(options=tasks.names(), value=base.task, description="task", style=style)
-        self.team = w.Dropdown(options=list(TEAMS), value=base.team, description="team", style=style)
+        self.team = w.Dropdown(options=teams.names(), value=base.team, description="team", style=style)
         options = list(dict.fromkeys([base.model, *models]))
         self.model = w.Combobox(options=options, value=base.model, description="model", style=style,
                                 placeholder="simulated, openai/<model>, anthropic/<model>")

@@ -124,7 +124,6 @@ class DebugTask(Task):
     """Fix the eight planted bugs of signal_toolkit.py until the public suite passes."""
 
     id = "debug"
-    official_name = "debug_sprint"
     title = "Debug a signal-processing module"
     description = DESCRIPTION
     success_criteria = (

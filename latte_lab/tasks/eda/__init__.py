@@ -105,7 +105,6 @@ findings and summary report the data's main patterns with the right directions."
 @register
 class EdaTask(Task):
     id = "eda"
-    official_name = "simple_eda"
     title = "Exploratory analysis of an opaque HR dataset"
     description = DESCRIPTION
     success_criteria = SUCCESS

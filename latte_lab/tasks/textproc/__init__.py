@@ -198,7 +198,6 @@ _UNITS: tuple[dict, ...] = (
 @register
 class TextprocTask(Task):
     id = "textproc"
-    official_name = "textproc"
     title = "Extend a text-processing library"
     description = DESCRIPTION
     success_criteria = SUCCESS

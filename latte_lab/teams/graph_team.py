@@ -1,16 +1,16 @@
-"""Teams that coordinate through a task graph: ``latte`` (paper Algorithm 1) and ``static`` (A5.4).
+"""The shared base of the teams that coordinate through a task graph (``latte`` and ``static``).
 
-LATTE round r: heartbeat, frontier, Lead invoked when the graph changed / a heartbeat fired / it has
-messages / it has been idle H rounds, dispatch of busy workers plus min(|frontier|, idle) idle ones,
-parallel worker steps applied in a fixed order, then the termination check (all nodes done -> public
-tests; green ends the trial, red adds a fix task). The static team plans the whole graph once; after
-planning, discovery, self-claims, release, verify and fix tasks are disabled and the Lead assigns
-every task.
+A round (paper Algorithm 1): heartbeat, frontier, Lead invocation, worker dispatch, parallel worker
+steps applied in a fixed order, then the termination check (all nodes done -> public tests). What the
+two teams do differently is in their modules: LATTE adds a fix task when the tests are red and keeps
+every operator open; the static team refuses discovery, self-claims, release and verify after
+planning, runs every worker every round and ends on red tests.
 """
 
 from __future__ import annotations
 
 from latte_lab.errors import OperatorError
+from latte_lab.graph import LEAD, SYSTEM_AGENT, CoordinationGraph
 from latte_lab.teams.engine import (
     LEAD_WINDOW,
     PLANNING_WINDOW,
@@ -23,34 +23,40 @@ from latte_lab.teams.engine import (
 )
 from latte_lab.teams.prompt_text import prompt
 
-LEAD = "Lead"
-FIX_TASK_ID = "fix-failing-tests"
-FIX_DESCRIPTION_TAIL = 2000  # test output characters in a fix task's description (reference §6)
-FIX_BROADCAST_TAIL = 800  # test output characters in the fix-task broadcast (reference §6)
-
-_EXPLORE = ("run_tests", "read_file", "run_script")
+EXPLORE_ACTIONS = ("run_tests", "read_file", "run_script")
 _STATUS_ICON = {"pending": "⏳", "assigned": "📌", "in_progress": "🔨"}
 
 
-class LatteTeam(Team):
-    name = "latte"
-    uses_graph = True
-    dynamic = True  # discovery, claims, release, verify and fix tasks after planning
+class GraphTeam(Team):
+    """A Lead and N workers around a :class:`~latte_lab.graph.CoordinationGraph` (not registered itself).
+
+    Subclasses set the prompts and the action sets, and implement :meth:`on_red_tests`. The round is
+    built from further hooks, each called once per round in this order:
+
+    ``heartbeat(r) -> bool``
+        Step 1. May append alerts to the Lead's buffer; returns whether any fired.
+    ``invoke_lead(r, fired) -> bool``
+        Step 3 for the Lead: decides whether the Lead runs, runs it (``call`` then ``apply``) and
+        returns whether it ran. May change the graph (through the Lead's actions).
+    ``select_workers() -> list[Agent]``
+        Step 3 for the workers, after the Lead's step. Pure. Returns the workers to run, in team order.
+    ``worker_context(agent)``
+        Called for each selected worker before the calls; puts its round message in its buffer.
+    ``termination_check() -> bool`` / ``on_red_tests(run) -> bool``
+        Step 5. When every node is done the public tests run; green ends the trial, red calls
+        ``on_red_tests``, which returns True to end the trial (after setting ``self.outcome``).
+    """
 
     lead_prompt = "latte_lead"
     planning_prompt = "latte_lead_planning"
     worker_prompt = "latte_worker"
 
-    LEAD_PLANNING_ACTIONS = ("discover_task", *_EXPLORE)
-    LEAD_ACTIONS = ("assign_task", "broadcast", "run_script", "request_status", "run_tests", "discover_task",
-                    "verify_task", "release_task", "close_task", "synthesize")
-    WORKER_ACTIONS = ("claim_task", "complete_task", "edit_file", "read_file", "run_script", "run_tests",
-                      "discover_task", "broadcast")
+    LEAD_PLANNING_ACTIONS: tuple[str, ...] = ("discover_task", *EXPLORE_ACTIONS)
+    LEAD_ACTIONS: tuple[str, ...] = ()
+    WORKER_ACTIONS: tuple[str, ...] = ()
 
     # ----- set-up and planning -----
     def setup(self) -> None:
-        from latte_lab.graph import CoordinationGraph
-
         self.graph = CoordinationGraph(roles=self.config.roles, lead=LEAD)
         n = self.config.n_workers
         self.workers = [f"Dev{i}" for i in range(1, n + 1)]
@@ -79,12 +85,10 @@ class LatteTeam(Team):
             self._planning_turn = turn
             [(_, resp)] = self.call([lead])
             self.log.emit("planning_reply", agent=LEAD, turn=turn, text=resp.text)
-            acts = self.parse(lead, resp.text)
             explored = False
-            for action in acts:
+            for action in self.parse(lead, resp.text):
                 tag = action_tag(action)
-                if tag in _EXPLORE:
-                    explored = True
+                explored = explored or tag in EXPLORE_ACTIONS
                 if tag not in self.LEAD_PLANNING_ACTIONS:
                     self.log.emit("operator_blocked", agent=LEAD, operator=tag, task=getattr(action, "id", None),
                                   reason="planning")
@@ -125,14 +129,14 @@ class LatteTeam(Team):
         node = self.graph.node(nid)
         desc = node["description"] or ""
         return {"id": nid, "title": node["title"], "description": desc[:preview] if preview else desc,
-                "status": str(node["status"].value if hasattr(node["status"], "value") else node["status"])}
+                "status": str(node["status"])}
 
     def view(self, agent: Agent):
         if agent.role == "lead":
             graph = []
             for nid in self.graph.nodes():
                 node = self.graph.node(nid)
-                graph.append({"id": nid, "title": node["title"], "status": _s(node["status"]),
+                graph.append({"id": nid, "title": node["title"], "status": str(node["status"]),
                               "owner": node["agent"], "deps": list(node["deps"]),
                               "n_successors": len(node["successors"]), "is_verify": node["is_verify"],
                               "verify_of": node["verify_of"]})
@@ -152,13 +156,14 @@ class LatteTeam(Team):
         return self.base_view(agent, phase="execution", current_task=current, frontier=frontier)
 
     def lead_summary(self) -> str:
+        """The graph as the Lead sees it each time it is invoked (reference §5.1)."""
         g = self.graph
-        done = [n for n in g.nodes() if _s(g.status(n)) in ("done", "verified")]
+        done = [n for n in g.nodes() if str(g.status(n)) in ("done", "verified")]
         lines = ["=== CURRENT TASKS ==="]
         if done:
             lines.append(f"[{len(done)} completed task(s) — not shown]")
         for nid in g.nodes():
-            st = _s(g.status(nid))
+            st = str(g.status(nid))
             if st in ("done", "verified"):
                 continue
             node = g.node(nid)
@@ -171,10 +176,7 @@ class LatteTeam(Team):
         for w in self.workers:
             cur = self.agents[w].current_task
             lines.append(f"{w}: " + (f"working on {cur}" if cur else "idle"))
-        try:
-            path = g.critical_path()
-        except Exception:  # noqa: BLE001 - the summary must never break a round
-            path = []
+        path = g.critical_path()
         if path:
             lines.append("Critical path: " + " → ".join(path))
         return "\n".join(lines)
@@ -192,7 +194,7 @@ class LatteTeam(Team):
                 agent.receive("No tasks are currently available. Wait for dependencies to complete.")
         elif agent.task_shown != agent.current_task:
             node = self.graph.node(agent.current_task)
-            agent.receive(f"=== YOUR CURRENT TASK ===\nID: {agent.current_task}\nStatus: {_s(node['status'])}\n"
+            agent.receive(f"=== YOUR CURRENT TASK ===\nID: {agent.current_task}\nStatus: {node['status']}\n"
                           f"Title: {node['title']}\n{node['description'] or ''}")
             agent.task_shown = agent.current_task
         elif not agent.buffer:
@@ -201,7 +203,26 @@ class LatteTeam(Team):
     # ----- the round -----
     def run_round(self, r: int) -> bool:
         self.begin_round(r)
-        lead = self.lead
+        fired = self.heartbeat(r)
+        ran = [LEAD] if self.invoke_lead(r, fired) else []
+        dispatched = self.select_workers()
+        self.log.emit("round_dispatch", n_dispatched=len(dispatched), n_total=len(self.workers),
+                      agents=ran + [a.name for a in dispatched], n_dispatched_released=len(dispatched),
+                      n_total_released=len(self.workers))
+        for agent in dispatched:
+            self.worker_context(agent)
+        self.apply_in_order(self.call(dispatched))
+        names = {a.name for a in dispatched}
+        for w in self.workers:
+            self.agents[w].dispatched_last_round = w in names
+        self._dispatched_prev = bool(dispatched)
+        finished = self.termination_check()
+        self.record_snapshot()  # after the check, so a fix task shows in the round that added it
+        self.end_round()
+        return finished
+
+    def heartbeat(self, r: int) -> bool:
+        """Step 1: flags stalled workers to the Lead; returns whether any alert fired."""
         H = self.config.heartbeat
         fired = False
         for name in self.workers:
@@ -215,14 +236,17 @@ class LatteTeam(Team):
                 self.log.emit("heartbeat_alert", agent=name, task=w.current_task, rounds_active=rounds_active,
                               last_activity_round=w.last_activity_round,
                               rounds_without_activity=r - w.last_activity_round)
-                lead.alerts.append({"agent": name, "task": w.current_task, "rounds_active": rounds_active})
-                lead.receive(f"⚠️ Heartbeat: {name} has been on task '{w.current_task}' for {rounds_active} rounds "
-                             f"without editing any files or running any scripts (last activity: round "
-                             f"{w.last_activity_round}). They may be stuck — check in with them or use "
-                             f"<release_task id=\"{w.current_task}\" /> to reassign.")
+                self.lead.alerts.append({"agent": name, "task": w.current_task, "rounds_active": rounds_active})
+                self.lead.receive(f"⚠️ Heartbeat: {name} has been on task '{w.current_task}' for {rounds_active} "
+                                  f"rounds without editing any files or running any scripts (last activity: round "
+                                  f"{w.last_activity_round}). They may be stuck — check in with them or use "
+                                  f"<release_task id=\"{w.current_task}\" /> to reassign.")
+        return fired
 
-        frontier = self.graph.frontier()
-        stuck = not frontier and all(self.agents[w].current_task is None for w in self.workers)
+    def invoke_lead(self, r: int, fired: bool) -> bool:
+        """Step 3 (the Lead): runs it when a trigger holds; returns whether it ran."""
+        lead = self.lead
+        stuck = not self.graph.frontier() and all(self.agents[w].current_task is None for w in self.workers)
         sig = self._graph_sig()
         reasons = []
         if r == 1:
@@ -237,35 +261,17 @@ class LatteTeam(Team):
             reasons.append("idle_limit")
         if stuck and not self.graph.all_done():
             reasons.append("team_stuck")
-        ran = []
-        if reasons:
-            self._lead_skips = 0
-            lead.receive(self.lead_summary())
-            self.log.emit("lead_invoked", reasons=reasons)
-            [(_, resp)] = self.call([lead])
-            self.apply(lead, resp.text)
-            ran.append(LEAD)
-            self._lead_sig = self._graph_sig()
-        else:
+        if not reasons:
             self._lead_skips += 1
             self.log.emit("lead_skipped", reason="no_change", consecutive_skips=self._lead_skips)
-
-        dispatched = self.select_workers()
-        self.log.emit("round_dispatch", n_dispatched=len(dispatched), n_total=len(self.workers),
-                      agents=ran + [a.name for a in dispatched], n_dispatched_released=len(dispatched),
-                      n_total_released=len(self.workers), dynamic=self.dynamic)
-        for agent in dispatched:
-            self.worker_context(agent)
-        replies = self.call(dispatched)
-        self.apply_in_order(replies)
-        names = {a.name for a in dispatched}
-        for w in self.workers:
-            self.agents[w].dispatched_last_round = w in names
-        self._dispatched_prev = bool(dispatched)
-        finished = self.termination_check()
-        self.record_snapshot()  # after the check, so a fix task shows in the round that added it
-        self.end_round()
-        return finished
+            return False
+        self._lead_skips = 0
+        lead.receive(self.lead_summary())
+        self.log.emit("lead_invoked", reasons=reasons)
+        [(_, resp)] = self.call([lead])
+        self.apply(lead, resp.text)
+        self._lead_sig = self._graph_sig()
+        return True
 
     def _graph_sig(self) -> tuple:
         counts = self.graph.counts()
@@ -285,36 +291,17 @@ class LatteTeam(Team):
         return [w for w in workers if w.name in chosen]
 
     def termination_check(self) -> bool:
+        """Step 5: every node done -> run the public tests; green ends the trial, red is ``on_red_tests``."""
         if len(self.graph) == 0 or not self.graph.all_done():
             return False
-        run = self.run_tests(by="System")
+        run = self.run_tests(by=SYSTEM_AGENT)
         if run.ok:
             self.outcome = Outcome(True, "all_tasks_done", tests_passed=True)
             return True
         return self.on_red_tests(run)
 
     def on_red_tests(self, run) -> bool:
-        """All nodes done but tests red: LATTE discovers a fix task (and carries on)."""
-        fid = FIX_TASK_ID
-        k = 0
-        while fid in self.graph:
-            k += 1
-            fid = f"{FIX_TASK_ID}-{k}"
-        tail = self.stable_tail(run.stdout, FIX_DESCRIPTION_TAIL)
-        desc = ("All planned tasks are done but the tests fail. Run <run_tests />, read the failing tests and the "
-                "sources, fix every failure and re-run the tests; add tasks with <discover_task> if the fix is "
-                f"large.\n\nTest output (tail):\n{tail}")
-        self.graph.discover(fid, deps=list(self.graph.nodes()), title="Fix failing tests", description=desc,
-                            by="System")
-        self.log.emit("discover_task", agent="System", task=fid, title="Fix failing tests",
-                      dependencies=list(self.graph.node(fid)["deps"]))
-        self.log.emit("fix_task_injected", task=fid)
-        note = (f"All tasks are done but the tests still fail; a fix task '{fid}' was added.\n"
-                + self.stable_tail(run.stdout, FIX_BROADCAST_TAIL))
-        for agent in self.agents.values():
-            agent.receive(note)
-            agent.see_tests(run, note)
-        return False
+        raise NotImplementedError(f"{type(self).__name__} must implement on_red_tests(run)")
 
     # ----- graph operators -----
     def _take(self, agent: Agent, nid: str) -> None:
@@ -333,7 +320,7 @@ class LatteTeam(Team):
                 agent.receive(note)
             while agent.queue:  # a task the Lead assigned while the agent was busy
                 nxt = agent.queue.pop(0)
-                if nxt in self.graph and self.graph.agent(nxt) == name and _s(self.graph.status(nxt)) == "assigned":
+                if nxt in self.graph and self.graph.agent(nxt) == name and str(self.graph.status(nxt)) == "assigned":
                     self._take(agent, nxt)
                     break
         elif nid in agent.queue:
@@ -355,13 +342,14 @@ class LatteTeam(Team):
                 agent.receive(text)
             return False
 
+    def refuse(self, agent: Agent, event: str, operator: str, nid: str | None, text: str, **fields) -> None:
+        """An operator this team does not offer now: an event with reason ``static_graph`` and a message."""
+        if event == "operator_blocked":
+            fields["operator"] = operator
+        self.log.emit(event, agent=agent.name, task=nid, reason="static_graph", **fields)
+        agent.receive(text)
+
     def do_discover_task(self, agent: Agent, action) -> None:
-        if self.round > 0 and not self.dynamic:
-            self.log.emit("operator_blocked", agent=agent.name, operator="discover_task", task=action.id,
-                          reason="static_graph")
-            agent.receive("⚠️ The task graph is fixed after planning in this run; new tasks cannot be added. "
-                          "Tell the Lead with <broadcast> if something is missing.")
-            return
         if action.id in self.graph:
             self.log.emit("discover_task_skipped", agent=agent.name, task=action.id, reason="duplicate_id")
             agent.receive(f"⚠️ Task id '{action.id}' already exists; choose a new id.")
@@ -399,10 +387,6 @@ class LatteTeam(Team):
 
     def do_claim_task(self, agent: Agent, action) -> None:
         nid = action.id
-        if not self.dynamic and (nid not in self.graph or self.graph.agent(nid) != agent.name):
-            self.log.emit("claim_blocked", agent=agent.name, task=nid, reason="static_graph")
-            agent.receive("⚠️ Self-assignment is not available in this run. Wait for the lead to assign tasks.")
-            return
         if agent.current_task and agent.current_task != nid:
             self.log.emit("claim_blocked", agent=agent.name, task=nid, reason="busy")
             agent.receive(f"⚠️ Claim of '{nid}' rejected: you are working on '{agent.current_task}'. Complete it "
@@ -430,10 +414,6 @@ class LatteTeam(Team):
 
     def do_release_task(self, agent: Agent, action) -> None:
         nid = action.id
-        if not self.dynamic:
-            self.log.emit("release_task_blocked", agent=agent.name, task=nid, reason="static_graph")
-            agent.receive("⚠️ Tasks cannot be released in this run: the graph is fixed after planning.")
-            return
         prev = self.graph.agent(nid) if nid in self.graph else None
         if not self._operate(agent, "release_task", nid, lambda: self.graph.release(nid, by=agent.name),
                              blocked="release_task_blocked"):
@@ -455,10 +435,6 @@ class LatteTeam(Team):
 
     def do_verify_task(self, agent: Agent, action) -> None:
         nid = action.id
-        if not self.dynamic:
-            self.log.emit("verify_task_blocked", agent=agent.name, task=nid, reason="static_graph")
-            agent.receive("⚠️ Verification tasks cannot be added in this run: the graph is fixed after planning.")
-            return
         before = set(self.graph.successors(nid)) if nid in self.graph else set()
         made: list[str] = []
         if not self._operate(agent, "verify_task", nid, lambda: made.append(self.graph.verify(nid, by=agent.name)),
@@ -482,32 +458,3 @@ class LatteTeam(Team):
     def progress(self) -> tuple[int, int]:
         counts = self.graph.counts()
         return counts.get("done", 0) + counts.get("verified", 0), len(self.graph)
-
-
-class StaticTeam(LatteTeam):
-    """Static-graph ablation (A5.4): the complete graph is planned once and never changes."""
-
-    name = "static"
-    dynamic = False
-    lead_prompt = "static_lead"
-    planning_prompt = "static_lead_planning"
-    worker_prompt = "static_worker"
-
-    LEAD_PLANNING_ACTIONS = ("plan_task", "discover_task")
-    LEAD_ACTIONS = ("assign_task", "broadcast", "run_tests", "run_script", "request_status", "close_task",
-                    "synthesize")
-    WORKER_ACTIONS = ("claim_task", "complete_task", "edit_file", "read_file", "run_script", "run_tests",
-                      "broadcast")
-
-    def select_workers(self) -> list[Agent]:
-        if self.config.dispatch == "released":
-            return super().select_workers()
-        return [self.agents[w] for w in self.workers]  # paper: every worker acts every round
-
-    def on_red_tests(self, run) -> bool:
-        self.outcome = Outcome(False, "tests_failed", tests_passed=False)
-        return True
-
-
-def _s(status) -> str:
-    return status.value if hasattr(status, "value") else str(status)

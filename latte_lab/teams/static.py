@@ -1,0 +1,59 @@
+"""``static``: the static-graph ablation (paper A5.4).
+
+The same graph orchestrator as LATTE, but the Lead plans the complete graph once and it is frozen
+after planning: discovery, self-claims, release, verify and fix-task injection are refused at the
+orchestrator level, the Lead assigns every task, every worker is dispatched every round, and red tests
+after the last node end the trial.
+"""
+
+from __future__ import annotations
+
+from latte_lab.teams import register
+from latte_lab.teams.engine import Agent, Outcome
+from latte_lab.teams.graph_team import GraphTeam
+
+
+@register("static")
+class StaticTeam(GraphTeam):
+    """The graph is planned once and never changes; no recovery mechanism after planning."""
+
+    lead_prompt = "static_lead"
+    planning_prompt = "static_lead_planning"
+    worker_prompt = "static_worker"
+
+    LEAD_PLANNING_ACTIONS = ("plan_task", "discover_task")
+    LEAD_ACTIONS = ("assign_task", "broadcast", "run_tests", "run_script", "request_status", "close_task",
+                    "synthesize")
+    WORKER_ACTIONS = ("claim_task", "complete_task", "edit_file", "read_file", "run_script", "run_tests",
+                      "broadcast")
+
+    def select_workers(self) -> list[Agent]:
+        if self.config.dispatch == "released":
+            return super().select_workers()
+        return [self.agents[w] for w in self.workers]  # A5.4: every worker acts every round
+
+    def on_red_tests(self, run) -> bool:
+        self.outcome = Outcome(False, "tests_failed", tests_passed=False)
+        return True
+
+    def do_discover_task(self, agent: Agent, action) -> None:
+        if self.round > 0:
+            return self.refuse(agent, "operator_blocked", "discover_task", action.id,
+                               "⚠️ The task graph is fixed after planning in this run; new tasks cannot be added. "
+                               "Tell the Lead with <broadcast> if something is missing.")
+        super().do_discover_task(agent, action)
+
+    def do_claim_task(self, agent: Agent, action) -> None:
+        nid = action.id
+        if nid not in self.graph or self.graph.agent(nid) != agent.name:  # accepting an assignment only
+            return self.refuse(agent, "claim_blocked", "claim_task", nid,
+                               "⚠️ Self-assignment is not available in this run. Wait for the lead to assign tasks.")
+        super().do_claim_task(agent, action)
+
+    def do_release_task(self, agent: Agent, action) -> None:
+        self.refuse(agent, "release_task_blocked", "release_task", action.id,
+                    "⚠️ Tasks cannot be released in this run: the graph is fixed after planning.")
+
+    def do_verify_task(self, agent: Agent, action) -> None:
+        self.refuse(agent, "verify_task_blocked", "verify_task", action.id,
+                    "⚠️ Verification tasks cannot be added in this run: the graph is fixed after planning.")
