@@ -49,7 +49,8 @@ _LAZY = {
     "load_runs": "latte_lab.analysis.loaders",
     "make_model": "latte_lab.models",
 }
-_SUBMODULES = {"tasks", "analysis", "viz", "models", "metrics", "teams", "scheduling", "sweep", "workspace"}
+_SUBMODULES = {"tasks", "analysis", "viz", "models", "metrics", "teams", "scheduling", "sweep", "workspace", "events",
+               "rundir", "schema"}
 
 
 def __getattr__(name: str):

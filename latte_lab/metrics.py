@@ -1,7 +1,7 @@
 """Per-trial metrics from a trial's event log (pure: no I/O, no clock).
 
 The trial engine calls :func:`trial_metrics` once per trial and stores the dict in result.json and the
-trial row (column definitions also in ``latte_lab.analysis.schema.TRIAL_COLUMNS``).
+trial row (column definitions also in ``latte_lab.schema.TRIAL_COLUMNS``).
 
 Released definitions (reference §7.1-7.2; only successful ``edit_file`` events count as edits):
 
@@ -52,16 +52,14 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 
-from latte_lab.analysis.schema import OPERATOR_EVENT_TYPES
+from latte_lab.events import OPERATOR_EVENT_TYPES, REPLY_LOG_CHARS
+from latte_lab.graph import LEAD
 
-REPLY_LOG_CAP_CHARS = 2000  # the released logger truncated agent_reply text here (reference §7.2)
-LEAD = "Lead"  # the Lead's agent name in events
 NODE_START_EVENTS = ("assign_task", "claim_task")
 NODE_END_EVENTS = ("complete_task", "close_task")
 
 __all__ = [
     "OPERATOR_EVENT_TYPES",
-    "REPLY_LOG_CAP_CHARS",
     "node_completion_times",
     "operator_counts",
     "trial_metrics",
@@ -168,7 +166,7 @@ def trial_metrics(events, final_files: Mapping[str, str] | None = None, snapshot
     def reply_len(e: dict) -> int:
         text = e.get("text")
         n = len(text) if isinstance(text, str) else int(e.get("n_chars") or 0)
-        return min(n, REPLY_LOG_CAP_CHARS)
+        return min(n, REPLY_LOG_CHARS)
 
     dispatch = _of(ev, "round_dispatch")
     dispatched = sum(int(d.get("n_dispatched") or 0) for d in dispatch)

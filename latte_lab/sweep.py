@@ -11,12 +11,12 @@ half-way still has every condition at a similar number of replicates.
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
+from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import ConfigError
 
@@ -55,32 +55,16 @@ def expand_grid(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | 
     return configs
 
 
-def _finished_row(run_dir: Path) -> dict | None:
-    path = run_dir / "result.json"
-    if not path.exists():
-        return None
-    try:
-        payload = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError):
-        return None
-    return payload.get("row") if payload.get("status") == "ok" else None
-
-
 def _run_one(config_json: str) -> dict:
+    """Runs one trial beside its final place and moves it there once it finished with status ok, so
+    ``out/<trial_id>`` only ever holds a finished trial."""
     from latte_lab.trial import run_trial
 
-    cfg = TrialConfig(**json.loads(config_json))
+    cfg = TrialConfig.model_validate_json(config_json)
     res = run_trial(cfg, run_name=cfg.trial_id + "-tmp")
-    final = Path(cfg.runs_dir) / cfg.trial_id
-    tmp = Path(res.run_dir)
     if res.status == "ok":
-        if final.exists():  # an errored earlier attempt: keep it beside, never delete data
-            final.rename(final.with_name(final.name + f"-failed-{len(list(final.parent.glob(final.name + '-failed-*')))}"))
-        tmp.rename(final)
+        final = rundir.promote(res.run_dir, Path(cfg.runs_dir) / cfg.trial_id)
         res.row["run_dir"] = str(final)
-        payload = json.loads((final / "result.json").read_text())
-        payload["row"]["run_dir"] = str(final)
-        (final / "result.json").write_text(json.dumps(payload, indent=2))
     return res.row
 
 
@@ -97,39 +81,49 @@ def run_sweep(grid, out: str | Path = "runs/sweep", *, n_jobs: int = 1, backend:
     rows: list[dict] = []
     todo = []
     for cfg in configs:
-        row = _finished_row(out / cfg.trial_id)
+        row = rundir.finished_row(out / cfg.trial_id)
         if row is not None:
             rows.append(row)
         else:
             todo.append(cfg)
-    if progress:
-        print(f"sweep: {len(configs)} trials, {len(rows)} already finished, {len(todo)} to run ({backend}, "
-              f"n_jobs={n_jobs})")
     payloads = [c.model_dump_json() for c in todo]
-    if backend == "ray":
-        rows += _run_ray(payloads, progress)
-    else:
-        if n_jobs <= 1:
-            for i, p in enumerate(payloads, 1):
-                row = _run_one(p)
-                rows.append(row)
-                if progress:
-                    _print_row(i, len(payloads), row)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(payloads), unit="trial", desc=f"sweep ({len(rows)} already finished)")
+    try:
+        if backend == "ray":
+            rows += _run_ray(payloads, bar)
+        elif n_jobs <= 1:
+            for p in payloads:
+                rows.append(_advance(bar, _run_one(p)))
         else:
             # the workers must know teams and tasks registered here, notebook cells included
             from latte_lab.registry import pool_options
 
             with ProcessPoolExecutor(max_workers=n_jobs, **pool_options()) as pool:
                 futures = [pool.submit(_run_one, p) for p in payloads]
-                for i, fut in enumerate(as_completed(futures), 1):
-                    row = fut.result()
-                    rows.append(row)
-                    if progress:
-                        _print_row(i, len(payloads), row)
+                rows += [_advance(bar, fut.result()) for fut in as_completed(futures)]
+    finally:
+        if bar is not None:
+            bar.close()
     return pd.DataFrame(rows)
 
 
-def _run_ray(payloads: list[str], progress: bool) -> list[dict]:
+def _advance(bar, row: dict) -> dict:
+    """Moves the progress bar on by one finished trial, showing how it went."""
+    if bar is not None:
+        acc = row.get("accuracy")
+        acc_s = "n/a" if acc is None or acc != acc else f"{acc:.2f}"
+        bar.set_postfix_str(f"last: {row.get('task')} {row.get('team')} seed {row.get('seed')} "
+                            f"success={row.get('success')} accuracy={acc_s} rounds={row.get('total_rounds')}",
+                            refresh=False)
+        bar.update(1)
+    return row
+
+
+def _run_ray(payloads: list[str], bar) -> list[dict]:
     try:
         import ray
     except ImportError:
@@ -141,15 +135,5 @@ def _run_ray(payloads: list[str], progress: bool) -> list[dict]:
     rows = []
     while pending:
         done, pending = ray.wait(pending, num_returns=1)
-        row = ray.get(done[0])
-        rows.append(row)
-        if progress:
-            _print_row(len(rows), len(payloads), row)
+        rows.append(_advance(bar, ray.get(done[0])))
     return rows
-
-
-def _print_row(i: int, n: int, row: dict) -> None:
-    acc = row.get("accuracy")
-    acc_s = "n/a" if acc is None else f"{acc:.2f}"
-    print(f"[{i}/{n}] {row.get('task')} {row.get('team')} seed {row.get('seed')}: success={row.get('success')} "
-          f"accuracy={acc_s} tokens={row.get('total_tokens')} rounds={row.get('total_rounds')}", flush=True)

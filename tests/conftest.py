@@ -7,6 +7,7 @@ import os
 import pytest
 
 os.environ.setdefault("MPLBACKEND", "Agg")
+os.environ["LATTE_STRICT_EVENTS"] = "1"  # an undeclared event type or field fails the test that emits it
 
 
 @pytest.fixture(autouse=True)

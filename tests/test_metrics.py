@@ -7,8 +7,7 @@ import math
 import pandas as pd
 import pytest
 
-from latte_lab import metrics
-from latte_lab.analysis import schema
+from latte_lab import metrics, schema
 
 
 def ev(kind, rnd=None, t=0.0, **fields):

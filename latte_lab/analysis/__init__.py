@@ -1,7 +1,7 @@
 """Analysis of trials: loaders, Table 2, Figures 2-4, the §5.1/§5.3 statistics and what the paper lacks.
 
 The same functions take the authors' published data (``ll.load_published``) or our own sweep results
-(``ll.load_runs``); both give ``TrialData.trials`` in the schema of :mod:`latte_lab.analysis.schema`.
+(``ll.load_runs``); both give ``TrialData.trials`` in the schema of :mod:`latte_lab.schema`.
 Names resolve on first use so that ``import latte_lab.analysis`` does not import pandas, scipy or
 matplotlib.
 
@@ -88,7 +88,7 @@ def __getattr__(name: str):
         globals()[name] = value
         return value
     if name == "schema":
-        return importlib.import_module("latte_lab.analysis.schema")
+        return importlib.import_module("latte_lab.schema")
     raise AttributeError(f"module 'latte_lab.analysis' has no attribute {name!r}")
 
 

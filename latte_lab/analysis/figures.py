@@ -14,7 +14,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from latte_lab.analysis import schema, stats, style
+from latte_lab import schema
+from latte_lab.analysis import stats, style
 from latte_lab.errors import DataError
 
 FIGURE3A_OPERATORS = ("discover_task", "assign_task", "claim_task", "claim_blocked", "release_task",
@@ -44,7 +45,7 @@ def expected_cost_per_success(trials: pd.DataFrame) -> pd.DataFrame:
     """Figure 2A numbers: per model, team and cost metric, the mean cost of successful trials with a
     positive cost divided by the pass rate (fraction of the model x team trials with public success,
     tasks pooled); the error is the SEM of those costs divided by the pass rate."""
-    stats._need(trials, ("model", "team", "success", "total_tokens", "wall_clock_seconds"))
+    schema.require_columns(trials, ("model", "team", "success", "total_tokens", "wall_clock_seconds"))
     t = stats.usable(trials)
     rows = []
     for (model, team), g in t.groupby(["model", "team"]):
@@ -296,7 +297,7 @@ def figure4(trials: pd.DataFrame):
     trial having the metric; inactivity excludes MetaGPT (its idle fraction is a 0/0 artefact)."""
     plt = style.pyplot()
     style.apply_theme()
-    stats._need(trials, ("team",))
+    schema.require_columns(trials, ("team",))
     t = stats.usable(trials)
     fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
     for ax, (letter, col, label) in zip(axes.flat, FIGURE4_PANELS):

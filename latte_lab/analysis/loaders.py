@@ -1,7 +1,7 @@
 """Load the authors' published ``experiments/`` folder or our own run directories into one schema.
 
 Both loaders return a :class:`TrialData` whose ``trials`` frame follows
-``latte_lab.analysis.schema.TRIAL_COLUMNS``; the figures and statistics take it unchanged.
+``latte_lab.schema.TRIAL_COLUMNS``; the figures and statistics take it unchanged.
 The published layout and its quirks (MetaGPT side CSVs, blank hidden rates, a run with 0 tokens) are
 described in the reference document §7-§10; each mapping below cites the rule it implements.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from latte_lab.analysis import schema
+from latte_lab import rundir, schema
 from latte_lab.errors import DataError
 
 PUBLISHED_SOURCES = (
@@ -289,19 +289,6 @@ def is_published_dir(path) -> bool:
 
 # --- our own runs ----------------------------------------------------------------------------------
 
-def _read_jsonl(path: Path) -> list[dict]:
-    out = []
-    try:
-        with path.open() as fh:
-            for i, line in enumerate(fh, 1):  # noqa: B007 - i names the bad line below
-                line = line.strip()
-                if line:
-                    out.append(json.loads(line))
-    except ValueError as exc:
-        raise DataError(f"malformed {path} line {i}: {exc}") from exc
-    return out
-
-
 def _graph_nodes(graph: dict) -> list[dict]:
     nodes = graph.get("nodes", [])
     if isinstance(nodes, dict):  # tolerate the published {id: {...}} form too
@@ -333,39 +320,35 @@ def load_runs(out_dir, include_errors: bool = False) -> TrialData:
     root = Path(out_dir)
     if not root.is_dir():
         raise DataError(f"run folder {root} does not exist")
-    results = sorted(root.rglob("result.json"))
+    results = sorted(root.rglob(rundir.RESULT_FILE))
     if not results:
         raise DataError(f"no */result.json under {root}; run a sweep first (ll.run_sweep) or pass a "
                         "published experiments/ folder")
     rows, usage_rows, size_rows, snap_rows = [], [], [], []
     for path in results:
-        data = _read_json(path, dict)
-        row = data.get("row")
-        if not isinstance(row, dict):
-            raise DataError(f"malformed {path}: no 'row' object")
+        data = rundir.read_result(path.parent)
+        row = data["row"]
         status = row.get("status", data.get("status", "ok"))
         if status != "ok" and not include_errors:
             continue
         row = dict(row)
         row.setdefault("status", status)
         row.setdefault("trial_id", data.get("trial_id", path.parent.name))
-        row.setdefault("run_dir", str(path.parent))
         row["source"] = "latte_lab"
         rows.append(row)
         team, trial_id = row.get("team"), row["trial_id"]
 
-        events_path = path.parent / "events.jsonl"
+        events_path = path.parent / rundir.EVENTS_FILE
         if events_path.is_file():
-            counts = metrics.operator_counts(_read_jsonl(events_path))
+            counts = metrics.operator_counts(rundir.iter_jsonl(events_path))
         else:
             counts = {op: row.get(f"op_{op}") for op in schema.OPERATOR_EVENT_TYPES}
         for op, n in counts.items():
             if n is not None and not pd.isna(n):
                 usage_rows.append({"team": team, "operator": op, "used": float(n > 0)})
 
-        snaps_path = path.parent / "snapshots.jsonl"
-        if snaps_path.is_file():
-            for snap in _read_jsonl(snaps_path):
+        if (path.parent / rundir.SNAPSHOTS_FILE).is_file():
+            for snap in rundir.iter_snapshots(path.parent):
                 r, nodes = int(snap.get("round", 0)), _graph_nodes(snap.get("graph", {}))
                 size_rows.append({"team": team, "trial_id": trial_id, "round": r, "n_nodes": len(nodes)})
                 for n in nodes:

@@ -15,7 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from latte_lab.analysis import figures, schema, stats
+from latte_lab import schema
+from latte_lab.analysis import figures, stats
 from latte_lab.errors import DataError
 
 REFERENCE_ENV = "LATTE_PAPER_REFERENCE"  # override of the reference CSV path

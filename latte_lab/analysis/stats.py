@@ -1,6 +1,6 @@
 """Table 2, the §5.1 and §5.3 statistics, and the statistics the paper lacks.
 
-Every function takes a ``trials`` frame in the schema of ``latte_lab.analysis.schema`` (published or
+Every function takes a ``trials`` frame in the schema of ``latte_lab.schema`` (published or
 ours) and returns a DataFrame. The constructions follow the released analysis exactly (reference §10):
 
 - Table 2: accuracy per the task's rule over trials with an accuracy; tokens and wall clock over all
@@ -21,7 +21,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from latte_lab.analysis import schema
+from latte_lab import schema
 from latte_lab.errors import DataError
 
 REFERENCE_TEAM = "latte"  # every test compares a baseline against LATTE
@@ -45,16 +45,6 @@ SECTION53_METRICS = (
     "discarded_chars",
 )
 """§5.3 metrics (the last five exist only for our own trials); active_fraction_released = 1 - idle."""
-
-
-def _need(trials: pd.DataFrame, cols) -> None:
-    if not isinstance(trials, pd.DataFrame):
-        raise DataError(f"expected a trials DataFrame (e.g. ll.load_published(path).trials), got "
-                        f"{type(trials).__name__}")
-    missing = [c for c in cols if c not in trials.columns]
-    if missing:
-        raise DataError(f"trials frame lacks columns {missing}; build it with ll.load_published or "
-                        "ll.load_runs (schema: latte_lab.analysis.schema.TRIAL_COLUMNS)")
 
 
 def usable(trials: pd.DataFrame) -> pd.DataFrame:
@@ -118,7 +108,7 @@ def table2(trials: pd.DataFrame) -> pd.DataFrame:
     Columns model, task, team, n_acc, acc_mean, acc_sem, n_tokens, tokens_mean, tokens_sem, n_wall,
     wall_mean, wall_sem (accuracy 0-1, tokens in counts, wall clock in seconds).
     """
-    _need(trials, ("model", "task", "team", "accuracy", "total_tokens", "wall_clock_seconds"))
+    schema.require_columns(trials, ("model", "task", "team", "accuracy", "total_tokens", "wall_clock_seconds"))
     t = usable(trials)
     rows = []
     models = sorted(t["model"].dropna().unique()) + [schema.ALL]
@@ -175,7 +165,7 @@ def normalised_costs(trials: pd.DataFrame, metric: str = "tokens") -> pd.DataFra
     col = COST_FIELDS.get(metric)
     if col is None:
         raise DataError(f"unknown cost metric {metric!r}; use one of {sorted(COST_FIELDS)}")
-    _need(trials, ("task", "team", "success", col))
+    schema.require_columns(trials, ("task", "team", "success", col))
     t = usable(trials)
     t = t[t["success"].fillna(False).astype(bool) & t[col].notna()].copy()
     norm = t.groupby("task")[col].transform("mean")
@@ -229,7 +219,7 @@ def coordination_trials(trials: pd.DataFrame) -> pd.DataFrame:
 def section53(trials: pd.DataFrame) -> pd.DataFrame:
     """§5.3 coordination numbers: per metric and team n, mean, SEM and the one-sided Mann-Whitney U
     (LATTE less) against LATTE; metrics with no values (e.g. node times in published data) are left out."""
-    _need(trials, ("team", "idle_fraction"))
+    schema.require_columns(trials, ("team", "idle_fraction"))
     t = coordination_trials(trials)
     rows = []
     for metric in SECTION53_METRICS:

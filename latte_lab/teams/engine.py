@@ -9,17 +9,15 @@ recorded order, so a trial replays exactly.
 
 from __future__ import annotations
 
-import json
 import re
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from latte_lab import actions as A
 from latte_lab.errors import LatteError, WorkspaceError
+from latte_lab.events import REPLY_LOG_CHARS, EventLog
 from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
 
@@ -32,7 +30,6 @@ LEAD_WINDOW = 10  # Lead's history window during execution, in messages (paper A
 WORKER_WINDOW = 20  # every other agent's history window, in messages (paper A4.1)
 PLANNING_WINDOW = 20  # the Lead's window while planning (released code)
 READY_PREVIEW_CHARS = 600  # description characters shown per ready task (reference §6)
-REPLY_LOG_CHARS = 2000  # the released logger's cut of agent_reply text, kept as n_chars_logged
 # run_script replies keep the last 3,000 characters of stdout and 1,000 of stderr (reference §6):
 # latte_lab.workspace.script_reply applies them.
 TESTS_REPLY_TAIL = 1500  # run_tests reply: last characters of the output (reference §6)
@@ -43,8 +40,6 @@ EVENT_OUTPUT_TAIL = 2000  # output tail stored in run_tests/run_script events
 # machines; measured seconds are recorded separately as real_seconds.
 VIRTUAL_TEST_SECONDS = 2.0
 VIRTUAL_SCRIPT_SECONDS = 1.0
-# Event fields that legitimately differ between a trial and its replay (wall time, memo/cache hits).
-VOLATILE_EVENT_FIELDS = ("ts", "real_seconds", "cached", "test_cached")
 
 
 _DURATION_RE = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d+:\d+\))?")
@@ -80,31 +75,6 @@ def stable_output(text: str, roots: Iterable[str] = ()) -> str:
     if "0x" in text:  # the regexes only run when they can match: this is on every tool reply
         text = _ADDRESS_RE.sub("0x…", text)
     return _DURATION_RE.sub("", text) if " in " in text else text
-
-
-class EventLog:
-    """Append-only typed events, flushed line by line to ``events.jsonl`` as they happen."""
-
-    def __init__(self, path: Path | None, clock: Callable[[], float]):
-        self.events: list[dict] = []
-        self._clock = clock
-        self._fh = open(path, "a", encoding="utf-8") if path is not None else None
-        self.round: int | None = None
-
-    def emit(self, type: str, **fields: Any) -> dict:
-        event = {"type": type, "seq": len(self.events), "round": self.round, "t": round(self._clock(), 6),
-                 "ts": time.time()}
-        event.update(fields)
-        self.events.append(event)
-        if self._fh is not None:
-            self._fh.write(json.dumps(event, ensure_ascii=False, default=str) + "\n")
-            self._fh.flush()
-        return event
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
 
 
 @dataclass

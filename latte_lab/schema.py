@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from latte_lab.config import TASK_ALIASES, TEAM_ALIASES
 from latte_lab.errors import DataError
+from latte_lab.events import OPERATOR_EVENT_TYPES
 
 # --- names ------------------------------------------------------------------------------------------
 
@@ -121,23 +122,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     "fix_tasks": "fix_task_injected events",
 }
 """Every trial column with its definition; the engine imports this and fills missing keys with NaN.
-Operator counts ``op_<event type>`` (see ``latte_lab.metrics.OPERATOR_EVENT_TYPES``) are added below."""
-
-OPERATOR_EVENT_TYPES = (
-    "discover_task",
-    "assign_task",
-    "claim_task",
-    "complete_task",
-    "release_task",
-    "close_task",
-    "create_verify_node",
-    "task_verified",
-    "synthesize",
-    "claim_blocked",
-    "discover_task_skipped",
-    "operator_blocked",
-)
-"""Event types counted as operator usage (Figure 3A); the first nine are the published JSON's keys."""
+Operator counts ``op_<event type>`` (see ``latte_lab.events.OPERATOR_EVENT_TYPES``) are added below."""
 
 for _op in OPERATOR_EVENT_TYPES:
     TRIAL_COLUMNS[f"op_{_op}"] = f"number of {_op} events in the trial"
@@ -196,6 +181,25 @@ def conform(df):
             out[col] = np.nan
     extra = [c for c in out.columns if c not in TRIAL_COLUMNS]
     return out[list(TRIAL_COLUMNS) + extra].reset_index(drop=True)
+
+
+def require_columns(trials, cols) -> None:
+    """Raises a one-line DataError unless ``trials`` is a DataFrame holding every column in ``cols``.
+
+    >>> import pandas as pd
+    >>> require_columns(pd.DataFrame({"team": []}), ("team", "accuracy"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    latte_lab.errors.DataError: trials frame lacks columns ['accuracy']; ...
+    """
+    columns = getattr(trials, "columns", None)
+    if columns is None or not hasattr(trials, "iloc"):
+        raise DataError(f"expected a trials DataFrame (e.g. ll.load_published(path).trials), got "
+                        f"{type(trials).__name__}")
+    missing = [c for c in cols if c not in columns]
+    if missing:
+        raise DataError(f"trials frame lacks columns {missing}; build it with ll.load_published or "
+                        "ll.load_runs (schema: latte_lab.schema.TRIAL_COLUMNS)")
 
 
 def ordered(values, order) -> list:

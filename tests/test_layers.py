@@ -1,0 +1,173 @@
+"""Layering: lower layers never import higher ones, and the core imports no models, teams, analysis or viz.
+
+Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy import of a
+higher layer is still a dependency on it. One kind is not: a lookup in a registry of plug-ins. TrialConfig
+checks a team or task name against ``latte_lab.teams`` / ``latte_lab.tasks`` (the registries, which users
+extend from a notebook) inside its validators; that import, inside a function and of exactly the
+registry module, finds what was registered and does not make config depend on any team or task.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import latte_lab
+
+PACKAGE = Path(latte_lab.__file__).parent
+
+# Bottom up, as in DESIGN.md. A module belongs to the layer of the longest prefix below that names it;
+# command-line modules sit at the top wherever they live. config (defaults, aliases) and the generic
+# registry sit with the errors.
+LAYERS: list[tuple[str, ...]] = [
+    ("errors", "config", "registry", "data"),
+    ("graph", "actions", "events", "schema"),
+    ("sandbox", "_sandbox_child", "_zygote"),
+    ("workspace",),
+    ("tasks", "metrics", "rundir"),
+    ("models",),
+    ("teams",),
+    ("trial",),
+    ("sweep", "analysis", "scheduling"),
+    ("viz",),
+    ("cli", "trial_cli", "analysis.cli_figures", "models.cli_cache"),
+]
+TOP = len(LAYERS)  # latte_lab/__init__.py re-exports the public API from every layer
+
+REGISTRY_MODULES = ("teams", "tasks")  # looked up by name from inside functions (see the module docstring)
+CORE = ("graph", "actions", "events", "schema", "metrics", "rundir")
+NOT_IN_CORE = ("models", "teams", "analysis", "viz")
+# Upward imports that are being removed; each entry fails (strict xfail) once its import is gone, so the
+# entry is deleted with it.
+KNOWN_UPWARD = {"scheduling": "scheduling.py still draws its plots through latte_lab.viz"}
+# Data files that ship inside task packages are agent workspaces, not library code.
+TASK_PAYLOAD_DIRS = ("files", "hidden", "solution")
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(PACKAGE).with_suffix("")
+    parts = [p for p in rel.parts if p != "__init__"]
+    return ".".join(parts)
+
+
+def layer_of(name: str) -> int:
+    """Layer of a module named relative to the package ('' is the package itself)."""
+    if name == "":
+        return TOP
+    best, best_len = None, -1
+    for i, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = i, len(prefix)
+    if best is None:
+        raise AssertionError(f"latte_lab.{name} is in no layer: add it to LAYERS in tests/test_layers.py "
+                             "(and to DESIGN.md's layer list)")
+    return best
+
+
+def library_modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(PACKAGE).parts
+        if rel[0] == "tasks" and any(part in TASK_PAYLOAD_DIRS for part in rel[2:-1]):
+            continue
+        out[module_name(path)] = path
+    return out
+
+
+def _nodes_with_scope(tree: ast.AST):
+    """Every node with whether it sits inside a function."""
+    todo = [(tree, False)]
+    while todo:
+        node, in_function = todo.pop()
+        yield node, in_function
+        inner = in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)
+        todo += [(child, inner) for child in ast.iter_child_nodes(node)]
+
+
+def imports_of(name: str, path: Path) -> set[str]:
+    """latte_lab modules that ``name`` imports anywhere in its source, relative to the package, except
+    registry lookups from inside a function."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node, in_function in _nodes_with_scope(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".") if package else []
+                base = base[:len(base) - node.level + 1]
+                mod = ".".join([*base, node.module] if node.module else base)
+                targets = ["latte_lab." + mod if mod else "latte_lab"]
+            else:
+                targets = [node.module or ""]
+            # `from latte_lab import models` imports the submodule models
+            targets += [f"{targets[0]}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module" and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            targets = [node.args[0].value]
+        else:
+            continue
+        # `from latte_lab import x` runs latte_lab/__init__.py, which imports only the errors: not a dependency
+        names = {t[len("latte_lab."):] for t in targets if t.startswith("latte_lab.")}
+        found.update(n for n in names if not (in_function and n in REGISTRY_MODULES))
+    modules = library_modules()
+    # keep only names that are modules or packages (drop `from latte_lab.x import SomeClass`)
+    return {t for t in found if t in modules} - {name}
+
+
+MODULES = library_modules()
+
+
+def test_every_module_has_a_layer():
+    for name in MODULES:
+        layer_of(name)
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_UPWARD[n], strict=True))
+                                  if n in KNOWN_UPWARD else n for n in sorted(MODULES)])
+def test_no_module_imports_a_higher_layer(name):
+    mine = layer_of(name)
+    higher = sorted(t for t in imports_of(name, MODULES[name]) if layer_of(t) > mine)
+    assert not higher, (f"latte_lab.{name} (layer {mine}: {LAYERS[mine] if mine < TOP else 'package'}) imports "
+                        f"higher layers: {', '.join('latte_lab.' + t for t in higher)}")
+
+
+def test_core_modules_import_no_models_teams_analysis_or_viz_even_indirectly():
+    reached, todo = set(), list(CORE)
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        todo += [t for t in imports_of(name, MODULES[name]) if t]
+    bad = sorted(m for m in reached if m.split(".")[0] in NOT_IN_CORE)
+    assert not bad, f"the core reaches {bad}"
+    assert {"graph", "events", "schema", "errors"} <= reached  # the walk does follow imports
+
+
+def test_importing_the_core_loads_nothing_above_it():
+    code = ("import sys\n" + "".join(f"import latte_lab.{m}\n" for m in CORE)
+            + "print(' '.join(sorted(m for m in sys.modules if m.startswith(('latte_lab', 'pandas', "
+              "'matplotlib', 'openai', 'anthropic')))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert "latte_lab.metrics" in loaded and "latte_lab.rundir" in loaded
+    bad = [m for m in loaded if m.split(".")[0] in ("pandas", "matplotlib", "openai", "anthropic")
+           or (m.startswith("latte_lab.") and m.split(".")[1] in NOT_IN_CORE)]
+    assert not bad, f"importing the core loads {bad}"
+
+
+def test_the_layer_check_catches_an_upward_import(tmp_path):
+    fake = tmp_path / "metrics.py"
+    fake.write_text("def f():\n    from latte_lab.analysis import loaders\n    from ..viz import animate\n"
+                    "    from latte_lab import teams\n    return teams.get('latte')\n"
+                    "from latte_lab.tasks import get\n")
+    found = imports_of("metrics", fake)
+    assert {"analysis", "analysis.loaders", "viz", "tasks"} <= found  # a module-level registry import counts
+    assert "teams" not in found  # a lookup in the team registry from inside a function does not
+    assert max(layer_of(t) for t in found) > layer_of("metrics")
