@@ -55,12 +55,13 @@ def _default_model(config: TrialConfig):
 
 
 def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | None = None,
-              progress: bool | Callable[[dict], None] = False, run_name: str | None = None) -> TrialResult:
+              progress: bool | Callable[[dict], None] | None = False, run_name: str | None = None) -> TrialResult:
     """Runs one trial to its end and writes its run directory.
 
     ``model`` overrides the model built from ``config.model`` (tests pass a scripted model).
     ``progress=True`` shows a progress bar over rounds with the latest round's state (frontier, who ran,
-    actions, tests); a callable receives that state as a dict after every round instead.
+    actions, tests); a callable receives that state as a dict after every round instead
+    (``progress=print_round`` prints it as one line per round).
     A trial that fails (API errors after retries, a bug) still returns a result with ``status="error"``
     and keeps its partial events. A model that cannot be built (a missing API key) raises before any
     run directory is created.
@@ -115,7 +116,7 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
                 if progress:
                     info = _round_info(team_obj, log.events[mark:], r)
                     if bar is not None:
-                        bar.set_postfix_str(_round_line(info), refresh=False)
+                        bar.set_postfix_str(round_line(info), refresh=False)
                         bar.update(1)
                     else:
                         progress(info)
@@ -236,7 +237,13 @@ def _round_info(team: Team, events: list[dict], r: int) -> dict:
     }
 
 
-def _round_line(info: dict) -> str:
+def print_round(info: dict) -> None:
+    """Prints one line per round: pass ``progress=print_round`` to ``run_trial`` for a log instead of a bar."""
+    print(round_line(info), flush=True)
+
+
+def round_line(info: dict) -> str:
+    """One round's progress dict (what a ``progress`` callable receives) as a line of text."""
     tests = "-" if info["tests"] is None else f"{info['tests'][0]}/{info['tests'][1]} passed"
     front = "" if info["frontier"] is None else f"frontier {info['frontier']:>2} · nodes {info['nodes']:>2} · "
     agents = ",".join(info["agents"]) or "-"
@@ -257,7 +264,8 @@ def comparable_row(row: dict) -> dict:
     return {k: same(v) for k, v in row.items() if k not in VOLATILE_ROW_FIELDS}
 
 
-def replay(run_dir: str | Path, *, runs_dir: str | Path | None = None, progress: bool = False) -> TrialResult:
+def replay(run_dir: str | Path, *, runs_dir: str | Path | None = None,
+           progress: bool | Callable[[dict], None] | None = False) -> TrialResult:
     """Reruns a trial from its cassette alone: zero model calls, the same events and result."""
     from latte_lab.models.cassette import CassetteModel
 

@@ -41,22 +41,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args) -> int:
-    from latte_lab.trial import TrialConfig, run_trial
+    from latte_lab.trial import TrialConfig, print_round, run_trial
 
     fields = dict(task=args.task, team=args.team, model=args.model, base_url=args.base_url, seed=args.seed,
                   n_workers=args.n_workers, max_rounds=args.max_rounds, cache=args.cache, runs_dir=args.runs_dir)
     cfg = TrialConfig.released(**fields) if args.released else TrialConfig(**fields)
     print(f"trial {cfg.trial_id}: team {cfg.team} on {cfg.task} with {cfg.model}, up to {cfg.rounds} rounds")
-    res = run_trial(cfg, progress=not args.quiet)
+    res = run_trial(cfg, progress=None if args.quiet else print_round)
     print(res.summary())
     return 0 if res.status == "ok" else 1
 
 
 def _replay(args) -> int:
-    from latte_lab.trial import load_trial, replay
+    from latte_lab.trial import load_trial, print_round, replay
 
     original = load_trial(args.run_dir)
-    res = replay(args.run_dir, runs_dir=args.runs_dir, progress=not args.quiet)
+    res = replay(args.run_dir, runs_dir=args.runs_dir, progress=None if args.quiet else print_round)
     print(res.summary())
     same = (res.success, res.accuracy, res.tokens, res.rounds) == (
         original.success, original.accuracy, original.tokens, original.rounds)
@@ -65,12 +65,12 @@ def _replay(args) -> int:
 
 
 def _demo(args) -> int:
-    from latte_lab.trial import TrialConfig, run_trial
+    from latte_lab.trial import TrialConfig, print_round, run_trial
 
     cfg = TrialConfig(task=args.task, team=args.team, model="simulated", seed=args.seed, runs_dir=args.runs_dir)
     print(f"latte_lab demo: a {cfg.team} team (Lead + {cfg.n_workers} workers) on the '{cfg.task}' task with the "
           "simulated model — offline, no API key.\n")
-    res = run_trial(cfg, progress=True)
+    res = run_trial(cfg, progress=print_round)
     print()
     print(res.summary())
     m = res.metrics
