@@ -55,6 +55,7 @@ from enum import Enum
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+from latte_lab import dag
 from latte_lab.errors import DataError, LatteError, OperatorError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -307,40 +308,10 @@ class CoordinationGraph:
     def critical_path(self) -> list[str]:
         """The longest dependency chain (by node count) among nodes not yet done/verified.
 
-        Finished nodes are left out because they no longer delay anything; ties go to the chain that
-        ends, and then runs through, the earliest-created nodes. O(V + E).
+        Finished nodes are left out because they no longer delay anything; ties go to the chain that starts
+        at, and then runs through, the earliest-created nodes (:func:`latte_lab.dag.critical_path`). O(V + E).
         """
-        open_nodes = [n for n in self._nodes.values() if not _finished(n.status)]
-        if not open_nodes:
-            return []
-        indeg = {n.id: 0 for n in open_nodes}
-        for n in open_nodes:
-            for s in n.succ:
-                if s.id in indeg:
-                    indeg[s.id] += 1
-        queue = [n for n in open_nodes if indeg[n.id] == 0]  # creation order
-        best: dict[str, int] = {}
-        prev: dict[str, str | None] = {}
-        head = 0
-        while head < len(queue):
-            n = queue[head]
-            head += 1
-            length, via = 1, None
-            for d in n.deps:
-                if d.id in best and (best[d.id] + 1 > length or (best[d.id] + 1 == length and via is not None
-                                                                  and d.seq < self._nodes[via].seq)):
-                    length, via = best[d.id] + 1, d.id
-            best[n.id], prev[n.id] = length, via
-            for s in n.succ:
-                if s.id in indeg:
-                    indeg[s.id] -= 1
-                    if indeg[s.id] == 0:
-                        queue.append(s)
-        end = min(best, key=lambda i: (-best[i], self._nodes[i].seq))
-        path = [end]
-        while prev[path[-1]] is not None:
-            path.append(prev[path[-1]])  # type: ignore[arg-type]
-        return path[::-1]
+        return dag.critical_path({n.id: [d.id for d in n.deps] for n in self._nodes.values() if not _finished(n.status)})
 
     # ------------------------------------------------------------------ internal state changes
 

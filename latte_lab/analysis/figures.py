@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from latte_lab import schema
+from latte_lab import dag, schema
 from latte_lab.analysis import stats, style
 from latte_lab.errors import DataError
 
@@ -189,43 +189,20 @@ def figure3b(trajectories: pd.DataFrame, teams=FIGURE3B_TEAMS):
     return fig
 
 
-def _depths(nodes: dict[str, list[str]]) -> dict[str, int]:
-    """Longest dependency depth of each node (deps outside the graph ignored; cycles cut)."""
-    depth: dict[str, int] = {}
-
-    def visit(n: str, seen: frozenset) -> int:
-        if n in depth:
-            return depth[n]
-        deps = [d for d in nodes.get(n, []) if d in nodes and d not in seen]
-        depth[n] = 1 + max((visit(d, seen | {n}) for d in deps), default=-1)
-        return depth[n]
-
-    for n in nodes:
-        visit(n, frozenset())
-    return depth
-
-
 def _node_key(node: str):
     return [int(p) if p.isdigit() else p for p in re.split(r"(\d+)", node)]
 
 
 def graph_layout(snapshots: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """Fixed positions for every node of a run, from its final snapshot: x = dependency depth x 2.8,
-    nodes of one depth sorted by id and spaced 2.2 apart vertically. Nodes that vanished before the
-    final snapshot are placed from the last snapshot holding them."""
-    pos: dict[str, tuple[float, float]] = {}
+    """Fixed positions for every node of a run: x = dependency depth x 2.8, nodes of one depth sorted by id
+    and spaced 2.2 apart vertically. Each node keeps the dependencies of the last snapshot holding it, so
+    nodes that vanished before the final snapshot are placed too."""
+    deps: dict[str, list[str]] = {}
     for r in sorted(snapshots["round"].unique(), reverse=True):
         snap = snapshots[snapshots["round"] == r]
-        nodes = {n: list(d) for n, d in zip(snap["node"], snap["deps"])}
-        depth = _depths(nodes)
-        by_depth: dict[int, list[str]] = {}
-        for n, dep in depth.items():
-            by_depth.setdefault(dep, []).append(n)
-        for dep, ns in by_depth.items():
-            ns = sorted(ns, key=_node_key)
-            for k, n in enumerate(ns):
-                pos.setdefault(n, (dep * LAYOUT_X_STEP, -(k - (len(ns) - 1) / 2) * LAYOUT_Y_STEP))
-    return pos
+        for n, d in zip(snap["node"], snap["deps"]):
+            deps.setdefault(n, list(d))
+    return dag.layered_positions(deps, key=_node_key, x_step=LAYOUT_X_STEP, y_step=LAYOUT_Y_STEP)
 
 
 def _node_label(node: str, title: str, is_verify: bool) -> str:

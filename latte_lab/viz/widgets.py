@@ -1,8 +1,13 @@
 """ipywidgets front ends: a form that configures and runs a trial, and a team comparison.
 
->>> form = ll.viz.trial_form(task="debug")     # doctest: +SKIP
->>> form                                       # doctest: +SKIP  (controls and a Run button)
->>> cfg = form.config()                        # doctest: +SKIP  (the TrialConfig the controls describe)
+In Jupyter, a form shows its controls and a Run button:
+
+>>> import latte_lab as ll
+>>> form = ll.viz.trial_form(task="debug", n_workers=3)
+>>> form                                       # doctest: +SKIP
+>>> cfg = form.config()                        # the TrialConfig the controls describe
+>>> cfg.task, cfg.n_workers
+('debug', 3)
 """
 
 from __future__ import annotations
