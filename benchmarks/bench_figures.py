@@ -1,8 +1,8 @@
 """Seconds for `latte-lab figures` on the published data in a fresh process (target: under 15 s).
 
 Runs `.venv/bin/latte-lab figures --data <published> --out <tmp>` as a subprocess, so the time includes
-interpreter start-up and imports, as a user sees it. The published folder comes from
-$LATTE_PUBLISHED_DIR or ../shared/published beside the repository.
+interpreter start-up and imports, as a user sees it. The published folder is the copy bundled with
+latte_lab, or $LATTE_PUBLISHED_DIR when set.
 """
 
 from __future__ import annotations
@@ -20,18 +20,10 @@ TARGET_SECONDS = 15.0  # the issue's budget for regenerating every figure and ta
 REPEATS = 2  # fresh processes; the best time discounts a cold disk cache
 
 
-def published_dir() -> Path | None:
-    for cand in (os.environ.get("LATTE_PUBLISHED_DIR"), REPO.parent / "shared" / "published"):
-        if cand and (Path(cand) / "experiment1" / "n4" / "results.csv").is_file():
-            return Path(cand)
-    return None
-
-
 def main() -> int:
+    from latte_lab.data import published_dir
+
     data = published_dir()
-    if data is None:
-        print("bench_figures: published data not found (set LATTE_PUBLISHED_DIR); skipped")
-        return 0
     exe = REPO / ".venv" / "bin" / "latte-lab"
     if not exe.exists():
         exe = Path(sys.executable).with_name("latte-lab")

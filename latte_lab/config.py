@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -18,7 +18,58 @@ from latte_lab.errors import ConfigError
 # registries in latte_lab.teams and latte_lab.tasks resolve them; the loaders map published rows with them).
 TEAM_ALIASES = {"dynamic": "latte", "no_graph": "leader_worker", "fixed": "static"}
 TASK_ALIASES = {"simple_eda": "eda", "debug_sprint": "debug"}
-CACHE_MODES = ("read_write", "replay", "off")
+
+# --- defaults of the model layer (models/ imports them from here) ---
+CacheMode = Literal["read_write", "replay", "off"]
+CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
+DEFAULT_CACHE_MODE = "read_write"
+DEFAULT_TEMPERATURE = 0.7  # the paper's sampling temperature (A4.4)
+DEFAULT_MAX_TOKENS = 4096  # the paper's output cap per call (A4.4); the released code used 8,192
+DEFAULT_MAX_RETRIES = 2  # the SDKs' default; enough for transient 429/5xx without hiding an outage
+DEFAULT_TIMEOUT_S = 600.0  # one call; long agent replies at 4k tokens finish well within 10 minutes
+
+# --- model specs: the one set of rules, used by TrialConfig and latte_lab.models.make_model ---
+MODEL_PROVIDERS = ("openai", "anthropic", "simulated", "scripted")
+DEFAULT_SIMULATED_PROFILE = "default"
+SPEC_FORMS = (
+    "simulated",
+    "simulated/<profile>",
+    "openai/<model>",
+    "anthropic/<model>",
+    "<model> with base_url=... (any OpenAI-compatible server: vLLM, Ollama, LM Studio)",
+    "scripted (a label for a ScriptedModel passed to run_trial(model=...))",
+)
+
+
+def parse_model_spec(spec: str, *, base_url: str | None = None) -> tuple[str, str]:
+    """``(provider, model)`` for a model spec; a spec of no accepted form raises ConfigError listing them.
+
+    >>> parse_model_spec("anthropic/claude-sonnet-4-5")
+    ('anthropic', 'claude-sonnet-4-5')
+    >>> parse_model_spec("simulated")
+    ('simulated', 'default')
+    >>> parse_model_spec("llama3.1:8b", base_url="http://localhost:11434/v1")
+    ('openai', 'llama3.1:8b')
+
+    ``base_url`` points ``openai/<model>``, ``anthropic/<model>`` or a bare model name at another server
+    (a bare name is served through the OpenAI-compatible API, which names its models freely:
+    ``llama3.1:8b``, ``org/model``); the simulated and scripted models take none.
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ConfigError(f"model spec must be a non-empty string; accepted forms: {'; '.join(SPEC_FORMS)}")
+    spec = spec.strip()
+    provider, sep, name = spec.partition("/")
+    if provider in ("simulated", "scripted") and not sep:
+        name = DEFAULT_SIMULATED_PROFILE if provider == "simulated" else provider
+    elif not (sep and provider in MODEL_PROVIDERS and name.strip()):
+        if base_url:
+            return "openai", spec
+        raise ConfigError(f"unknown model spec {spec!r}; accepted forms: {'; '.join(SPEC_FORMS)}")
+    if base_url and provider in ("simulated", "scripted"):
+        raise ConfigError(f"base_url {base_url!r} is for a model server, but {spec!r} runs locally; drop "
+                          "base_url or use 'openai/<model>' / 'anthropic/<model>'")
+    return provider, name.strip()
+
 
 # Fields that say where things go or how calls are made, not what the trial is: left out of the trial id.
 _NON_IDENTITY_FIELDS = {"runs_dir", "cache", "max_retries", "timeout_s", "cache_path"}
@@ -35,9 +86,10 @@ class TrialConfig(BaseModel):
     """Team structure (``latte_lab.teams.names()``): latte, static, leader_worker, decentralized, pipeline,
     or any registered with ``ll.teams.register``; official names are accepted."""
     model: str = "simulated"
-    """Model spec: ``simulated[/profile]``, ``openai/<model>``, ``anthropic/<model>``."""
+    """Model spec (:func:`parse_model_spec`): ``simulated[/profile]``, ``openai/<model>``, ``anthropic/<model>``,
+    a model name with ``base_url``, or ``scripted`` for a model passed to ``run_trial(model=...)``."""
     base_url: str | None = None
-    """Base URL of an OpenAI-compatible server (vLLM, Ollama, LM Studio) for ``openai/<model>`` specs."""
+    """Base URL of an OpenAI-compatible server (vLLM, Ollama, LM Studio), or of a proxy for ``anthropic/<model>``."""
     n_workers: int = Field(4, ge=1, le=64)
     """Workers besides the Lead (decentralized: N+1 peers; pipeline: always its five roles)."""
     max_rounds: int | None = Field(None, ge=1, le=1000)
@@ -46,9 +98,9 @@ class TrialConfig(BaseModel):
     """Seed of the trial: scopes every model call, drives the simulated model."""
     trial: int = 0
     """Replicate index within a sweep cell (recorded in the results row)."""
-    temperature: float = Field(0.7, ge=0.0, le=2.0)
+    temperature: float = Field(DEFAULT_TEMPERATURE, ge=0.0, le=2.0)
     """Sampling temperature of every agent (paper: 0.7)."""
-    max_tokens: int = Field(4096, ge=1)
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=1)
     """Output cap per call (paper: 4,096; the released code used 8,192)."""
     top_p: float | None = Field(None, gt=0.0, le=1.0)
     """Nucleus sampling; None leaves the provider default."""
@@ -56,15 +108,15 @@ class TrialConfig(BaseModel):
     """H: rounds a worker may hold a task without editing or running a script before the Lead is told."""
     planning_turns: int = Field(5, ge=1)
     """Lead turns allowed to produce the initial graph (graph teams)."""
-    cache: Literal["read_write", "replay", "off"] = "read_write"
+    cache: CacheMode = DEFAULT_CACHE_MODE
     """Response cache mode for real providers: read_write, replay (a miss is an error), off."""
     cache_path: str | None = None
     """Response cache file; None uses $LATTE_LAB_CACHE or ~/.cache/latte_lab/responses.sqlite."""
     runs_dir: str = "runs"
     """Directory that receives one run directory per trial."""
-    max_retries: int = Field(2, ge=0)
+    max_retries: int = Field(DEFAULT_MAX_RETRIES, ge=0)
     """SDK retries per call (429/5xx/connection errors; Retry-After honoured)."""
-    timeout_s: float = Field(600.0, gt=0)
+    timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0)
     """Timeout of one model call."""
     read_file_cap: int = Field(12000, ge=100)
     """Characters of a file returned by read_file. The released code returned 4,000, which cut the
@@ -116,24 +168,15 @@ class TrialConfig(BaseModel):
 
     @field_validator("model")
     @classmethod
-    def _model_spec(cls, value: str) -> str:
-        value = value.strip()
-        if not value:
-            raise ValueError("model must be a spec such as 'simulated', 'openai/gpt-4o' or 'anthropic/claude-sonnet-4-6'")
-        provider = value.split("/", 1)[0]
-        if provider not in ("simulated", "openai", "anthropic", "scripted", "replay"):
-            raise ValueError(
-                f"unknown model spec {value!r}; use 'simulated[/profile]', 'openai/<model>' (with base_url for "
-                "any OpenAI-compatible server) or 'anthropic/<model>'"
-            )
-        if provider in ("openai", "anthropic") and "/" not in value:
-            raise ValueError(f"model spec {value!r} needs a model name, e.g. '{provider}/<model>'")
-        return value
+    def _stripped(cls, value: str) -> str:
+        return value.strip()
 
     @model_validator(mode="after")
-    def _consistent(self) -> TrialConfig:
-        if self.base_url and not self.model.startswith("openai/"):
-            raise ValueError("base_url is for OpenAI-compatible servers: use a model spec 'openai/<model>'")
+    def _model_spec(self) -> TrialConfig:
+        try:  # here, not on the field: whether a bare model name is valid depends on base_url
+            parse_model_spec(self.model, base_url=self.base_url)
+        except ConfigError as exc:
+            raise ValueError(f"model: {exc}") from None
         return self
 
     def __init__(self, **data):
@@ -193,11 +236,11 @@ class TrialConfig(BaseModel):
 def _friendly(exc: ValidationError) -> str:
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "config"
+        loc = ".".join(str(x) for x in err["loc"])
         msg = err["msg"]
         msg = msg.removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             known = ", ".join(sorted(TrialConfig.model_fields))
             msg = f"unknown field; known fields: {known}"
-        parts.append(f"{loc}: {msg}")
+        parts.append(f"{loc}: {msg}" if loc else msg)  # model-level checks name their field themselves
     return "invalid TrialConfig: " + "; ".join(parts)

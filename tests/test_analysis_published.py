@@ -1,15 +1,13 @@
 """Reproduction of the paper's numbers from the authors' published data.
 
-The data are found via $LATTE_PUBLISHED_DIR or ../shared/published beside the repository; these tests
-skip when neither exists. Expected numbers come from data/paper_reference.csv (as printed in the paper)
-and, for what the paper does not print or prints wrongly, from reference §11 (written below).
+The data are the copy bundled with latte_lab (or $LATTE_PUBLISHED_DIR when set). Expected numbers come
+from the bundled paper_reference.csv (as printed in the paper) and, for what the paper does not print or
+prints wrongly, from reference §11 (written below).
 """
 
 from __future__ import annotations
 
 import math
-import os
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -17,25 +15,10 @@ import pytest
 import latte_lab as ll
 from latte_lab.analysis import figures, report, schema, stats
 
-REPO = Path(__file__).resolve().parents[1]
-
-
-def _published_dir() -> Path | None:
-    for cand in (os.environ.get("LATTE_PUBLISHED_DIR"), REPO.parent / "shared" / "published"):
-        if cand and (Path(cand) / "experiment1" / "n4" / "results.csv").is_file():
-            return Path(cand)
-    return None
-
-
-PUBLISHED = _published_dir()
-pytestmark = pytest.mark.skipif(
-    PUBLISHED is None, reason="published data not found: set LATTE_PUBLISHED_DIR to the authors' "
-    "experiments/ folder (or place it at ../shared/published)")
-
 
 @pytest.fixture(scope="module")
 def pub():
-    return ll.load_published(PUBLISHED)
+    return ll.load_published()
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +28,7 @@ def trials(pub):
 
 @pytest.fixture(scope="module")
 def ref():
-    return report.paper_reference(REPO / "data" / "paper_reference.csv")
+    return report.paper_reference()
 
 
 @pytest.fixture(scope="module")

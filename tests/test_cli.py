@@ -47,5 +47,44 @@ def test_console_script_help():
     proc = subprocess.run([sys.executable, "-m", "latte_lab.cli", "--help"], capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0
-    for sub in ("run", "replay", "demo", "cache", "figures"):
+    for sub in ("run", "replay", "demo", "cache", "figures", "prices"):
         assert sub in proc.stdout
+
+
+def test_prices_lists_the_bundled_table_and_looks_up_models(capsys, monkeypatch):
+    monkeypatch.delenv("LATTE_LAB_PRICES", raising=False)
+    assert main(["prices", "--provider", "anthropic"]) == 0
+    out = capsys.readouterr().out
+    assert "bundled with latte_lab" in out and "claude-sonnet-4-5" in out and "gpt-4o" not in out
+    assert main(["prices", "claude-sonnet-4-5-20250929", "gpt-4o"]) == 0
+    out = capsys.readouterr().out
+    assert "claude-sonnet-4-5-20250929 (as claude-sonnet-4-5)" in out and " 3.00 " in out
+    assert main(["prices", "no-such-model"]) == 1
+    assert "no price" in capsys.readouterr().out
+
+
+def test_prices_from_a_table_of_your_own(tmp_path, capsys):
+    table = tmp_path / "p.csv"
+    table.write_text("provider,model,input_per_mtok,output_per_mtok,source,as_of\nopenai,mine,1,2,contract,2026-01-01\n")
+    assert main(["prices", "--path", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert str(table) in out and "mine" in out and "gpt-4o" not in out
+    assert main(["prices", "--path", str(tmp_path / "gone.csv")]) == 1
+    assert "not found" in capsys.readouterr().err
+
+
+def test_figures_reports_a_published_dir_override_that_is_not_a_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("LATTE_PUBLISHED_DIR", str(tmp_path / "nowhere"))
+    assert main(["figures", "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "LATTE_PUBLISHED_DIR=" in err and "unset it to use the copy bundled with latte_lab" in err
+    assert not (tmp_path / "out").exists()
+
+
+def test_run_offers_the_cache_modes_of_the_config(capsys):
+    from latte_lab.config import CACHE_MODES
+
+    with pytest.raises(SystemExit):
+        main(["run", "--task", "debug", "--cache", "sometimes"])
+    err = capsys.readouterr().err
+    assert all(mode in err for mode in CACHE_MODES)

@@ -19,7 +19,7 @@ from latte_lab.models import (
     import_cassettes,
     read_cassette,
 )
-from latte_lab.models.openai_client import OpenAIModel
+from latte_lab.models.providers.openai import OpenAIModel
 
 
 def record_trial(run_dir, replies, requests):

@@ -8,23 +8,25 @@ import pytest
 
 from latte_lab.errors import DataError
 from latte_lab.models import CostLedger, ModelResponse, Usage
-from latte_lab.models.ledger import DEFAULT_PRICES, find_price, load_prices
+from latte_lab.models.ledger import PRICES_ENV, find_price, load_prices
 
 
 def response(model, i, o, cached=False):
     return ModelResponse(text="x", usage=Usage(i, o), cached=cached, model=model)
 
 
-def test_shipped_price_table_is_complete():
-    prices = load_prices(DEFAULT_PRICES)
+def test_shipped_price_table_is_complete(monkeypatch):
+    monkeypatch.delenv(PRICES_ENV, raising=False)
+    prices = load_prices()
     assert {p.provider for p in prices} == {"openai", "anthropic"}
     for p in prices:
         assert p.input_per_mtok > 0 and p.output_per_mtok >= p.input_per_mtok
         assert "pricing" in p.source and len(p.as_of) == 10
 
 
-def test_dated_snapshots_match_their_alias_but_siblings_do_not():
-    prices = load_prices(DEFAULT_PRICES)
+def test_dated_snapshots_match_their_alias_but_siblings_do_not(monkeypatch):
+    monkeypatch.delenv(PRICES_ENV, raising=False)
+    prices = load_prices()
     assert find_price(prices, "gpt-4o-2024-08-06").model == "gpt-4o"
     assert find_price(prices, "claude-sonnet-4-5-20250929").model == "claude-sonnet-4-5"
     assert find_price(prices, "gpt-4o-mini").model == "gpt-4o-mini"
@@ -64,3 +66,21 @@ def test_bad_price_tables(tmp_path):
         load_prices(bad)
     with pytest.raises(DataError, match="not found"):
         load_prices(tmp_path / "missing.csv")
+
+
+def test_prices_env_overrides_the_bundled_table(tmp_path, monkeypatch):
+    table = tmp_path / "mine.csv"
+    table.write_text("provider,model,input_per_mtok,output_per_mtok,source,as_of\n"
+                     "openai,my-model,1.0,2.0,my contract,2026-01-01\n")
+    monkeypatch.setenv(PRICES_ENV, str(table))
+    assert [p.model for p in load_prices()] == ["my-model"]
+    monkeypatch.setenv(PRICES_ENV, str(tmp_path / "gone.csv"))
+    with pytest.raises(DataError, match=f"not found \\(from \\${PRICES_ENV}\\)"):
+        load_prices()
+
+
+def test_a_missing_bundled_table_is_an_error_not_an_empty_table(tmp_path, monkeypatch):
+    monkeypatch.delenv(PRICES_ENV, raising=False)
+    monkeypatch.setattr("latte_lab.data.files", lambda package: tmp_path)  # an installation without data files
+    with pytest.raises(DataError, match="bundled prices.csv is missing.*reinstall latte_lab"):
+        CostLedger()

@@ -24,8 +24,8 @@ from latte_lab.errors import (
     RateLimitError,
 )
 from latte_lab.models import CachedModel, Cassette, RecordingModel, ResponseCache, make_model
-from latte_lab.models.anthropic_client import AnthropicModel
-from latte_lab.models.openai_client import OpenAIModel, accepts_temperature, uses_max_completion_tokens
+from latte_lab.models.providers.anthropic import AnthropicModel
+from latte_lab.models.providers.openai import OpenAIModel, accepts_temperature, uses_max_completion_tokens
 
 FAST_RETRY = {"retry-after-ms": "20"}  # keeps retry tests quick while still going through the SDK's wait
 

@@ -7,7 +7,7 @@ from conftest_models import make_request
 
 from latte_lab.errors import ConfigError, ModelError
 from latte_lab.models import Model, ScriptedModel
-from latte_lab.models.scripted import estimate_tokens
+from latte_lab.models.base import estimate_tokens
 
 
 def test_list_replies_in_order_then_runs_out():

@@ -267,15 +267,18 @@ def _published_snapshots(root: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(schema.SNAPSHOT_COLUMNS))
 
 
-def load_published(path) -> TrialData:
-    """Read the authors' ``experiments/`` folder (as in ../shared/published) into tidy frames.
+def load_published(path=None) -> TrialData:
+    """Read the authors' ``experiments/`` folder into tidy frames; by default the copy bundled with latte_lab
+    (or ``$LATTE_PUBLISHED_DIR`` when set).
 
     Raises DataError naming the file when a required file is missing or malformed.
     """
-    root = Path(path)
+    from latte_lab import data
+
+    root = Path(path) if path is not None else data.published_dir()
     if not root.is_dir():
         raise DataError(f"published data folder {root} does not exist; point it at the authors' "
-                        "experiments/ folder (or set LATTE_PUBLISHED_DIR)")
+                        "experiments/ folder, or call load_published() for the copy bundled with latte_lab")
     return TrialData(trials=_published_trials(root), operator_usage=_published_operator_usage(root),
                      trajectories=_published_trajectories(root), snapshots=_published_snapshots(root),
                      source="published", path=str(root))

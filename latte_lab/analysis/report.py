@@ -1,6 +1,6 @@
 """Paper-vs-recomputed comparison and the writer behind ``latte-lab figures``.
 
-The paper's printed numbers live in ``data/paper_reference.csv`` (typed from the paper with their
+The paper's printed numbers live in ``latte_lab/data/paper_reference.csv`` (typed from the paper with their
 section, unit, precision and, for the known deviations of reference §11, the explanation); nothing in
 this package hard-codes them. :func:`compare_with_paper` recomputes every referenced number from a
 ``TrialData`` and says whether it agrees at the paper's precision.
@@ -8,6 +8,7 @@ this package hard-codes them. :func:`compare_with_paper` recomputes every refere
 
 from __future__ import annotations
 
+import io
 import math
 import os
 from pathlib import Path
@@ -15,12 +16,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from latte_lab import data as bundled
 from latte_lab import schema
 from latte_lab.analysis import figures, stats
 from latte_lab.errors import DataError
 
 REFERENCE_ENV = "LATTE_PAPER_REFERENCE"  # override of the reference CSV path
-DEFAULT_REFERENCE = Path(__file__).resolve().parents[2] / "data" / "paper_reference.csv"
+REFERENCE_FILE = "paper_reference.csv"  # bundled in latte_lab.data
 REFERENCE_COLUMNS = ("id", "section", "quantity", "metric", "task", "team", "model", "value", "sem",
                      "paper_text", "unit", "scale", "decimals", "rule", "status", "explained_by",
                      "explanation")
@@ -29,12 +31,18 @@ FLOAT_TOLERANCE = 1e-9  # rounding/truncation comparisons of printed decimals
 
 
 def paper_reference(path=None) -> pd.DataFrame:
-    """The paper's printed numbers (data/paper_reference.csv, or $LATTE_PAPER_REFERENCE, or ``path``)."""
-    path = Path(path or os.environ.get(REFERENCE_ENV) or DEFAULT_REFERENCE)
-    if not path.is_file():
-        raise DataError(f"paper reference table {path} not found; it ships in the repository's data/ "
-                        f"folder (set {REFERENCE_ENV} to its path)")
-    ref = pd.read_csv(path, dtype=str, keep_default_na=False)
+    """The paper's printed numbers: ``path``, else $LATTE_PAPER_REFERENCE, else the table bundled with latte_lab."""
+    explicit = path or os.environ.get(REFERENCE_ENV)
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise DataError(f"paper reference table {path} not found; unset {REFERENCE_ENV} and pass no path to "
+                            "use the table bundled with latte_lab")
+        source = path
+    else:
+        path = f"latte_lab's bundled {REFERENCE_FILE}"
+        source = io.StringIO(bundled.read_text(REFERENCE_FILE))
+    ref = pd.read_csv(source, dtype=str, keep_default_na=False)
     missing = [c for c in REFERENCE_COLUMNS if c not in ref.columns]
     if missing:
         raise DataError(f"malformed {path}: missing columns {missing}")

@@ -5,15 +5,29 @@ system prompt, messages, sampling parameters and a :class:`Scope` (trial seed, a
 It may also carry an :class:`AgentView`: the structured form of what the agent's prompt shows.
 Real providers ignore the view; the simulated model acts on it. The view is not part of the cache
 key (the prompt text already reflects it).
+
+Models that do not call a provider (simulated, scripted) report token usage with
+:func:`estimate_tokens`.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-DEFAULT_TEMPERATURE = 0.7  # the paper's sampling temperature (A4.4)
-DEFAULT_MAX_TOKENS = 4096  # the paper's output cap per call (A4.4); the released code used 8,192
+from latte_lab.config import DEFAULT_MAX_TOKENS, DEFAULT_TEMPERATURE
+
+CHARS_PER_TOKEN = 4  # rough English/code ratio of BPE tokenizers
+
+
+def estimate_tokens(text: str, tokens_per_char: float = 1 / CHARS_PER_TOKEN) -> int:
+    """Tokens for ``text``: its length times ``tokens_per_char``, rounded up (empty text is 0).
+
+    >>> estimate_tokens("abcdefgh"), estimate_tokens("abcdefghi"), estimate_tokens("")
+    (2, 3, 0)
+    """
+    return math.ceil(len(text) * tokens_per_char)
 
 
 @dataclass(frozen=True)

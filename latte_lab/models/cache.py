@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Self
 
+from latte_lab.config import CACHE_MODES, DEFAULT_CACHE_MODE
 from latte_lab.errors import CacheMissError, ConfigError, DataError
 from latte_lab.models.base import Message, ModelRequest, ModelResponse, Scope, Usage
 from latte_lab.models.keys import redact
@@ -37,7 +38,6 @@ CACHE_ENV = "LATTE_LAB_CACHE"
 DEFAULT_CACHE_PATH = Path("~/.cache/latte_lab/responses.sqlite")
 BUSY_TIMEOUT_MS = 60_000  # writers wait up to a minute for the lock; four sweep processes queue, never fail
 INIT_ATTEMPTS = 20  # schema creation can race with another process converting the file to WAL
-CACHE_MODES = ("read_write", "replay", "off")
 SHOWN_VALUE_CHARS = 60  # explain_miss shows short differing values inline, longer ones only by name
 
 _SCHEMA = """
@@ -340,7 +340,7 @@ class CachedModel:
     None), ``off`` (always call ``inner``).
     """
 
-    def __init__(self, inner, cache: ResponseCache, mode: str = "read_write"):
+    def __init__(self, inner, cache: ResponseCache, mode: str = DEFAULT_CACHE_MODE):
         if mode not in CACHE_MODES:
             raise ConfigError(f"unknown cache mode {mode!r}; use one of {', '.join(CACHE_MODES)}")
         if inner is None and mode != "replay":

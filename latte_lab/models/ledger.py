@@ -1,4 +1,7 @@
-"""CostLedger: tokens per call (agent, round), billed vs replayed, and dollars from ``data/prices.csv``.
+"""CostLedger: tokens per call (agent, round), billed vs replayed, and dollars from the price table.
+
+The price table ships with latte_lab (``latte_lab/data/prices.csv``, read as a package resource);
+``$LATTE_LAB_PRICES`` or ``CostLedger(prices=path)`` points at your own.
 
 Replayed tokens are those served from the cache or a cassette (``response.cached``): the trial used
 them, nobody paid for them now. Prices are list prices per million tokens, edited by users; a model
@@ -8,6 +11,7 @@ with no price row gets NaN dollars and a note, never an error.
 from __future__ import annotations
 
 import csv
+import io
 import math
 import os
 import re
@@ -15,10 +19,11 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from latte_lab import data
 from latte_lab.errors import DataError
 from latte_lab.models.base import ModelResponse
 
-DEFAULT_PRICES = Path(__file__).resolve().parents[2] / "data" / "prices.csv"
+PRICES_FILE = "prices.csv"  # bundled in latte_lab.data
 PRICES_ENV = "LATTE_LAB_PRICES"  # point at your own price table without editing the repository's
 PRICE_COLUMNS = ("provider", "model", "input_per_mtok", "output_per_mtok", "source", "as_of")
 # A provider's dated snapshot ("gpt-4o-2024-08-06", "claude-sonnet-4-5-20250929") bills like its alias.
@@ -36,25 +41,33 @@ class Price:
 
 
 def load_prices(path: str | os.PathLike | None = None) -> list[Price]:
-    """The price table (``$LATTE_LAB_PRICES``, else ``data/prices.csv``); a missing default file is empty."""
+    """The price table: ``path``, else ``$LATTE_LAB_PRICES``, else the one bundled with latte_lab.
+
+    >>> prices = load_prices()
+    >>> find_price(prices, "gpt-4o-2024-08-06").input_per_mtok     # a dated snapshot bills like its alias
+    2.5
+    """
     explicit = path if path is not None else os.environ.get(PRICES_ENV)
-    p = Path(explicit) if explicit else DEFAULT_PRICES
-    if not p.is_file():
-        if explicit:
-            raise DataError(f"price table {p} not found")
-        return []
-    with open(p, newline="", encoding="utf-8") as fh:
-        reader = csv.DictReader(fh)
-        missing = [c for c in PRICE_COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise DataError(f"price table {p} lacks column(s) {', '.join(missing)}; expected {PRICE_COLUMNS}")
-        prices = []
-        for n, row in enumerate(reader, 2):
-            try:
-                prices.append(Price(row["provider"].strip(), row["model"].strip(), float(row["input_per_mtok"]),
-                                    float(row["output_per_mtok"]), row["source"], row["as_of"]))
-            except ValueError:
-                raise DataError(f"price table {p} line {n}: prices must be numbers") from None
+    if explicit:
+        p = Path(explicit)
+        if not p.is_file():
+            raise DataError(f"price table {p} not found" + ("" if path is not None else f" (from ${PRICES_ENV})"))
+        return _parse_prices(p.read_text(encoding="utf-8"), str(p))
+    return _parse_prices(data.read_text(PRICES_FILE), f"latte_lab's bundled {PRICES_FILE}")
+
+
+def _parse_prices(text: str, where: str) -> list[Price]:
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in PRICE_COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise DataError(f"price table {where} lacks column(s) {', '.join(missing)}; expected {PRICE_COLUMNS}")
+    prices = []
+    for n, row in enumerate(reader, 2):
+        try:
+            prices.append(Price(row["provider"].strip(), row["model"].strip(), float(row["input_per_mtok"]),
+                                float(row["output_per_mtok"]), row["source"], row["as_of"]))
+        except (ValueError, TypeError, AttributeError):
+            raise DataError(f"price table {where} line {n}: prices must be numbers and every column filled") from None
     return prices
 
 
@@ -122,7 +135,8 @@ class CostLedger:
         replayed = [r for r in rows if r["cached"]]
         unpriced = sorted({r["model"] for r in rows if math.isnan(r["list_dollars"])})
         notes = [
-            f"no price for model {m!r}: add a row to data/prices.csv (or ${PRICES_ENV}); its dollars are NaN"
+            f"no price for model {m!r}: add a row to a copy of latte_lab/data/prices.csv and point ${PRICES_ENV} "
+            f"at it; its dollars are NaN"
             for m in unpriced
         ]
 

@@ -2,27 +2,22 @@
 
 No network, no randomness: each call takes the next reply (globally, or per agent), or asks a function.
 Token usage is estimated from text length so ledgers and metrics see plausible numbers.
+
+>>> from latte_lab.models.base import Message, ModelRequest, Scope
+>>> model = ScriptedModel({"Dev1": ['<claim_task id="t1" />']})
+>>> request = ModelRequest("scripted", "scripted", "You are Dev1.", [Message("user", "go")], scope=Scope(agent="Dev1"))
+>>> reply = model.generate(request)
+>>> reply.text, reply.usage.input_tokens, reply.usage.output_tokens
+('<claim_task id="t1" />', 4, 6)
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 
 from latte_lab.errors import ConfigError, ModelError
-from latte_lab.models.base import ModelRequest, ModelResponse, Usage
-
-DEFAULT_TOKENS_PER_CHAR = 0.25  # about four characters per token for English text and code
-
-
-def estimate_tokens(text: str, tokens_per_char: float = DEFAULT_TOKENS_PER_CHAR) -> int:
-    """Tokens for ``text`` at ``tokens_per_char`` (rounded up; empty text is 0).
-
-    >>> estimate_tokens("abcdefgh")
-    2
-    """
-    return math.ceil(len(text) * tokens_per_char)
+from latte_lab.models.base import CHARS_PER_TOKEN, ModelRequest, ModelResponse, Usage, estimate_tokens
 
 
 class ScriptedModel:
@@ -41,7 +36,7 @@ class ScriptedModel:
         replies: Sequence[str] | Mapping[str, Sequence[str]] | Callable[[ModelRequest], str],
         *,
         latency_s: float = 0.0,
-        tokens_per_char: float = DEFAULT_TOKENS_PER_CHAR,
+        tokens_per_char: float = 1 / CHARS_PER_TOKEN,
         model: str = "scripted",
     ):
         if isinstance(replies, str) or not (callable(replies) or isinstance(replies, (Mapping, Sequence))):

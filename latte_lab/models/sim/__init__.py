@@ -1,4 +1,15 @@
-"""Internals of the simulated model: source splicing, task skill, reply text and the role policy.
+"""The simulated model: a seeded offline policy that plays every role of every team.
 
-The public entry point is :class:`latte_lab.models.simulated.SimulatedModel`.
+:class:`SimulatedModel` (``model.py``) answers requests; its behaviour is set by a :class:`Profile`
+(``profiles.py``). Internals: source splicing (``source.py``), task skill (``skill.py``), the role
+policy (``policy.py``) and reply text (``text.py``).
+
+>>> from latte_lab.models.sim import PROFILES, SimulatedModel
+>>> sorted(PROFILES), SimulatedModel().profile.name
+(['careful', 'default', 'fast'], 'default')
 """
+
+from latte_lab.models.sim.model import SimulatedModel
+from latte_lab.models.sim.profiles import PROFILES, Profile, resolve_profile
+
+__all__ = ["PROFILES", "Profile", "SimulatedModel", "resolve_profile"]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from latte_lab.errors import ModelError
 from latte_lab.models.base import AgentView, ModelRequest
+from latte_lab.models.sim.profiles import Profile
 from latte_lab.models.sim.skill import TaskSkill, failures_in_text
 from latte_lab.models.sim.text import WORK_MARKER, Act, act, marked_task, tags_in
 from latte_lab.tasks.base import WorkUnit
@@ -49,7 +50,7 @@ class Turn:
 
     request: ModelRequest
     view: AgentView
-    profile: object  # latte_lab.models.simulated.Profile (duck-typed to avoid an import cycle)
+    profile: Profile
     skill: TaskSkill
     rng: random.Random
     notes: list[str] = field(default_factory=list)

@@ -10,7 +10,8 @@ import random
 import re
 from dataclasses import dataclass
 
-CHARS_PER_TOKEN = 4  # rough English/code ratio of BPE tokenizers; token counts are len(text) / 4
+from latte_lab.models.base import CHARS_PER_TOKEN
+
 WORK_MARKER = "Working on task"  # first words of a worker's rationale; the agent reads its own history
 _MARKER_RE = re.compile(rf"{WORK_MARKER} ([\w\-]+)")
 # Text that the parser would read as a tag: "<" followed by a letter, "/" or "!".
@@ -105,8 +106,3 @@ def marked_task(text: str) -> str | None:
     """The task an earlier reply said it was working on (the first ``Working on task X``)."""
     m = _MARKER_RE.search(text or "")
     return m.group(1) if m else None
-
-
-def estimate_tokens(text: str) -> int:
-    """Token estimate from text length (``CHARS_PER_TOKEN`` characters per token, at least 1)."""
-    return max(1, -(-len(text) // CHARS_PER_TOKEN))

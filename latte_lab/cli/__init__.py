@@ -1,23 +1,23 @@
 """The ``latte-lab`` command.
 
-Subcommands are wired here; their work lives in the library modules.
+Each subcommand module (``trial``, ``cache``, ``figures``, ``prices``) registers its subcommands with
+``add_parser(subparsers)``, setting ``func(args) -> exit code``; the work itself lives in the library.
+
+>>> args = build_parser().parse_args(["run", "--task", "debug"])
+>>> args.team, args.model, args.cache
+('latte', 'simulated', 'read_write')
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
+import os
 import sys
 
+from latte_lab.cli import cache, figures, prices, trial
 from latte_lab.errors import LatteError
 
-# Modules that contribute subcommands: each exposes ``add_parser(subparsers)`` which registers its
-# subcommand(s) with ``set_defaults(func=...)``; ``func(args) -> int`` is the exit code.
-_SUBCOMMAND_MODULES = (
-    "latte_lab.trial_cli",
-    "latte_lab.models.cli_cache",
-    "latte_lab.analysis.cli_figures",
-)
+SUBCOMMAND_MODULES = (trial, cache, figures, prices)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -25,13 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="latte-lab", description="Run, replay and analyse language-agent teams (latte_lab)."
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in _SUBCOMMAND_MODULES:
-        try:
-            module = importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name == name:
-                continue
-            raise
+    for module in SUBCOMMAND_MODULES:
         module.add_parser(sub)
     return parser
 
@@ -51,11 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         print("latte-lab: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # output piped into `head` and the like: stop quietly
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
 
 
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+__all__ = ["build_parser", "main"]

@@ -17,17 +17,16 @@ retry, or add follow-up tasks). Without a graph the Lead directs by broadcast ("
 certifies on green tests; peers announce "I'm taking X"; pipeline roles publish documents and the
 Engineer writes one file per turn.
 
-Tokens are estimated as ``len(text) / CHARS_PER_TOKEN`` (4) for the input (system prompt and messages)
-and the output; latency is ``base_latency_s + output_tokens / tokens_per_second`` and drives the trial's
+Tokens are estimated with :func:`latte_lab.models.base.estimate_tokens` (four characters per token) for
+the input (system prompt and messages) and the output; latency is ``base_latency_s + output_tokens / tokens_per_second`` and drives the trial's
 virtual clock.
 
 Determinism: every reply is a function of (scope.seed, scope.agent, scope.call_index), the structured
 view and the agent's own earlier replies; no global random state is used. Free tool-output text
 (timings, paths) does not enter the seed, so a trial replays identically on any machine.
 
->>> from latte_lab.models.simulated import PROFILES
->>> sorted(PROFILES)
-['careful', 'default', 'fast']
+>>> SimulatedModel("careful")
+SimulatedModel(profile='careful')
 """
 
 from __future__ import annotations
@@ -35,86 +34,14 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
-from latte_lab.errors import ConfigError, ModelError
-from latte_lab.models.base import ModelRequest, ModelResponse, Usage
+from latte_lab.errors import ModelError
+from latte_lab.models.base import ModelRequest, ModelResponse, Usage, estimate_tokens
 from latte_lab.models.sim.policy import Turn, decide, stable_seed
+from latte_lab.models.sim.profiles import Profile, resolve_profile
 from latte_lab.models.sim.skill import skill_for
-from latte_lab.models.sim.text import CHARS_PER_TOKEN, estimate_tokens, reply_text
-
-__all__ = ["CHARS_PER_TOKEN", "PROFILES", "Profile", "SimulatedModel", "estimate_tokens", "resolve_profile"]
-
-
-@dataclass(frozen=True)
-class Profile:
-    """Behavioural parameters of a simulated model (none of them names a team or an outcome)."""
-
-    name: str = "custom"
-    p_correct_patch: float = 0.85
-    """Probability that one unit's patch is the correct one (else its plausible wrong variant)."""
-    rounds_per_unit: tuple[float, float] = (0.5, 2.0)
-    """Rounds of thought before the first write on a unit of effort 1 (uniform in this range)."""
-    p_straggler: float = 0.08
-    """Probability that a subtask takes much longer than usual (a straggler)."""
-    straggler_extra_rounds: tuple[int, int] = (5, 9)
-    """Extra rounds a straggling subtask takes (uniform integer range)."""
-    p_reread: float = 0.5
-    """Probability of re-reading a file right before writing it (fewer lost updates, one more turn)."""
-    p_forget_complete: float = 0.05
-    """Probability of finishing a task without emitting complete_task (for a while)."""
-    verbosity: int = 60
-    """Tokens of rationale per reply (±25%)."""
-    chattiness: float = 0.2
-    """Probability of an optional status broadcast in a turn."""
-    base_latency_s: float = 2.0
-    """Seconds of latency per call before the first output token."""
-    tokens_per_second: float = 60.0
-    """Output speed; latency = base_latency_s + output tokens / tokens_per_second."""
-
-    def __post_init__(self) -> None:
-        for name in ("p_correct_patch", "p_straggler", "p_reread", "p_forget_complete", "chattiness"):
-            v = getattr(self, name)
-            if not 0.0 <= v <= 1.0:
-                raise ConfigError(f"Profile.{name} must be a probability in [0, 1], got {v!r}")
-        lo, hi = self.rounds_per_unit
-        if lo < 0 or hi < lo:
-            raise ConfigError(f"Profile.rounds_per_unit must be (low, high) with 0 <= low <= high, got "
-                              f"{self.rounds_per_unit!r}")
-        a, b = self.straggler_extra_rounds
-        if a < 0 or b < a:
-            raise ConfigError(f"Profile.straggler_extra_rounds must be (low, high) with 0 <= low <= high, got "
-                              f"{self.straggler_extra_rounds!r}")
-        if self.verbosity < 0 or self.base_latency_s < 0 or self.tokens_per_second <= 0:
-            raise ConfigError("Profile.verbosity and base_latency_s must be >= 0 and tokens_per_second > 0")
-
-
-PROFILES: dict[str, Profile] = {
-    "default": Profile(name="default"),
-    # A deliberate model: nearly always right, slower per subtask and per token, re-reads before
-    # writing, rarely forgets to close its task.
-    "careful": Profile(name="careful", p_correct_patch=0.97, rounds_per_unit=(1.0, 2.5), p_straggler=0.05,
-                       straggler_extra_rounds=(4, 8), p_reread=0.9, p_forget_complete=0.02, verbosity=110,
-                       chattiness=0.25, base_latency_s=3.0, tokens_per_second=40.0),
-    # A quick, sloppier model: wrong more often, rarely re-reads, more stragglers and forgotten
-    # completions, terse and fast.
-    "fast": Profile(name="fast", p_correct_patch=0.6, rounds_per_unit=(0.3, 1.2), p_straggler=0.15,
-                    straggler_extra_rounds=(5, 10), p_reread=0.15, p_forget_complete=0.15, verbosity=35,
-                    chattiness=0.1, base_latency_s=1.0, tokens_per_second=120.0),
-}
-
-
-def resolve_profile(profile: str | Profile) -> Profile:
-    """A Profile from a name (``"careful"``, ``"simulated/careful"``) or a Profile instance."""
-    if isinstance(profile, Profile):
-        return profile
-    name = str(profile or "default")
-    if name.startswith("simulated"):
-        name = name.partition("/")[2] or "default"
-    if name not in PROFILES:
-        raise ConfigError(f"unknown simulated profile {name!r}; known profiles: {', '.join(sorted(PROFILES))} "
-                          "(or pass Profile(...) for a custom one)")
-    return PROFILES[name]
+from latte_lab.models.sim.text import reply_text
 
 
 def _decision_key(request: ModelRequest) -> str:

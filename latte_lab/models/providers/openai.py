@@ -1,9 +1,7 @@
 """OpenAI chat-completions client (also any OpenAI-compatible server: vLLM, Ollama, LM Studio).
 
-Retries are the SDK's own (exponential backoff, honours ``Retry-After`` / ``retry-after-ms``, retries
-408/409/429/5xx and connection errors, never 400/401/403). SDK exceptions are mapped onto the
-latte_lab error hierarchy by :func:`map_sdk_error`, which the Anthropic client shares because both
-SDKs expose the same exception classes. Every message is passed through :func:`redact`.
+Retries are the SDK's own; SDK exceptions become latte_lab errors through
+:func:`latte_lab.models.providers._sdk.map_sdk_error`, shared with the Anthropic client.
 
 Parameter quirks of model families (the reason for :func:`chat_params`):
 
@@ -11,6 +9,12 @@ Parameter quirks of model families (the reason for :func:`chat_params`):
 * The reasoning families ``o1``/``o3``/``o4`` and the original ``gpt-5``/``gpt-5-mini``/``gpt-5-nano``
   reject any temperature other than 1, so temperature is not sent to them. ``gpt-5.1``/``gpt-5.2``
   and everything else receive it (the paper's runs sent 0.7 to ``gpt-5.2``).
+
+>>> from latte_lab.models.base import Message, ModelRequest
+>>> request = ModelRequest("openai", "o3-mini", "Be brief.", [Message("user", "hi")], max_tokens=64)
+>>> params = chat_params(request, "o3-mini")
+>>> params["max_completion_tokens"], "temperature" in params, [m["role"] for m in params["messages"]]
+(64, False, ['system', 'user'])
 """
 
 from __future__ import annotations
@@ -19,32 +23,16 @@ import re
 import time
 from typing import Any
 
-from latte_lab.errors import (
-    AuthenticationError,
-    ContextLengthError,
-    ModelError,
-    ModelResponseError,
-    ModelTimeoutError,
-    RateLimitError,
-)
+from latte_lab.config import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
+from latte_lab.errors import ModelError, ModelResponseError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
 from latte_lab.models.keys import get_api_key, redact
+from latte_lab.models.providers._sdk import map_sdk_error
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
-DEFAULT_MAX_RETRIES = 2  # the SDKs' default; enough for transient 429/5xx without hiding an outage
-DEFAULT_TIMEOUT_S = 600.0  # one call; long agent replies at 4k tokens finish well within 10 minutes
 MAX_COMPLETION_TOKENS_PREFIXES = ("o1", "o3", "o4", "gpt-5")  # families that renamed max_tokens
 # Families that accept only the default temperature (1): o-series and the original gpt-5 models.
 NO_TEMPERATURE_PATTERN = re.compile(r"^(o1|o3|o4)([-.].*)?$|^gpt-5(-mini|-nano)?(-\d{4}-\d{2}-\d{2})?$")
-CONTEXT_LENGTH_MARKERS = (
-    "context_length_exceeded",
-    "maximum context length",
-    "prompt is too long",
-    "context window",
-    "too many tokens",
-)
-ERROR_DETAIL_CHARS = 300  # enough of the provider's message to act on, short enough for a log line
-
 FINISH_REASONS = {"stop": "stop", "length": "length", "content_filter": "refusal", "tool_calls": "stop"}
 
 
@@ -72,64 +60,6 @@ def chat_params(request: ModelRequest, model: str) -> dict[str, Any]:
     if request.stop:
         params["stop"] = list(request.stop)
     return params
-
-
-def _detail(exc: BaseException) -> str:
-    text = " ".join(str(exc).split())
-    return redact(text[:ERROR_DETAIL_CHARS])
-
-
-def _is_context_length(exc: Any) -> bool:
-    haystack = f"{exc} {getattr(exc, 'body', '')} {getattr(exc, 'code', '')}".lower()
-    return any(marker in haystack for marker in CONTEXT_LENGTH_MARKERS)
-
-
-def map_sdk_error(
-    exc: BaseException, sdk: Any, *, provider: str, model: str, env_var: str, base_url: str | None,
-    max_retries: int, timeout_s: float,
-) -> ModelError:
-    """The latte_lab error for an exception raised by the ``openai`` or ``anthropic`` SDK module ``sdk``."""
-    where = redact(f"{provider}/{model}" + (f" at {base_url}" if base_url else ""))
-    detail = _detail(exc)
-    if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
-        status = getattr(exc, "status_code", "")
-        return AuthenticationError(
-            f"{where} refused the API key (HTTP {status}): {detail}. Check {env_var} in the environment "
-            f"or .env; it was not retried"
-        )
-    if isinstance(exc, sdk.RateLimitError):
-        return RateLimitError(
-            f"{where}: still rate limited after {max_retries} retries; lower concurrency or wait "
-            f"({detail})"
-        )
-    if isinstance(exc, sdk.APIStatusError) and exc.status_code in (400, 413) and _is_context_length(exc):
-        return ContextLengthError(
-            f"{where}: the request is longer than the model's context window ({detail}); shorten the "
-            f"history window or lower max_tokens. Not retried"
-        )
-    if isinstance(exc, sdk.APITimeoutError):
-        return ModelTimeoutError(
-            f"{where}: no answer within {timeout_s:g} s (after {max_retries} retries); raise timeout_s "
-            f"or check the server"
-        )
-    if isinstance(exc, sdk.APIConnectionError):
-        target = base_url or f"the {provider} API"
-        return ModelError(
-            f"{where}: could not connect to {target} ({detail}); is the server running and the base URL "
-            f"right?"
-        )
-    if isinstance(exc, sdk.APIResponseValidationError):
-        return ModelResponseError(f"{where}: the response did not have the expected shape ({detail})")
-    if isinstance(exc, sdk.InternalServerError):
-        return ModelError(
-            f"{where}: server error HTTP {exc.status_code} after {max_retries} retries ({detail}); "
-            f"try again later"
-        )
-    if isinstance(exc, sdk.APIStatusError):
-        return ModelError(f"{where}: HTTP {exc.status_code} ({detail})")
-    if isinstance(exc, ValueError):  # JSON decoding of a malformed body
-        return ModelResponseError(f"{where}: the server sent a body that is not valid JSON ({detail})")
-    return ModelError(f"{where}: {type(exc).__name__}: {detail}")
 
 
 class OpenAIModel:

@@ -1,6 +1,6 @@
 """Anthropic Messages client over the official SDK.
 
-Retries, Retry-After and error mapping work as for OpenAI (see :mod:`latte_lab.models.openai_client`).
+Retries, Retry-After and error mapping work as for OpenAI (see :mod:`latte_lab.models.providers._sdk`).
 The reply is the concatenation of all text blocks (the released code took only the first block, which
 drops text after a thinking or tool block).
 
@@ -9,6 +9,11 @@ signature (the SDK's migration guide says to pass them through ``extra_body``; t
 unchanged), and the API accepts only the default temperature for models released after Opus 4.6. So
 temperature and top_p travel in ``extra_body``, and ``send_temperature=False`` omits temperature for
 models that reject it (the request's temperature still keys the cache).
+
+>>> from latte_lab.models.base import Message, ModelRequest
+>>> request = ModelRequest("anthropic", "claude-x", "Be brief.", [Message("user", "hi")], max_tokens=64)
+>>> message_params(request, "claude-x")
+{'model': 'claude-x', 'max_tokens': 64, 'messages': [{'role': 'user', 'content': 'hi'}], 'extra_body': {'temperature': 0.7}, 'system': 'Be brief.'}
 """
 
 from __future__ import annotations
@@ -16,10 +21,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from latte_lab.config import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from latte_lab.errors import ModelError, ModelResponseError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
 from latte_lab.models.keys import get_api_key, redact
-from latte_lab.models.openai_client import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S, map_sdk_error
+from latte_lab.models.providers._sdk import map_sdk_error
 
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 STOP_REASONS = {

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from latte_lab.models.cache import CACHE_ENV, ResponseCache
+from latte_lab.models.cache import CACHE_ENV, DEFAULT_CACHE_PATH, ResponseCache
 from latte_lab.models.cassette import import_cassettes
 
 
 def _path_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default=None,
-                        help=f"cache file (default: ${CACHE_ENV}, else ~/.cache/latte_lab/responses.sqlite)")
+                        help=f"cache file (default: ${CACHE_ENV}, else {DEFAULT_CACHE_PATH})")
 
 
 def cmd_stats(args: argparse.Namespace) -> int:

@@ -5,18 +5,22 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from latte_lab.config import CACHE_MODES, DEFAULT_CACHE_MODE
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     run = sub.add_parser("run", help="run one trial and print one line per round")
     run.add_argument("--task", required=True, help="task id: debug, eda, textproc")
     run.add_argument("--team", default="latte", help="team id (see latte_lab.teams.names())")
     run.add_argument("--model", default="simulated",
-                     help="simulated[/profile] (offline), openai/<model>, anthropic/<model>")
+                     help="simulated[/profile] (offline), openai/<model>, anthropic/<model>, or a model name "
+                     "with --base-url")
     run.add_argument("--base-url", default=None, help="OpenAI-compatible server (vLLM, Ollama, LM Studio)")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--workers", type=int, default=4, dest="n_workers")
     run.add_argument("--max-rounds", type=int, default=None)
-    run.add_argument("--cache", default="read_write", choices=["read_write", "replay", "off"])
+    run.add_argument("--cache", default=DEFAULT_CACHE_MODE, choices=CACHE_MODES,
+                     help="response cache mode for provider models (replay: a miss is an error, no network)")
     run.add_argument("--runs-dir", default="runs")
     run.add_argument("--released", action="store_true",
                      help="reproduce the released code's behaviour (all paper-vs-code switches)")

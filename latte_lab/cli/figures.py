@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from latte_lab.data import PUBLISHED_ENV
 from latte_lab.errors import DataError
 
 
@@ -13,19 +14,24 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         "figures",
         help="write Figures 2-4, Table 2, the §5.1/§5.3 statistics and report.md",
         description="Regenerate the paper's figures and tables. --data is the authors' experiments/ "
-        "folder (e.g. ../shared/published) or a folder of latte_lab run directories (*/result.json).",
+        "folder or a folder of latte_lab run directories (*/result.json); without it, "
+        f"${PUBLISHED_ENV} when set, else the authors' published data bundled with latte_lab.",
     )
-    p.add_argument("--data", required=True, help="published experiments/ folder or a runs folder")
+    p.add_argument("--data", default=None,
+                   help=f"published experiments/ folder or a runs folder (default: ${PUBLISHED_ENV}, else the "
+                   "bundled published data)")
     p.add_argument("--out", default="figures/", help="output folder (default: figures/)")
-    p.add_argument("--reference", default=None, help="paper reference CSV (default: data/paper_reference.csv)")
+    p.add_argument("--reference", default=None,
+                   help="paper reference CSV (default: the table of the paper's printed numbers bundled with latte_lab)")
     p.set_defaults(func=run)
     return p
 
 
 def run(args) -> int:
+    from latte_lab import data as bundled
     from latte_lab.analysis import loaders, report
 
-    data_dir = Path(args.data)
+    data_dir = Path(args.data) if args.data else bundled.published_dir()
     if not data_dir.is_dir():
         raise DataError(f"--data {data_dir} is not a folder")
     if loaders.is_published_dir(data_dir):

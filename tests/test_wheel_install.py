@@ -1,0 +1,164 @@
+"""latte_lab as a user gets it from ``pip install``: a wheel built from this tree, installed into a fresh
+virtual environment outside the repository, with no latte_lab environment variable set.
+
+From there it prints the prices, regenerates Table 2 from the bundled published data, runs a priced trial
+and runs notebook 03. The fresh environment borrows the project venv's third-party packages (through a
+``.pth`` line; pip installs only the wheel, ``--no-deps``, offline), so the only latte_lab it can import
+is the installed wheel: every bundled file must have been packaged and found as a package resource.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import site
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from conftest_models import FakeProvider
+
+import latte_lab as ll
+from latte_lab.analysis import stats
+
+REPO = Path(__file__).resolve().parents[1]
+STEP_TIMEOUT_S = 300  # one build, install or command; each takes seconds, this only stops a hang
+LATTE_ENV_PREFIXES = ("LATTE_",)  # LATTE_PUBLISHED_DIR, LATTE_LAB_PRICES, LATTE_PAPER_REFERENCE, ...
+
+
+class Command:
+    """A command started now and awaited later, so the slow ones share the machine's cores."""
+
+    def __init__(self, cmd, *, cwd, env=None):
+        self.cmd = [str(c) for c in cmd]
+        self.proc = subprocess.Popen(self.cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+
+    def output(self, timeout=STEP_TIMEOUT_S) -> str:
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate()
+        assert self.proc.returncode == 0, f"{self.cmd} failed ({self.proc.returncode}):\n{out[-3000:]}\n{err[-3000:]}"
+        return out
+
+
+def _run(cmd, *, cwd, env=None) -> str:
+    return Command(cmd, cwd=cwd, env=env).output()
+
+
+NOTEBOOK_SCRIPT = """
+import nbformat
+from nbclient import NotebookClient
+
+nb = nbformat.read({notebook!r}, as_version=4)
+nb.cells.append(nbformat.v4.new_code_cell("import latte_lab; print(latte_lab.__file__)"))
+NotebookClient(nb, timeout={timeout}, kernel_name="python3").execute()
+print("kernel imported", nb.cells[-1].outputs[0]["text"].strip())
+print("published", nb.cells[1].outputs[0]["text"].splitlines()[0])
+"""
+
+
+def _clean_env(home: Path, **extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(LATTE_ENV_PREFIXES) and k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    env.update(HOME=str(home), MPLBACKEND="Agg", **extra)  # a fresh home: no user cache, no .env
+    return env
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory):
+    """(venv bin folder, a working folder outside the repository, a clean environment)."""
+    root = tmp_path_factory.mktemp("wheel")
+    src = root / "src"
+    src.mkdir()
+    shutil.copy(REPO / "pyproject.toml", src)
+    shutil.copy(REPO / "README.md", src)
+    shutil.copytree(REPO / "latte_lab", src / "latte_lab",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root / "dist", src],
+         cwd=root)
+    (wheel,) = (root / "dist").glob("latte_lab-*.whl")
+
+    venv = root / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=root)
+    fresh_site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
+    (fresh_site / "project_deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    _run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", "--no-deps",
+          "--no-index", wheel], cwd=root)
+
+    work = root / "work"
+    (work / "home").mkdir(parents=True)
+    env = _clean_env(work / "home")
+    where = _run([venv / "bin" / "python", "-c", "import latte_lab; print(latte_lab.__file__)"], cwd=work, env=env)
+    assert Path(where.strip()).is_relative_to(fresh_site), where  # the wheel, not this checkout
+    return venv / "bin", work, env
+
+
+@pytest.fixture(scope="module")
+def slow_commands(installed):
+    """``latte-lab figures`` and notebook 03, started together while the quick tests run."""
+    bin_dir, work, env = installed
+    notebook = REPO / "notebooks" / "03_reproduce_paper.ipynb"
+    commands = {
+        "figures": Command([bin_dir / "latte-lab", "figures", "--out", work / "figures"], cwd=work, env=env),
+        "notebook": Command([bin_dir / "python", "-c",
+                             NOTEBOOK_SCRIPT.format(notebook=str(notebook), timeout=STEP_TIMEOUT_S)],
+                            cwd=work, env=env),
+    }
+    yield commands
+    for command in commands.values():
+        if command.proc.poll() is None:
+            command.proc.kill()
+            command.proc.communicate()
+
+
+def test_prints_the_bundled_prices(installed, slow_commands):
+    bin_dir, work, env = installed
+    out = _run([bin_dir / "latte-lab", "prices"], cwd=work, env=env)
+    assert "from the table bundled with latte_lab" in out
+    gpt4o = next(line for line in out.splitlines() if line.split()[:2] == ["openai", "gpt-4o"])
+    assert gpt4o.split()[2:4] == ["2.50", "10.00"]
+
+
+def test_runs_a_priced_trial(installed, slow_commands):
+    bin_dir, work, env = installed
+    server = FakeProvider().start()  # answers every call with 11 input and 7 output tokens
+    try:
+        out = _run([bin_dir / "latte-lab", "run", "--task", "debug", "--model", "openai/gpt-4o-mini",
+                    "--base-url", server.openai_url, "--max-rounds", "2", "--cache", "off",
+                    "--runs-dir", work / "runs", "--quiet"],
+                   cwd=work, env={**env, "OPENAI_API_KEY": "sk-test-wheel-install-0000"})
+    finally:
+        server.stop()
+    assert "run directory:" in out
+    (result,) = (work / "runs").glob("*/result.json")
+    row = json.loads(result.read_text())["row"]
+    calls = server.hits
+    assert calls > 0 and row["total_tokens"] == calls * (11 + 7)
+    # gpt-4o-mini at the bundled list price: 0.15 $ per million input tokens, 0.60 $ per million output tokens
+    assert math.isclose(row["dollars"], calls * (11 * 0.15 + 7 * 0.60) / 1e6, rel_tol=1e-9)
+
+
+def test_regenerates_table2_from_the_bundled_published_data(installed, slow_commands):
+    _, work, _ = installed
+    out = slow_commands["figures"].output()
+    assert "published:" in out and "latte_lab/data/published" in out
+    ours = pd.read_csv(work / "figures" / "table2.csv")
+    expected = stats.table2(ll.load_published().trials).reset_index(drop=True)
+    pd.testing.assert_frame_equal(ours, expected, check_dtype=False)
+    assert "Paper vs recomputed" in (work / "figures" / "report.md").read_text()
+
+
+def test_runs_notebook_03(installed, slow_commands):
+    bin_dir, _, _ = installed
+    out = slow_commands["notebook"].output()
+    kernel_file = out.split("kernel imported ", 1)[1].splitlines()[0]
+    assert Path(kernel_file).is_relative_to(bin_dir.parent), out  # the kernel ran the installed wheel
+    assert "latte_lab/data/published" in out
