@@ -162,3 +162,17 @@ def test_runs_notebook_03(installed, slow_commands):
     kernel_file = out.split("kernel imported ", 1)[1].splitlines()[0]
     assert Path(kernel_file).is_relative_to(bin_dir.parent), out  # the kernel ran the installed wheel
     assert "latte_lab/data/published" in out
+
+
+def test_bundled_published_data_is_the_authors_folder_unmodified():
+    from latte_lab.data import bundled_published_dir
+
+    bundled = bundled_published_dir()
+    source = (bundled / "SOURCE.md").read_text()
+    assert "github.com/emieczkowski/latte" in source and "8647e3b" in source and "2605.06320" in source
+    original = REPO.parent / "shared" / "published"  # the copy this one was taken from, where present
+    if not original.is_dir():
+        pytest.skip("../shared/published is not beside this checkout")
+    theirs = {p.relative_to(original): p.read_bytes() for p in original.rglob("*") if p.is_file()}
+    ours = {p.relative_to(bundled): p.read_bytes() for p in bundled.rglob("*") if p.is_file()}
+    assert ours.pop(Path("README.md")) and ours == theirs  # the same bytes, plus our README
