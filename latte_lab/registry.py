@@ -120,7 +120,12 @@ class Registry:
     def names(self) -> list[str]:
         """Registered names, built-ins first (in declaration order), then the user's, in order added."""
         self._load()
-        return list(self._entries)
+        # Built-ins register on import, and imports may come in any order (doctest collection, a user
+        # importing latte_lab.teams.static first): order them by their module's declaration.
+        rank = {module: i for i, module in enumerate(self._builtin_modules)}
+        builtin = sorted((n for n, c in self._entries.items() if self._builtin(c)),
+                         key=lambda n: rank[self._entries[n].__module__])
+        return builtin + [n for n, c in self._entries.items() if not self._builtin(c)]
 
     def aliases(self) -> dict[str, str]:
         """alias -> registered name."""
@@ -134,7 +139,7 @@ class Registry:
         if key not in self._entries:
             alias_note = f" (aliases: {', '.join(sorted(self._aliases))})" if self._aliases else ""
             raise ConfigError(f"unknown {self.kind} {name!r}; known {self.kind}s: "
-                              f"{', '.join(self._entries)}{alias_note}")
+                              f"{', '.join(self.names())}{alias_note}")
         return key
 
     def get(self, name: str) -> type:
