@@ -21,7 +21,7 @@ import latte_lab
 PACKAGE = Path(latte_lab.__file__).parent
 
 # Bottom up, as in DESIGN.md. A module belongs to the layer of the longest prefix below that names it;
-# command-line modules sit at the top wherever they live. config (defaults, aliases) and the generic
+# the command line sits at the top. config (defaults, aliases) and the generic
 # registry sit with the errors.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "config", "registry", "data"),
@@ -34,7 +34,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("trial",),
     ("sweep", "analysis", "scheduling"),
     ("viz",),
-    ("cli", "trial_cli", "analysis.cli_figures", "models.cli_cache"),
+    ("cli",),
 ]
 TOP = len(LAYERS)  # latte_lab/__init__.py re-exports the public API from every layer
 
