@@ -15,8 +15,8 @@ import time
 from pathlib import Path
 
 import latte_lab as ll
-from latte_lab import workspace as wsmod
-from latte_lab.workspace import Workspace, clear_memo, memo_key
+from latte_lab.sandbox import clear_memo, memo_key, run_pytest, zygote
+from latte_lab.workspace import Workspace
 
 REPEATS = 20  # run_tests calls per condition
 TESTS_PER_FILE = 10  # three files -> 30 tests
@@ -69,7 +69,7 @@ def timed_runs(ws: Workspace) -> list[float]:
 
 def debug_distinct_runs(root: Path, use_zygote: bool) -> tuple[list[float], list[tuple]]:
     """REPEATS memo-missing runs of the debug task's public suite (the module differs by a comment)."""
-    wsmod.USE_ZYGOTE = use_zygote
+    zygote.USE_ZYGOTE = use_zygote
     task = ll.tasks.get("debug")
     ws = Workspace(root, memo=True)
     task.setup(ws)
@@ -88,11 +88,11 @@ def debug_distinct_runs(root: Path, use_zygote: bool) -> tuple[list[float], list
 
 def bench_zygote(tmp: Path) -> None:
     clear_memo()
-    wsmod.shutdown_zygotes()
+    zygote.shutdown_zygotes()
     by_exec, exec_outcomes = debug_distinct_runs(tmp / "debug-exec", use_zygote=False)
-    wsmod.USE_ZYGOTE = True
+    zygote.USE_ZYGOTE = True
     start = time.perf_counter()
-    wsmod.run_pytest(tmp / "debug-exec", ["--collect-only"], timeout=60)  # starts the zygote
+    run_pytest(tmp / "debug-exec", ["--collect-only"], timeout=60)  # starts the zygote
     first = time.perf_counter() - start
     by_zygote, zygote_outcomes = debug_distinct_runs(tmp / "debug-zygote", use_zygote=True)
     assert exec_outcomes == zygote_outcomes, "exec path and zygote disagree"

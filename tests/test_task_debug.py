@@ -15,6 +15,7 @@ import pytest
 
 import latte_lab as ll
 from latte_lab.errors import TaskError, WorkspaceError
+from latte_lab.sandbox import outcomes_by_class, parse_junit
 from latte_lab.tasks.debug import (
     CHECK_ONLY_PREFIX,
     COMPOSITES,
@@ -25,7 +26,7 @@ from latte_lab.tasks.debug import (
     top_level_defs,
 )
 from latte_lab.tasks.suite import count_tests as suite_classes
-from latte_lab.tasks.suite import parse_junit, score
+from latte_lab.tasks.suite import score
 from latte_lab.workspace import Workspace, extract_symbols
 
 EXPECTED_CLASSES = {
@@ -271,16 +272,16 @@ def test_score_counts_tests_that_never_ran_as_errors():
 
 def test_parse_junit_reads_outcomes_per_class():
     xml = """<testsuites><testsuite>
-      <testcase classname="test_suite.TestRms" name="test_a"/>
-      <testcase classname="test_suite.TestRms" name="test_b"><failure message="x"/></testcase>
-      <testcase classname="test_suite.TestRms" name="test_c"><failure/><error/></testcase>
-      <testcase classname="test_suite.TestDownsample" name="test_d"><skipped/></testcase>
-      <testcase classname="" name="test_suite"><error message="collection failure"/></testcase>
+      <testcase classname="test_suite.TestRms" name="test_a" file="test_suite.py"/>
+      <testcase classname="test_suite.TestRms" name="test_b" file="test_suite.py"><failure message="x"/></testcase>
+      <testcase classname="test_suite.TestRms" name="test_c" file="test_suite.py"><failure/><error/></testcase>
+      <testcase classname="test_suite.TestDownsample" name="test_d" file="test_suite.py"><skipped/></testcase>
+      <testcase classname="" name="test_suite" file="test_suite.py"><error message="collection failure"/></testcase>
     </testsuite></testsuites>"""
-    assert parse_junit(xml) == {
+    assert outcomes_by_class(parse_junit(xml)) == {
         "TestRms": {"test_a": "passed", "test_b": "failed", "test_c": "error"},
         "TestDownsample": {"test_d": "skipped"},
-        "": {"test_suite": "error"},
+        "test_suite": {"test_suite.py": "error"},
     }
 
 

@@ -22,9 +22,10 @@ import pytest
 import latte_lab as ll
 from latte_lab.errors import WorkspaceError
 from latte_lab.models.sim.source import splice
+from latte_lab.sandbox import outcomes_by_class, parse_junit
 from latte_lab.tasks import eda as eda_pkg
 from latte_lab.tasks.eda import generator
-from latte_lab.tasks.suite import count_tests, parse_junit
+from latte_lab.tasks.suite import count_tests
 from latte_lab.workspace import Workspace
 
 HIDDEN_PATH = Path(eda_pkg.__file__).parent / "hidden" / "test_hidden.py"
@@ -220,12 +221,12 @@ def test_evaluate_start_and_solution_end_to_end(task, solution, tmp_path):
 
 def test_parse_junit_reads_outcomes():
     xml = (
-        '<testsuites><testsuite><testcase classname="test_hidden.TestA" name="t1"/>'
-        '<testcase classname="test_hidden.TestA" name="t2"><failure message="x"/></testcase>'
-        '<testcase classname="test_hidden.TestB" name="t3"><error message="y"/></testcase>'
+        '<testsuites><testsuite><testcase classname="test_hidden.TestA" name="t1" file="test_hidden.py"/>'
+        '<testcase classname="test_hidden.TestA" name="t2" file="test_hidden.py"><failure message="x"/></testcase>'
+        '<testcase classname="test_hidden.TestB" name="t3" file="test_hidden.py"><error message="y"/></testcase>'
         "</testsuite></testsuites>"
     )
-    assert parse_junit(xml) == {"TestA": {"t1": "passed", "t2": "failed"}, "TestB": {"t3": "error"}}
+    assert outcomes_by_class(parse_junit(xml)) == {"TestA": {"t1": "passed", "t2": "failed"}, "TestB": {"t3": "error"}}
 
 
 def test_count_tests_counts_parametrized_cases():

@@ -2,7 +2,8 @@
 
 Shared by every task (debug scores its public suite this way). The suite runs in a temporary copy of the workspace
 plus the hidden files, so hidden tests never reach the agents' workspace. Outcomes come from
-pytest's JUnit XML report; the denominators come from the suite's source (test methods per class,
+pytest's JUnit XML report, read by the sandbox's pytest runner as for every test run
+(:func:`latte_lab.sandbox.pytest.parse_junit`); the denominators come from the suite's source (test methods per class,
 ``pytest.mark.parametrize`` with a literal list counted per value), so a suite that fails to collect
 still scores 0 of its full size instead of 0 of 0.
 """
@@ -10,10 +11,7 @@ still scores 0 of its full size instead of 0 of 0.
 from __future__ import annotations
 
 import ast
-import tempfile
-import xml.etree.ElementTree as ET
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from latte_lab.errors import TaskError
@@ -22,7 +20,6 @@ from latte_lab.tasks.base import EvalResult
 if TYPE_CHECKING:  # pragma: no cover
     from latte_lab.workspace import Workspace
 
-JUNIT_NAME = "hidden_junit.xml"  # report file, written outside the copy the suite runs in
 # Root pytest configuration the agents may have written (fixtures, addopts, a different rootdir
 # config) is neutralised in the copy, so only their code is judged: an empty conftest.py, and a
 # pytest.ini, which pytest prefers over every other configuration file.
@@ -58,29 +55,6 @@ def count_tests(source: str) -> dict[str, int]:
     return counts
 
 
-def parse_junit(xml_text: str) -> dict[str, dict[str, str]]:
-    """{class name: {test name: "passed" | "failed" | "error" | "skipped"}} from a JUnit report."""
-    outcomes: dict[str, dict[str, str]] = {}
-    root = ET.fromstring(xml_text)
-    for case in root.iter("testcase"):
-        cls = case.get("classname", "").rsplit(".", 1)[-1]
-        kinds = {child.tag for child in case}
-        if "error" in kinds:
-            outcome = "error"
-        elif "failure" in kinds:
-            outcome = "failed"
-        elif "skipped" in kinds:
-            outcome = "skipped"
-        else:
-            outcome = "passed"
-        bucket = outcomes.setdefault(cls, {})
-        name = case.get("name", "")
-        # A test failing in its body and erroring in teardown appears twice; keep the worse outcome.
-        if bucket.get(name) not in ("failed", "error"):
-            bucket[name] = outcome
-    return outcomes
-
-
 def run_hidden_suite(
     workspace: Workspace,
     hidden: Mapping[str, str],
@@ -96,30 +70,28 @@ def run_hidden_suite(
     ``missing`` overrides the default "required output absent from the workspace" check; ``timeout``
     overrides the workspace's test timeout; scoring as in :func:`score`.
     """
-    from latte_lab.workspace import run_pytest
+    from latte_lab.sandbox.pytest import outcomes_by_class, run_pytest
 
     if suite_path not in hidden:
         raise TaskError(f"hidden suite {suite_path!r} is not among the hidden files {sorted(hidden)}")
     totals = count_tests(hidden[suite_path])
     if missing is None:
         missing = tuple(p for p in required_outputs if not workspace.exists(p))
-    with tempfile.TemporaryDirectory(prefix="latte_hidden_") as tmp:
-        report = Path(tmp) / JUNIT_NAME
-        # run_pytest copies the workspace to its own temporary directory before adding ``hidden``.
-        run = run_pytest(
-            workspace.root,
-            [suite_path, f"--junitxml={report}", "-o", "junit_family=xunit1"],
-            extra_files={**NEUTRAL_CONFIG, **hidden},
-            **({"timeout": timeout} if timeout is not None else {}),
-        )
-        outcomes = parse_junit(report.read_text(encoding="utf-8")) if report.exists() else {}
+    # run_pytest copies the workspace to its own temporary directory before adding ``hidden``.
+    run = run_pytest(
+        workspace.root,
+        [suite_path],
+        extra_files={**NEUTRAL_CONFIG, **hidden},
+        **({"timeout": timeout} if timeout is not None else {}),
+    )
+    outcomes = outcomes_by_class(run.cases)
     output = run.stdout[-4000:] + (run.stderr[-2000:] if run.stderr else "")
     return score(totals, outcomes, tuple(missing), output, skipped_as=skipped_as)
 
 
 def score(totals: Mapping[str, int], outcomes: Mapping[str, Mapping[str, str]], missing: tuple[str, ...],
           output: str, *, skipped_as: str = "failed") -> EvalResult:
-    """Folds per-test outcomes (``parse_junit``) into an EvalResult with per-class counts.
+    """Folds per-test outcomes (``outcomes_by_class``) into an EvalResult with per-class counts.
 
     Denominators are the suite's own (``totals``): tests that never ran (a collection error, a
     timeout) count as errors. Skipped tests count as ``skipped_as`` ("failed" or "error"): a test the

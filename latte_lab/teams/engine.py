@@ -9,8 +9,6 @@ recorded order, so a trial replays exactly.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,61 +18,31 @@ from latte_lab.errors import LatteError, WorkspaceError
 from latte_lab.events import REPLY_LOG_CHARS, EventLog
 from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
+from latte_lab.teams.replies import (
+    EVENT_OUTPUT_TAIL,
+    PLANNING_TESTS_TAIL,
+    TEST_STATUS_TAIL,  # noqa: F401 - the flat teams import it from here
+    TESTS_REPLY_TAIL,
+    run_script_reply,
+    run_tests_reply,
+    stable_output,
+    stable_tail,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from latte_lab.config import TrialConfig
+    from latte_lab.sandbox.pytest import TestRun
     from latte_lab.tasks.base import Task
-    from latte_lab.workspace import TestRun, Workspace
+    from latte_lab.workspace import Workspace
 
 LEAD_WINDOW = 10  # Lead's history window during execution, in messages (paper A4.1)
 WORKER_WINDOW = 20  # every other agent's history window, in messages (paper A4.1)
 PLANNING_WINDOW = 20  # the Lead's window while planning (released code)
 READY_PREVIEW_CHARS = 600  # description characters shown per ready task (reference §6)
-# run_script replies keep the last 3,000 characters of stdout and 1,000 of stderr (reference §6):
-# latte_lab.workspace.script_reply applies them.
-TESTS_REPLY_TAIL = 1500  # run_tests reply: last characters of the output (reference §6)
-PLANNING_TESTS_TAIL = 2000  # run_tests reply during planning (reference §6)
-TEST_STATUS_TAIL = 1500  # flat teams' per-round test-status injection (reference §6)
-EVENT_OUTPUT_TAIL = 2000  # output tail stored in run_tests/run_script events
 # The virtual clock charges tools a nominal cost so that it stays deterministic across replays and
 # machines; measured seconds are recorded separately as real_seconds.
 VIRTUAL_TEST_SECONDS = 2.0
 VIRTUAL_SCRIPT_SECONDS = 1.0
-
-
-_DURATION_RE = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d+:\d+\))?")
-_ADDRESS_RE = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
-_PATH_STOP = frozenset(" \t\n'\"<>:(=,[")  # characters that cannot be part of a path in tool output
-
-
-def _strip_workspace_paths(text: str) -> str:
-    """Drops absolute ``.../workspace/`` prefixes (a trial's workspace is <run_dir>/workspace, and a
-    memoised test result may carry another trial's path). A scan, not a regex: this runs on every reply."""
-    marker = "/workspace/"
-    out, i = [], 0
-    while (j := text.find(marker, i)) >= 0:
-        k = j
-        while k > i and text[k - 1] not in _PATH_STOP:
-            k -= 1
-        out.append(text[i:k] if text[k] == "/" else text[i:j + len(marker)])
-        i = j + len(marker)
-    out.append(text[i:])
-    return "".join(out)
-
-
-def stable_output(text: str, roots: Iterable[str] = ()) -> str:
-    """Tool output without what changes from run to run: pytest's timing ("5 passed in 0.09s" ->
-    "5 passed"), object addresses in tracebacks ("object at 0x7f6a24fcd750" -> "object at 0x…") and
-    the workspace's absolute path (``roots``, shown as "."). Prompts, events, cached responses and
-    replays must not depend on them."""
-    for root in sorted({r.rstrip("/") for r in roots if r}, key=len, reverse=True):
-        if root in text:
-            text = text.replace(root + "/", "").replace(root, ".")
-    if "/workspace/" in text:
-        text = _strip_workspace_paths(text)
-    if "0x" in text:  # the regexes only run when they can match: this is on every tool reply
-        text = _ADDRESS_RE.sub("0x…", text)
-    return _DURATION_RE.sub("", text) if " in " in text else text
 
 
 @dataclass
@@ -222,15 +190,18 @@ class Team:
             return 0, 0
         return run.passed, run.passed + run.failed
 
+    def roots(self) -> tuple[str, str]:
+        """The workspace's absolute paths, as tool output may show them."""
+        root = self.ws.root
+        return str(root), str(root.resolve())
+
     def stable(self, text: str) -> str:
         """``stable_output`` for this trial's workspace."""
-        root = self.ws.root
-        return stable_output(text, (str(root), str(root.resolve())))
+        return stable_output(text, self.roots())
 
     def stable_tail(self, text: str, n: int) -> str:
-        """The last ``n`` characters of ``stable(text)``, normalising only a window of the end (tool
-        output can be large; normalisation only ever shortens text, so a 4n window is enough)."""
-        return self.stable(text[-4 * n:])[-n:]
+        """``stable_tail`` for this trial's workspace."""
+        return stable_tail(text, n, self.roots())
 
     def project_text(self) -> str:
         """The project introduction every agent receives: title, description, criteria, files."""
@@ -396,8 +367,6 @@ class Team:
         agent.receive(f"=== {action.path} ===\n{shown}{note}")
 
     def do_run_script(self, agent: Agent, action) -> None:
-        from latte_lab.workspace import script_reply
-
         try:
             run = self.ws.run_script(action.path)
         except WorkspaceError as exc:
@@ -410,7 +379,7 @@ class Team:
                       timed_out=run.timed_out, real_seconds=run.seconds,
                       stdout_tail=self.stable_tail(run.stdout, EVENT_OUTPUT_TAIL),
                       stderr_tail=self.stable_tail(run.stderr, EVENT_OUTPUT_TAIL))
-        agent.receive(self.stable(script_reply(run)))
+        agent.receive(run_script_reply(run, self.roots()))
 
     def run_tests(self, by: str = SYSTEM_AGENT) -> TestRun:
         """Runs the public tests (memoised on identical workspace contents) and logs the run."""
@@ -423,10 +392,8 @@ class Team:
         return run
 
     def tests_text(self, run: TestRun, tail: int = TESTS_REPLY_TAIL) -> str:
-        out = self.stable_tail(run.stdout + ("\n" + run.stderr if run.stderr.strip() else ""), tail).strip()
-        if run.ok:
-            return "✅ Tests passed!\n" + out[-tail:]
-        return "❌ Tests failed:\n" + out[-tail:]
+        """``run_tests_reply`` for this trial's workspace."""
+        return run_tests_reply(run, tail, self.roots())
 
     def do_run_tests(self, agent: Agent, action) -> None:
         run = self.run_tests(by=agent.name)

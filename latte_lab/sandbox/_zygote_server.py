@@ -1,7 +1,7 @@
 """A pre-warmed fork server ("zygote") for sandboxed pytest runs.
 
-Started by :mod:`latte_lab.workspace` as ``python .../latte_lab/_zygote.py <control fd>`` (the file path,
-like :mod:`latte_lab._sandbox_child`, so a workspace can never shadow it), with the same allowlisted
+Started by :mod:`latte_lab.sandbox.zygote` as ``python .../latte_lab/sandbox/_zygote_server.py <control fd>``
+(the file path, like :mod:`latte_lab.sandbox._child`, so a workspace can never shadow it), with the same allowlisted
 environment as any sandbox run minus the per-run variables (no ``PYTHONPATH``, no run marker, a private
 ``HOME``), so it never holds a key and never sees a workspace. It imports pytest, pytest's built-in
 plugins and ``runpy`` (what ``python -m pytest`` imports before it runs anything from the workspace),
@@ -16,7 +16,7 @@ Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
 * control socket, parent -> zygote, per run: ``{"cwd", "env", "limits", "args"}`` with three file
   descriptors attached (``SCM_RIGHTS``): the write ends of the run's stdout and stderr pipes and one end
   of a fresh per-run reply socket. ``env`` is the run's *whole* environment (built by the parent from its
-  allowlist), ``limits`` the json dict of :func:`_sandbox_child.apply_limits`, ``args`` pytest's
+  allowlist), ``limits`` the json dict of :func:`_child.apply_limits`, ``args`` pytest's
   arguments (what follows ``python -m pytest``);
 * reply socket, per run: ``{"pid": <child>, "leader": <reaper>}`` once the run started, then
   ``{"status": <wait status of the child>, "orphans": <bool>}`` when it ended (or ``{"error": ...}``).
@@ -28,7 +28,7 @@ descendant of it, where the parent's process-tree kill finds it (a forked proces
 initial environment in ``/proc/<pid>/environ``, so the run marker cannot find those). The reaper ignores
 SIGTERM so that it survives the parent's SIGTERM round and is only SIGKILLed together with the rest.
 
-The child calls ``setsid()``, sets the rlimits (:func:`_sandbox_child.apply_limits`), points fds 0/1/2
+The child calls ``setsid()``, sets the rlimits (:func:`_child.apply_limits`), points fds 0/1/2
 at ``/dev/null`` and the two pipes, closes every other descriptor, ``chdir``s into the workspace,
 replaces ``os.environ`` with the run's environment, rebuilds ``sys.path`` as ``python -m pytest`` would
 (the working directory, then ``PYTHONPATH``, then the interpreter's own path), drops the modules only the
@@ -72,16 +72,14 @@ import signal  # noqa: E402
 import socket  # noqa: E402
 import traceback  # noqa: E402
 
-EXIT_SETUP_FAILED = 126  # as _sandbox_child: "found but could not be executed"
+EXIT_SETUP_FAILED = 126  # as _child: "found but could not be executed"
 MAX_MESSAGE_BYTES = 2**20  # one request (env + args); SOCK_SEQPACKET keeps message boundaries
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
 def _load_limits():
-    """``apply_limits`` of ``_sandbox_child.py`` (beside this file), imported by path, not by name."""
-    spec = importlib.util.spec_from_file_location(
-        "_latte_lab_sandbox_child", os.path.join(_HERE or ".", "_sandbox_child.py")
-    )
+    """``apply_limits`` of ``_child.py`` (beside this file), imported by path, not by name."""
+    spec = importlib.util.spec_from_file_location("_latte_lab_sandbox_child", os.path.join(_HERE or ".", "_child.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module.apply_limits

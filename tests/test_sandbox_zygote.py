@@ -17,8 +17,13 @@ from pathlib import Path
 import pytest
 
 import latte_lab as ll
-from latte_lab import workspace as wsmod
-from latte_lab.workspace import SandboxLimits, TestRun, Workspace, clear_memo, run_pytest
+from latte_lab.sandbox import SandboxLimits, TestRun, clear_memo, run_pytest
+from latte_lab.sandbox import limits as lim
+from latte_lab.sandbox import pytest as sbpytest
+from latte_lab.sandbox import run as runmod
+from latte_lab.sandbox import zygote as zyg
+from latte_lab.sandbox.process import MARKER_VAR
+from latte_lab.workspace import Workspace
 
 needs_zygote = pytest.mark.skipif(
     not (hasattr(os, "fork") and Path("/proc/self/stat").exists()), reason="the zygote needs fork and /proc"
@@ -49,7 +54,7 @@ class Launches:
     def __init__(self, monkeypatch):
         self.zygote = 0
         self.exec = 0
-        real = wsmod._zygote_launch
+        real = zyg.launch
 
         def spy(*args, **kwargs):
             run = real(*args, **kwargs)
@@ -59,32 +64,32 @@ class Launches:
                 self.zygote += 1
             return run
 
-        monkeypatch.setattr(wsmod, "_zygote_launch", spy)
+        monkeypatch.setattr(zyg, "launch", spy)
 
 
 @pytest.fixture
 def launches(monkeypatch) -> Launches:
-    monkeypatch.setattr(wsmod, "USE_ZYGOTE", True)
-    monkeypatch.delenv(wsmod.ZYGOTE_DISABLE_VAR, raising=False)
+    monkeypatch.setattr(zyg, "USE_ZYGOTE", True)
+    monkeypatch.delenv(zyg.ZYGOTE_DISABLE_VAR, raising=False)
     return Launches(monkeypatch)
 
 
 @pytest.fixture
 def isolated_zygote_state():
     """Tests that break or replace the zygote: start from none and leave none behind."""
-    wsmod.shutdown_zygotes()
-    saved = dict(wsmod._ZYGOTE_STATE)
-    wsmod._ZYGOTE_STATE.update(start_failures=0, warned=False)
+    zyg.shutdown_zygotes()
+    saved = dict(zyg._ZYGOTE_STATE)
+    zyg._ZYGOTE_STATE.update(start_failures=0, warned=False)
     yield
-    wsmod.shutdown_zygotes()
-    wsmod._ZYGOTE_STATE.update(start_failures=saved["start_failures"], warned=saved["warned"])
+    zyg.shutdown_zygotes()
+    zyg._ZYGOTE_STATE.update(start_failures=saved["start_failures"], warned=saved["warned"])
 
 
 def both_ways(monkeypatch, fn):
     """(exec-path result, zygote result) of ``fn()``."""
-    monkeypatch.setattr(wsmod, "USE_ZYGOTE", False)
+    monkeypatch.setattr(zyg, "USE_ZYGOTE", False)
     by_exec = fn()
-    monkeypatch.setattr(wsmod, "USE_ZYGOTE", True)
+    monkeypatch.setattr(zyg, "USE_ZYGOTE", True)
     by_zygote = fn()
     return by_exec, by_zygote
 
@@ -110,13 +115,13 @@ def _task_runs(name: str, root: Path, monkeypatch) -> dict[str, object]:
                 ws.setup_file(path, text)
         workspaces[state] = ws
     hidden: dict[int, TestRun] = {}
-    real_run_pytest = wsmod.run_pytest
+    real_run_pytest = sbpytest.run_pytest
 
     def spy(*args, **kwargs):
         hidden[threading.get_ident()] = real_run_pytest(*args, **kwargs)
         return hidden[threading.get_ident()]
 
-    monkeypatch.setattr(wsmod, "run_pytest", spy)
+    monkeypatch.setattr(sbpytest, "run_pytest", spy)
     results: dict[str, object] = {}
 
     def public_runs() -> None:
@@ -185,9 +190,9 @@ def test_process_state_matches_a_fresh_interpreter(tmp_path, monkeypatch, launch
     by_exec, by_zygote = both_ways(monkeypatch, probe)
     assert launches.zygote == 1
     for seen in (by_exec, by_zygote):
-        for var in ("HOME", "TMPDIR", wsmod.SANDBOX_MARKER_VAR):
+        for var in ("HOME", "TMPDIR", MARKER_VAR):
             assert seen["env"].pop(var)  # per-run values
-        assert not any(w in k.upper() for k in seen["env"] for w in wsmod.FORBIDDEN_ENV_WORDS)
+        assert not any(w in k.upper() for k in seen["env"] for w in runmod.FORBIDDEN_ENV_WORDS)
     assert by_zygote["env"] == by_exec["env"]
     assert by_zygote["path"] == by_exec["path"] and by_zygote["path"][0] == str(ws.root)
     for key in ("cwd", "argv", "limits", "flags", "sid_is_pid", "main"):
@@ -223,13 +228,13 @@ def test_collection_errors_and_timeouts_match(tmp_path, monkeypatch, launches):
 def test_no_key_reaches_the_zygote_or_the_run(tmp_path, monkeypatch, launches, isolated_zygote_state):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-zygote-test")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_zygote")
-    monkeypatch.setattr(wsmod, "ENV_ALLOWLIST", (*wsmod.ENV_ALLOWLIST, "OPENAI_API_KEY"))
+    monkeypatch.setattr(runmod, "ENV_ALLOWLIST", (*runmod.ENV_ALLOWLIST, "OPENAI_API_KEY"))
     ws = Workspace(tmp_path / "ws", memo=False)
     ws.setup_file("test_env.py", "import os\n\ndef test_env():\n    print(sorted(os.environ))\n    assert 0\n")
     run = ws.run_tests(("test_env.py",), timeout=30)
     assert run.failed == 1 and launches.zygote == 1
     assert "OPENAI_API_KEY" not in run.stdout and "GITHUB_TOKEN" not in run.stdout
-    (zygote,) = wsmod._ZYGOTES.values()
+    (zygote,) = zyg._ZYGOTES.values()
     environ = Path(f"/proc/{zygote.pid}/environ").read_bytes()
     assert b"sk-zygote-test" not in environ and b"ghp_zygote" not in environ and b"PYTHONPATH" not in environ
     status = Path(f"/proc/{zygote.pid}/status").read_text()
@@ -290,7 +295,7 @@ def test_bomb():
 
 
 def test_fork_bomb_is_contained(tmp_path, launches):
-    ws = Workspace(tmp_path / "ws", memo=False, limits=SandboxLimits(max_processes=wsmod.MAX_PROCESSES))
+    ws = Workspace(tmp_path / "ws", memo=False, limits=SandboxLimits(max_processes=lim.MAX_PROCESSES))
     ws.setup_file("test_bomb.py", BOMB)
     run = ws.run_tests(("test_bomb.py",), timeout=10)
     assert not run.ok and run.errors >= 1 and launches.zygote == 1
@@ -313,7 +318,7 @@ def test_memory_limit_and_huge_output(tmp_path, monkeypatch, launches):
     assert launches.zygote == 1
     for run in (by_exec, by_zygote):
         assert run.truncated and "BEGIN" in run.stdout and "bytes elided" in run.stdout
-        assert len(run.stdout) < wsmod.OUTPUT_CAPTURE_BYTES + 100
+        assert len(run.stdout) < lim.OUTPUT_CAPTURE_BYTES + 100
         assert (run.passed, run.failed) == (1, 1) and "MemoryError" in run.stdout
     assert outcome(by_zygote) == outcome(by_exec)
     assert [n for n in by_zygote.notes if "elided" not in n] == [n for n in by_exec.notes if "elided" not in n]
@@ -336,7 +341,7 @@ def test_concurrent_runs_from_threads(tmp_path, launches):
     assert {i: (r.passed, r.failed) for i, r in results.items()} == {
         i: ((1, 0) if i % 2 == 0 else (0, 1)) for i in range(6)
     }
-    assert launches.zygote == 6 and len(wsmod._ZYGOTES) == 1
+    assert launches.zygote == 6 and len(zyg._ZYGOTES) == 1
 
 
 # ---- switch, fallback, restart, shutdown -------------------------------------------------------
@@ -347,11 +352,11 @@ SIMPLE = "def test_ok():\n    assert True\n"
 def test_switches_select_the_exec_path(tmp_path, monkeypatch, launches):
     ws = Workspace(tmp_path / "ws", memo=False)
     ws.setup_file("test_ok.py", SIMPLE)
-    monkeypatch.setenv(wsmod.ZYGOTE_DISABLE_VAR, "1")
-    assert not wsmod.zygote_enabled()
+    monkeypatch.setenv(zyg.ZYGOTE_DISABLE_VAR, "1")
+    assert not zyg.zygote_enabled()
     assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
-    monkeypatch.delenv(wsmod.ZYGOTE_DISABLE_VAR)
-    monkeypatch.setattr(wsmod, "USE_ZYGOTE", False)
+    monkeypatch.delenv(zyg.ZYGOTE_DISABLE_VAR)
+    monkeypatch.setattr(zyg, "USE_ZYGOTE", False)
     assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
     assert launches.zygote == launches.exec == 0  # the zygote was not even asked
 
@@ -359,31 +364,31 @@ def test_switches_select_the_exec_path(tmp_path, monkeypatch, launches):
 def test_failed_start_falls_back_with_one_warning(tmp_path, monkeypatch, launches, isolated_zygote_state):
     broken = tmp_path / "broken_zygote.py"
     broken.write_text("import sys\nsys.stderr.write('zygote exploded\\n')\nsys.exit(3)\n")
-    monkeypatch.setattr(wsmod, "_ZYGOTE_SCRIPT", str(broken))
-    monkeypatch.setattr(wsmod, "ZYGOTE_MAX_START_FAILURES", 2)
+    monkeypatch.setattr(zyg, "ZYGOTE_SCRIPT", str(broken))
+    monkeypatch.setattr(zyg, "ZYGOTE_MAX_START_FAILURES", 2)
     ws = Workspace(tmp_path / "ws", memo=False)
     ws.setup_file("test_ok.py", SIMPLE)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        runs = [ws.run_tests(("test_ok.py",), timeout=30) for _ in range(wsmod.ZYGOTE_MAX_START_FAILURES + 1)]
+        runs = [ws.run_tests(("test_ok.py",), timeout=30) for _ in range(zyg.ZYGOTE_MAX_START_FAILURES + 1)]
     assert [r.passed for r in runs] == [1] * len(runs)
     messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(messages) == 1 and "zygote exploded" in messages[0]
-    assert not wsmod.zygote_enabled()  # gave up after the failed starts
-    assert launches.zygote == 0 and launches.exec == wsmod.ZYGOTE_MAX_START_FAILURES
+    assert not zyg.zygote_enabled()  # gave up after the failed starts
+    assert launches.zygote == 0 and launches.exec == zyg.ZYGOTE_MAX_START_FAILURES
 
 
 def test_dead_zygote_is_restarted_transparently(tmp_path, launches, isolated_zygote_state):
     ws = Workspace(tmp_path / "ws", memo=False)
     ws.setup_file("test_ok.py", SIMPLE)
     assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
-    (first,) = wsmod._ZYGOTES.values()
+    (first,) = zyg._ZYGOTES.values()
     os.kill(first.pid, signal.SIGKILL)
     first.proc.wait(timeout=5)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a restart is not a fallback: no warning
         assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
-    (second,) = wsmod._ZYGOTES.values()
+    (second,) = zyg._ZYGOTES.values()
     assert second.pid != first.pid and second.alive() and launches.zygote == 2
 
 
@@ -393,13 +398,13 @@ def test_zygote_stops_when_the_parent_exits(tmp_path):
     (ws_dir / "test_ok.py").write_text(SIMPLE)
     script = textwrap.dedent(
         f"""
-        from latte_lab import workspace as w
-        run = w.run_pytest({str(ws_dir)!r}, ["test_ok.py"], timeout=30)
-        (z,) = w._ZYGOTES.values()
+        from latte_lab.sandbox import run_pytest, zygote
+        run = run_pytest({str(ws_dir)!r}, ["test_ok.py"], timeout=30)
+        (z,) = zygote._ZYGOTES.values()
         print(run.passed, z.pid, z.home)
         """
     )
-    env = {k: v for k, v in os.environ.items() if k != wsmod.ZYGOTE_DISABLE_VAR}
+    env = {k: v for k, v in os.environ.items() if k != zyg.ZYGOTE_DISABLE_VAR}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     passed, pid, home = out.stdout.split()
     assert passed == "1", out.stderr
@@ -419,7 +424,7 @@ def test_memo_and_run_tests_unchanged(tmp_path, launches):
 
 def _forked_worker(ws_dir: str, queue) -> None:
     run = run_pytest(ws_dir, ["test_ok.py"], timeout=30)
-    (zygote,) = wsmod._ZYGOTES.values()
+    (zygote,) = zyg._ZYGOTES.values()
     queue.put((run.passed, zygote.pid))
 
 
@@ -429,7 +434,7 @@ def test_forked_process_starts_its_own_zygote(tmp_path, launches):
     ws = Workspace(tmp_path / "ws", memo=False)
     ws.setup_file("test_ok.py", SIMPLE)
     assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
-    (mine,) = wsmod._ZYGOTES.values()
+    (mine,) = zyg._ZYGOTES.values()
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     worker = ctx.Process(target=_forked_worker, args=(str(ws.root), queue))

@@ -1,24 +1,23 @@
 """Set resource limits on this process, then replace it with the sandboxed command.
 
-Usage: ``python -I -S _sandbox_child.py '<limits json>' -- <argv...>`` (also runnable as
-``python -m latte_lab._sandbox_child ...``).
+Usage: ``python -I -S _child.py '<limits json>' -- <argv...>`` (also runnable as
+``python -m latte_lab.sandbox._child ...``).
 
 Why a wrapper module instead of ``preexec_fn``: ``preexec_fn`` runs Python code between ``fork`` and
 ``exec`` in a possibly multi-threaded parent, which can deadlock; ``subprocess`` documents it as unsafe
 with threads. Here the limits are set by a fresh interpreter that then ``execv``s the target, so the
 limits apply to the target and are inherited by everything it spawns.
 
-The workspace calls this file by path with ``-I -S`` (isolated mode, no ``site``): the workspace
+The sandbox calls this file by path with ``-I -S`` (isolated mode, no ``site``): the workspace
 directory is never on ``sys.path`` (a workspace file called ``resource.py`` cannot shadow the module we
 need) and start-up stays at a few milliseconds. Only the standard library is imported, and this file's
 own directory is removed from ``sys.path`` before any import.
 
 Limits json keys (each optional; ``null`` or absent means "leave as is"):
 ``cpu`` seconds (RLIMIT_CPU), ``as`` bytes (RLIMIT_AS), ``fsize`` bytes (RLIMIT_FSIZE), ``nproc``
-processes (RLIMIT_NPROC, counted *on top of* what the user already runs, because the kernel counts all
-of the user's processes and threads, not only the sandbox's). The kernel does not enforce RLIMIT_NPROC
-for root (CAP_SYS_RESOURCE / CAP_SYS_ADMIN), so the parent also counts the sandbox's processes while it
-runs (see ``latte_lab.workspace``).
+processes (RLIMIT_NPROC; the parent adds what the user already runs, because the kernel counts all of
+the user's processes and threads, not only the sandbox's). The kernel does not enforce RLIMIT_NPROC for
+root, so the parent also counts the sandbox's processes while it runs (see ``latte_lab.sandbox.run``).
 """
 
 import sys
@@ -31,29 +30,6 @@ import os
 import resource
 
 EXIT_SETUP_FAILED = 126  # the shell's "found but could not be executed" code
-
-
-def _user_task_count(uid: int) -> int:
-    """Processes + threads the user already runs (what RLIMIT_NPROC counts); 0 without /proc."""
-    total = 0
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return 0
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            if os.stat(f"/proc/{name}").st_uid != uid:
-                continue
-            with open(f"/proc/{name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-            total += int(fields[17])  # num_threads (field 20 of stat; 3 fields precede the split)
-        except (OSError, IndexError, ValueError):
-            continue
-    return total
-
-
 CPU_HARD_SLACK_SECONDS = 2  # hard CPU limit above the soft one: SIGXCPU (reportable) comes first
 
 
@@ -81,10 +57,8 @@ def apply_limits(limits: dict) -> list[str]:
     if limits.get("fsize") is not None:
         wanted.append(("RLIMIT_FSIZE", int(limits["fsize"]), 0))
     if limits.get("nproc") is not None:
-        uid = os.geteuid()
         # root is exempt in the kernel; setting it anyway is harmless and documents intent.
-        base = 0 if uid == 0 else _user_task_count(uid)
-        wanted.append(("RLIMIT_NPROC", base + int(limits["nproc"]), 0))
+        wanted.append(("RLIMIT_NPROC", int(limits["nproc"]), 0))
     # No core dumps: a crashing agent script must not drop hundreds of MiB into the workspace.
     wanted.append(("RLIMIT_CORE", 0, 0))
     warnings = []
@@ -102,7 +76,7 @@ def apply_limits(limits: dict) -> list[str]:
 
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        sys.stderr.write("usage: _sandbox_child.py '<limits json>' -- <command...>\n")
+        sys.stderr.write("usage: _child.py '<limits json>' -- <command...>\n")
         return EXIT_SETUP_FAILED
     try:
         warnings = apply_limits(json.loads(argv[0]))

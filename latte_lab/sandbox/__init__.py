@@ -1,0 +1,39 @@
+"""Running untrusted agent code: limits, process-tree control, the generic runner, the pytest runner
+(JUnit results and a content memo) and the pytest fork server.
+
+>>> import tempfile
+>>> run = run_sandboxed(["python3", "-c", "print(6 * 7)"], tempfile.mkdtemp(), timeout=30)
+>>> run.ok, run.stdout
+(True, '42\\n')
+"""
+
+from latte_lab.sandbox.limits import SandboxLimits
+from latte_lab.sandbox.process import sandbox_processes, stop_sandbox
+from latte_lab.sandbox.pytest import (
+    TestRun,
+    clear_memo,
+    memo_key,
+    outcomes_by_class,
+    parse_junit,
+    run_pytest,
+    tree_digest,
+)
+from latte_lab.sandbox.run import OutputCapture, RunResult, run_sandboxed
+from latte_lab.sandbox.zygote import shutdown_zygotes
+
+__all__ = [
+    "OutputCapture",
+    "RunResult",
+    "SandboxLimits",
+    "TestRun",
+    "clear_memo",
+    "memo_key",
+    "outcomes_by_class",
+    "parse_junit",
+    "run_pytest",
+    "run_sandboxed",
+    "sandbox_processes",
+    "shutdown_zygotes",
+    "stop_sandbox",
+    "tree_digest",
+]

@@ -1,0 +1,45 @@
+"""Resource limits of one sandboxed run, each default with the reason it is that size."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from latte_lab.errors import ConfigError
+
+SCRIPT_TIMEOUT_SECONDS = 60  # an agent's analysis script; the released code had no timeout at all
+TEST_TIMEOUT_SECONDS = 300  # a whole pytest run of a task suite (hidden suites run ~50 tests)
+SIGTERM_GRACE_SECONDS = 1.0  # time to exit cleanly after SIGTERM before SIGKILL
+CPU_LIMIT_SECONDS = 300  # RLIMIT_CPU per process; also capped at the call's timeout + 1 s
+CPU_LIMIT_SLACK_SECONDS = 1  # CPU limit = timeout + this, so the wall timeout normally fires first
+ADDRESS_SPACE_BYTES = 2 * 2**30  # RLIMIT_AS: numpy+pandas+matplotlib+pytest fit in well under 1 GiB
+FILE_SIZE_BYTES = 64 * 2**20  # RLIMIT_FSIZE: no task deliverable is anywhere near this size
+MAX_PROCESSES = 128  # room for a multiprocessing pool; a fork bomb beyond this is stopped
+OUTPUT_CAPTURE_BYTES = 2**20  # per stream kept in memory (head half + tail half), the rest elided
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits of one sandboxed run. ``None`` leaves a limit unset."""
+
+    cpu_seconds: int | None = CPU_LIMIT_SECONDS
+    """RLIMIT_CPU per process; the call additionally caps it at ``ceil(timeout) + 1``."""
+    address_space_bytes: int | None = ADDRESS_SPACE_BYTES
+    """RLIMIT_AS: allocations beyond it raise MemoryError in the child instead of swapping the host."""
+    file_size_bytes: int | None = FILE_SIZE_BYTES
+    """RLIMIT_FSIZE: a runaway writer gets EFBIG instead of filling the disk."""
+    max_processes: int | None = MAX_PROCESSES
+    """Processes of one run (RLIMIT_NPROC on top of the user's count, plus the parent's own count)."""
+    output_bytes: int = OUTPUT_CAPTURE_BYTES
+    """Bytes kept per output stream (first half + last half)."""
+    sigterm_grace_seconds: float = SIGTERM_GRACE_SECONDS
+    """Time between SIGTERM and SIGKILL at a timeout."""
+
+    def __post_init__(self) -> None:
+        for name in ("cpu_seconds", "address_space_bytes", "file_size_bytes", "max_processes"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value <= 0):
+                raise ConfigError(f"SandboxLimits.{name} must be a positive int or None, got {value!r}")
+        if not isinstance(self.output_bytes, int) or self.output_bytes < 2:
+            raise ConfigError(f"SandboxLimits.output_bytes must be an int >= 2, got {self.output_bytes!r}")
+        if self.sigterm_grace_seconds < 0:
+            raise ConfigError("SandboxLimits.sigterm_grace_seconds must be >= 0")

@@ -1,0 +1,356 @@
+"""Sandboxed pytest runs: results from pytest's JUnit XML report, and a memo keyed by the files' content.
+
+Every run writes a JUnit report (xunit1, which records each test's file) into the directory it runs
+in, under a hidden name (:data:`JUNIT_NAME`) removed right after the run; counts and failing node ids come from that report,
+for public and hidden suites alike (:func:`parse_junit` is the one parser). A run that leaves no report
+(a crash, a timeout, a usage error) counts as an error, never as a pass.
+
+Test runs are memoised by content (:func:`tree_digest`): the same test arguments over byte-identical
+files return the stored :class:`TestRun` with ``cached=True`` and the originally measured seconds, so a
+trial's virtual clock stays deterministic and repeated runs are free.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from latte_lab.sandbox.limits import TEST_TIMEOUT_SECONDS, SandboxLimits
+from latte_lab.sandbox.run import RunResult, confined, run_sandboxed
+
+PYTEST_ARGS = ("-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider")  # the public test command
+# Third-party pytest plugins installed beside latte_lab (nbval pulls in jsonschema, ...) add ~3 s to
+# every test run and no task suite needs them; set to False to let the agents' runs load them.
+PYTEST_DISABLE_PLUGIN_AUTOLOAD = True
+# A run's report, in the directory it runs in (the one place every backend lets it write); removed
+# before and after the run. A fixed name: pytest's argv, which test code can see, stays the same.
+JUNIT_NAME = ".latte_lab-junit.xml"
+JUNIT_OPTIONS = ("-o", "junit_family=xunit1")  # xunit1 records each test's file, which node ids need
+JUNIT_MAX_BYTES = 16 * 2**20  # a larger report was not written by pytest for a task suite: unreadable
+MEMO_SCHEMA_VERSION = 2  # bump when TestRun or the key changes, to invalidate on-disk memos
+CACHE_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
+OUTCOMES = ("passed", "failed", "error", "skipped")
+PYTEST_NORMAL_EXITS = (0, 1, 2, 5)  # all passed, some failed, interrupted by errors, no tests collected
+
+
+@dataclass(frozen=True)
+class TestRun(RunResult):
+    """Outcome of a pytest run, with the counts from its JUnit report."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    passed: int = 0
+    failed: int = 0
+    errors: int = 0
+    skipped: int = 0  # skipped and xfailed
+    failed_tests: tuple[str, ...] = ()  # node ids of failed tests, then of errored ones (as pytest -rfE lists them)
+    cases: tuple[tuple[str, str], ...] = ()  # (node id, outcome) of every reported test, in report order
+    cached: bool = False  # served from the content-addressed memo
+
+    @property
+    def total(self) -> int:
+        """Tests that ran to an outcome that counts for a pass rate (skipped excluded)."""
+        return self.passed + self.failed + self.errors
+
+
+# --------------------------------------------------------------------------------------------------
+# JUnit reports
+# --------------------------------------------------------------------------------------------------
+
+
+def _node_id(case: ET.Element) -> str:
+    """pytest's node id of a ``<testcase>`` of an xunit1 report."""
+    classname, name, file = case.get("classname", ""), case.get("name", ""), case.get("file")
+    if not classname:  # a module that failed to collect
+        return file or name
+    if file and file.endswith(".py"):
+        module = file[:-3].replace("/", ".")
+        if classname == module:
+            return f"{file}::{name}"
+        if classname.startswith(module + "."):
+            classes = classname[len(module) + 1 :].split(".")
+            return "::".join([file, *classes, name])
+    return f"{classname.replace('.', '/')}.py::{name}"
+
+
+def parse_junit(xml_text: str) -> tuple[tuple[str, str], ...]:
+    """``(node id, outcome)`` of every test case of a pytest JUnit report (xunit1), in report order.
+
+    Outcomes: ``passed`` (xpassed too), ``failed``, ``error`` (setup/teardown errors and modules that
+    failed to collect), ``skipped`` (xfailed too). A test that fails and then errors in teardown is
+    reported twice, as pytest counts it. Raises ``xml.etree.ElementTree.ParseError`` on malformed XML.
+
+    >>> parse_junit('<testsuites><testsuite><testcase classname="test_a.TestX" name="test_y" file="test_a.py">'
+    ...             '<failure message="assert 0"/></testcase></testsuite></testsuites>')
+    (('test_a.py::TestX::test_y', 'failed'),)
+    """
+    cases = []
+    for case in ET.fromstring(xml_text).iter("testcase"):
+        kinds = {child.tag for child in case}
+        if "error" in kinds:
+            outcome = "error"
+        elif "failure" in kinds:
+            outcome = "failed"
+        elif "skipped" in kinds:
+            outcome = "skipped"
+        else:
+            outcome = "passed"
+        cases.append((_node_id(case), outcome))
+    return tuple(cases)
+
+
+def outcomes_by_class(cases: Iterable[tuple[str, str]]) -> dict[str, dict[str, str]]:
+    """``{innermost class (or module) name: {test name: outcome}}``; of a test reported twice the worse
+    outcome is kept.
+
+    >>> outcomes_by_class([("t.py::TestA::test_x[1]", "passed"), ("t.py::test_f", "failed")])
+    {'TestA': {'test_x[1]': 'passed'}, 't': {'test_f': 'failed'}}
+    """
+    result: dict[str, dict[str, str]] = {}
+    for node_id, outcome in cases:
+        head, bracket, params = node_id.partition("[")
+        parts = head.split("::")
+        name = parts[-1] + bracket + params
+        owner = parts[-2] if len(parts) > 2 else PurePosixPath(parts[0]).stem
+        bucket = result.setdefault(owner, {})
+        if bucket.get(name) not in ("failed", "error"):
+            bucket[name] = outcome
+    return result
+
+
+def _read_report(path: Path) -> tuple[tuple[str, str], ...] | None:
+    """The cases of the report at ``path`` (then removed), or None when there is no readable report."""
+    try:
+        if path.stat().st_size > JUNIT_MAX_BYTES:
+            return None
+        return parse_junit(path.read_text(encoding="utf-8", errors="replace"))
+    except (OSError, ET.ParseError):
+        return None
+    finally:
+        try:
+            path.unlink()
+        except OSError:
+            pass
+
+
+def _test_run_from(run: RunResult, cases: tuple[tuple[str, str], ...] | None) -> TestRun:
+    notes = list(run.notes)
+    if "No module named pytest" in run.stderr:
+        notes.append(f"pytest is not installed for {sys.executable}; install it with `pip install pytest`")
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for _, outcome in cases or ():
+        counts[outcome] += 1
+    bad = [node for node, outcome in cases or () if outcome == "failed"]
+    bad += [node for node, outcome in cases or () if outcome == "error"]
+    errors = counts["error"]
+    if (run.timed_out or cases is None) and errors == 0:
+        errors = 1  # a timeout, crash or usage error counts as an error, never as a pass
+        if not run.timed_out and not notes:
+            notes.append("pytest ended without a result report (crash, usage or collection error)")
+    elif run.returncode not in PYTEST_NORMAL_EXITS and errors == 0:
+        errors = 1
+        notes.append(f"pytest stopped with exit code {run.returncode} (a usage or internal error)")
+    return TestRun(
+        returncode=run.returncode,
+        stdout=run.stdout,
+        stderr=run.stderr,
+        seconds=run.seconds,
+        timed_out=run.timed_out,
+        truncated=run.truncated,
+        notes=tuple(notes),
+        timeout=run.timeout,
+        passed=counts["passed"],
+        failed=counts["failed"],
+        errors=errors,
+        skipped=counts["skipped"],
+        failed_tests=tuple(dict.fromkeys(bad)),
+        cases=cases or (),
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Running pytest
+# --------------------------------------------------------------------------------------------------
+
+
+def _pytest_available() -> bool:
+    return importlib.util.find_spec("pytest") is not None
+
+
+def _pytest_missing(timeout: float) -> TestRun:
+    message = f"pytest is not installed for {sys.executable}; install it with `pip install pytest`"
+    return TestRun(
+        returncode=4,
+        stdout=message,
+        stderr="",
+        seconds=0.0,
+        timed_out=False,
+        truncated=False,
+        notes=(message,),
+        timeout=float(timeout),
+        errors=1,
+    )
+
+
+def copy_tree(src: Path, dst: Path) -> None:
+    """Copy a workspace (symlinks as links, caches skipped)."""
+    shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=shutil.ignore_patterns(*CACHE_DIR_NAMES))
+
+
+def run_pytest(
+    cwd: Path | str,
+    args: Iterable[str] = (),
+    *,
+    timeout: float = TEST_TIMEOUT_SECONDS,
+    limits: SandboxLimits | None = None,
+    extra_files: Mapping[str, str] | None = None,
+) -> TestRun:
+    """Run ``python -m pytest -q -rfE -p no:cacheprovider <args>`` in ``cwd``, sandboxed.
+
+    With the zygote enabled the pytest process is forked from a pre-warmed server instead of exec'd;
+    the result is the same (:mod:`latte_lab.sandbox.zygote`).
+
+    With ``extra_files`` ({relative path: text}, e.g. a hidden suite) the run happens in a temporary
+    copy of ``cwd`` with those files added, so they never appear in ``cwd``. Timeouts, crashes and
+    collection errors come back as a TestRun with ``errors >= 1``, never as an exception.
+    """
+    # PYTEST_ARGS already has -q; a second one (-qq) would change what the agents are shown.
+    args = [str(a) for a in args if str(a) not in ("-q", "--quiet")]
+    if not _pytest_available():
+        return _pytest_missing(timeout)
+    if not extra_files:
+        return _run_in(Path(cwd), args, timeout, limits)
+    with tempfile.TemporaryDirectory(prefix="latte_lab-eval-") as tmp:
+        copy = Path(tmp) / "repo"
+        copy_tree(Path(cwd), copy)
+        for path, text in extra_files.items():
+            full = confined(copy, path)
+            full.parent.mkdir(parents=True, exist_ok=True)
+            full.write_text(text, encoding="utf-8")
+        return _run_in(copy, args, timeout, limits)
+
+
+def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None) -> TestRun:
+    env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if PYTEST_DISABLE_PLUGIN_AUTOLOAD else {}
+    report = root.resolve() / JUNIT_NAME
+    report.unlink(missing_ok=True)
+    pytest_args = [*PYTEST_ARGS[2:], *args, f"--junitxml={report}", *JUNIT_OPTIONS]
+    run = run_sandboxed(
+        [sys.executable, *PYTEST_ARGS[:2], *pytest_args],
+        root,
+        timeout=timeout,
+        limits=limits,
+        env=env,
+        pytest_args=pytest_args,
+    )
+    return _test_run_from(run, _read_report(report))
+
+
+# --------------------------------------------------------------------------------------------------
+# The memo
+# --------------------------------------------------------------------------------------------------
+
+_MEMO: dict[str, TestRun] = {}
+_MEMO_LOCK = threading.Lock()
+
+
+def clear_memo() -> None:
+    """Forget every in-memory memoised test run (on-disk memo directories are left alone)."""
+    with _MEMO_LOCK:
+        _MEMO.clear()
+
+
+def tree_digest(root: Path | str) -> list[tuple[str, str]]:
+    """Sorted ``(relative posix path, SHA-256 of content)`` of every file under ``root``.
+
+    Cache directories (:data:`CACHE_DIR_NAMES`) are skipped; a symlink contributes its target string
+    (never what it points to, which may be outside). Contents are hashed every time: task workspaces
+    are a few small files, so this costs well under a millisecond and cannot be fooled by a rewrite
+    within one mtime tick, unlike a stat-based shortcut.
+    """
+    root = Path(root)
+    entries: list[tuple[str, str]] = []
+    stack = [(root, "")]
+    while stack:
+        directory, prefix = stack.pop()
+        try:
+            items = list(os.scandir(directory))
+        except OSError:
+            continue
+        for item in items:
+            rel = f"{prefix}{item.name}"
+            if item.is_symlink():
+                entries.append((rel, "symlink:" + hashlib.sha256(os.readlink(item.path).encode()).hexdigest()))
+            elif item.is_dir():
+                if item.name not in CACHE_DIR_NAMES:
+                    stack.append((Path(item.path), rel + "/"))
+            elif item.is_file():
+                digest = hashlib.sha256()
+                try:
+                    with open(item.path, "rb") as fh:
+                        for block in iter(lambda: fh.read(1 << 20), b""):
+                            digest.update(block)
+                except OSError:
+                    continue
+                entries.append((rel, digest.hexdigest()))
+    entries.sort()
+    return entries
+
+
+def memo_key(root: Path | str, args: Iterable[str], limits: SandboxLimits) -> str:
+    """SHA-256 over the test arguments, every file's content hash, the limits and the interpreter."""
+    payload = {
+        "v": MEMO_SCHEMA_VERSION,
+        "python": sys.executable,
+        "args": list(args),
+        "limits": dataclasses.asdict(limits),
+        "plugins": not PYTEST_DISABLE_PLUGIN_AUTOLOAD,
+        "files": tree_digest(root),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+
+def _from_json(data: dict) -> TestRun:
+    data = dict(data)
+    data["cases"] = tuple(tuple(case) for case in data.get("cases", ()))
+    return TestRun(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
+
+
+def memo_get(memo_dir: Path | None, key: str) -> TestRun | None:
+    """The memoised run for ``key`` (in memory, else in ``memo_dir``), or None."""
+    with _MEMO_LOCK:
+        hit = _MEMO.get(key)
+    if hit is not None or memo_dir is None:
+        return hit
+    try:
+        run = _from_json(json.loads((memo_dir / f"{key}.json").read_text()))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, TypeError):
+        return None  # a corrupt or old-format entry is a miss
+    with _MEMO_LOCK:
+        _MEMO[key] = run
+    return run
+
+
+def memo_put(memo_dir: Path | None, key: str, run: TestRun) -> None:
+    """Remember ``run`` for ``key`` in memory and, with ``memo_dir``, on disk (atomically)."""
+    with _MEMO_LOCK:
+        _MEMO[key] = run
+    if memo_dir is None:
+        return
+    memo_dir.mkdir(parents=True, exist_ok=True)
+    tmp = memo_dir / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
+    tmp.write_text(json.dumps(dataclasses.asdict(run)))
+    os.replace(tmp, memo_dir / f"{key}.json")  # concurrent trials never read half a file

@@ -1,0 +1,351 @@
+"""The zygote: a pre-warmed fork server for pytest runs (client side; the server is ``_zygote_server.py``).
+
+A fresh ``python -m pytest`` spends 0.3-0.7 s starting the interpreter and importing pytest before it
+runs a single test; a trial makes ~40 such runs. The zygote is one long-lived interpreter per
+(interpreter, start-up environment) that has imported pytest and nothing from any workspace; each test
+run is a child forked from it. Limits travel with each request (they are set in the forked child), so
+one zygote serves every SandboxLimits.
+
+* Started lazily by the first test run of this process, through the same allowlisted environment as any
+  sandbox run minus the per-run variables (PYTHONPATH, run marker; HOME/TMPDIR are its own empty
+  directory), in a new session, with cwd in that directory: it never holds a key, never sees a
+  workspace. Shut down at exit (atexit: its control socket is closed, it exits on EOF).
+* Everything of a run other than how the process starts is shared with the exec path
+  (:mod:`latte_lab.sandbox.run`): the environment, the rlimits (``apply_limits`` of ``_child.py``), the
+  pipes and their capped reading, the timeout, the process-count watchdog and the process-tree kill (with
+  the run's reaper as leader: every process of the run, even a setsid()'d double fork, is a descendant
+  of the reaper, a Linux child subreaper).
+* Fallback: if the zygote cannot start, dies, or does not answer, the run takes the exec path (a
+  RuntimeWarning once per process); a dead zygote is restarted transparently by the next run; after
+  :data:`ZYGOTE_MAX_START_FAILURES` failed starts the process stays on the exec path.
+* Threads: any number of threads may run tests at once. Sending a request is serialised by a lock (a few
+  microseconds); the zygote forks each request at once, and every run then has its own pipes and its own
+  reply socket, so runs proceed concurrently (the zygote itself is single-threaded).
+* Known differences from the exec path, none visible to a task suite: modules pytest and its built-in
+  plugins import are already imported when the run starts (a workspace file ``pytest.py`` or
+  ``pluggy.py``, which would break the exec path's pytest, is not imported), the run's process is a
+  child of the reaper rather than of this process, and /proc/<pid>/environ of a forked (not exec'd)
+  process shows the zygote's environment (the run marker is found in os.environ and in everything the
+  run exec's; the reaper makes the marker unnecessary for the kill).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+from latte_lab.sandbox.process import MARKER_VAR
+
+USE_ZYGOTE = True  # run pytest in children forked from a pre-warmed server; False: always exec
+ZYGOTE_DISABLE_VAR = "LATTE_LAB_NO_ZYGOTE"  # =1 in the environment also disables it
+ZYGOTE_START_TIMEOUT_SECONDS = 60.0  # interpreter start + pytest imports, on a loaded machine
+ZYGOTE_REPLY_TIMEOUT_SECONDS = 10.0  # request sent -> the forked child's pid is back
+ZYGOTE_REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
+ZYGOTE_MAX_START_FAILURES = 3  # after this many failed starts the process stays on the exec path
+ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote_server.py"))
+# Variables of a run's environment that differ from run to run: the zygote starts without them.
+PER_RUN_VARS = frozenset({"PYTHONPATH", "HOME", "TMPDIR", MARKER_VAR, "PYTEST_DISABLE_PLUGIN_AUTOLOAD"})
+
+
+def zygote_enabled() -> bool:
+    """True when test runs go through the zygote: :data:`USE_ZYGOTE`, no ``LATTE_LAB_NO_ZYGOTE=1``,
+    a platform with ``fork`` and file-descriptor passing, and not given up after failed starts."""
+    if not USE_ZYGOTE or os.environ.get(ZYGOTE_DISABLE_VAR, "").strip().lower() not in ("", "0", "false"):
+        return False
+    if not (hasattr(os, "fork") and hasattr(socket, "send_fds") and hasattr(socket, "SOCK_SEQPACKET")):
+        return False
+    return _ZYGOTE_STATE["start_failures"] < ZYGOTE_MAX_START_FAILURES
+
+
+class ZygoteError(Exception):
+    """The zygote could not start or serve a request; the caller falls back to the exec path."""
+
+
+class _Zygote:
+    """The parent's handle on one zygote process."""
+
+    def __init__(self, env: Mapping[str, str]):
+        self.owner = os.getpid()  # a forked copy of this process (a sweep worker) starts its own
+        self.home = tempfile.mkdtemp(prefix="latte_lab-zygote-")
+        self.lock = threading.Lock()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        log_path = Path(self.home) / "zygote.log"
+        try:
+            with open(log_path, "wb") as log:
+                self.proc = subprocess.Popen(
+                    [sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno())],
+                    cwd=self.home,
+                    env={**env, "HOME": self.home, "TMPDIR": self.home},
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=log,
+                    pass_fds=(theirs.fileno(),),
+                    start_new_session=True,
+                    close_fds=True,
+                )
+        except OSError as exc:
+            mine.close()
+            self._remove_home()
+            raise ZygoteError(f"could not start the zygote: {exc}") from None
+        finally:
+            theirs.close()
+        self.sock = mine
+        try:
+            mine.settimeout(ZYGOTE_START_TIMEOUT_SECONDS)
+            ready = json.loads(mine.recv(4096) or b"{}")
+            if "ready" not in ready:
+                raise ZygoteError("exited during start-up")
+            self.pid = int(ready["ready"])
+            mine.settimeout(None)
+        except (OSError, ValueError, ZygoteError) as exc:
+            try:
+                detail = log_path.read_bytes()[-2000:].decode("utf-8", "replace").strip()
+            except OSError:
+                detail = ""
+            self.close()
+            raise ZygoteError(f"the zygote did not start ({exc}){': ' + detail if detail else ''}") from None
+
+    def alive(self) -> bool:
+        return self.owner == os.getpid() and self.proc.poll() is None and self.sock.fileno() >= 0
+
+    def send(self, data: bytes, fds: list[int]) -> None:
+        with self.lock:
+            try:
+                socket.send_fds(self.sock, [data], fds)
+            except OSError as exc:
+                raise ZygoteError(f"the zygote is not answering: {exc}") from None
+
+    def _remove_home(self) -> None:
+        shutil.rmtree(self.home, ignore_errors=True)
+
+    def close(self) -> None:
+        """Stop the zygote: EOF on its control socket, then SIGKILL if it lingers. Idempotent.
+
+        In a process forked from the owner (a sweep worker) only that process's copy of the socket
+        is closed: the zygote belongs to the owner.
+        """
+        if self.owner != os.getpid():
+            try:
+                self.sock.close()
+            except OSError:
+                pass
+            return
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=2)
+        except subprocess.TimeoutExpired:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.proc.wait()
+        self._remove_home()
+
+
+class ZygoteRun:
+    """One run forked by the zygote, with the part of ``subprocess.Popen`` the sandbox uses.
+
+    ``pid`` is the run's reaper (the leader for :func:`~latte_lab.sandbox.process.stop_sandbox`: the run's process is its child
+    and everything the run leaves behind ends up below it); ``child_pid`` the pytest process.
+    """
+
+    reaper_processes = 1  # processes of the run's tree that are not the run's own
+
+    def __init__(self, sock: socket.socket, out_r: int, err_r: int, child_pid: int, leader: int):
+        self._sock: socket.socket | None = sock
+        self.stdout = open(out_r, "rb", buffering=0)  # noqa: SIM115 - closed when the run is drained
+        self.stderr = open(err_r, "rb", buffering=0)  # noqa: SIM115
+        self.pid = leader
+        self.child_pid = child_pid
+        self.returncode: int | None = None
+
+    def _close_sock(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def _receive(self, timeout: float | None) -> None:
+        """Wait up to ``timeout`` (None: forever) for the run's exit status."""
+        if self.returncode is not None or self._sock is None:
+            return
+        readable, _, _ = select.select([self._sock], [], [], timeout)
+        if not readable:
+            return
+        try:
+            data = self._sock.recv(65536)
+            message = json.loads(data) if data else {}
+        except (OSError, ValueError):
+            message = {}
+        if "status" not in message:
+            # EOF without a status: the reaper was killed (with the run, at a timeout) first.
+            self.returncode = -signal.SIGKILL
+            self._close_sock()
+            return
+        self.returncode = os.waitstatus_to_exitcode(int(message["status"]))
+        if not message.get("orphans"):
+            # The reaper exits right after reporting; wait for that (EOF) so the kill step finds
+            # nothing left and returns at once.
+            if select.select([self._sock], [], [], ZYGOTE_REAPER_EXIT_SECONDS)[0]:
+                try:
+                    self._sock.recv(16)
+                except OSError:
+                    pass
+        self._close_sock()
+
+    def poll(self) -> int | None:
+        self._receive(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise subprocess.TimeoutExpired("pytest (zygote)", timeout or 0)
+            self._receive(remaining)
+        return self.returncode
+
+
+_ZYGOTES: dict[tuple, _Zygote] = {}
+_ZYGOTE_LOCK = threading.Lock()
+_ZYGOTE_STATE = {"start_failures": 0, "warned": False, "atexit": False}
+
+
+def _after_fork_in_child() -> None:
+    """A process forked from this one (a sweep worker) starts its own zygote when it needs one; the
+    lock may have been held by another thread at the fork."""
+    global _ZYGOTE_LOCK
+    _ZYGOTE_LOCK = threading.Lock()
+    inherited = list(_ZYGOTES.values())
+    _ZYGOTES.clear()
+    for zygote in inherited:
+        zygote.close()  # only our copy of its socket
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _warn(reason: str) -> None:
+    with _ZYGOTE_LOCK:
+        if _ZYGOTE_STATE["warned"]:
+            return
+        _ZYGOTE_STATE["warned"] = True
+    warnings.warn(
+        f"latte_lab: pytest fork server unavailable, test runs use a fresh interpreter: {reason}",
+        RuntimeWarning,
+        stacklevel=4,
+    )
+
+
+def _start_env(child_env: Mapping[str, str]) -> dict[str, str]:
+    """The run's environment without its per-run variables: what the zygote starts with."""
+    return {k: v for k, v in child_env.items() if k not in PER_RUN_VARS}
+
+
+def _get(child_env: Mapping[str, str]) -> _Zygote | None:
+    """The live zygote for this interpreter and start-up environment, started if need be."""
+    env = _start_env(child_env)
+    key = (sys.executable, tuple(sorted(env.items())))
+    with _ZYGOTE_LOCK:
+        zygote = _ZYGOTES.get(key)
+        if zygote is not None and zygote.alive():
+            return zygote
+        if zygote is not None:  # died (or inherited from the process we were forked from)
+            del _ZYGOTES[key]
+            zygote.close()
+        if _ZYGOTE_STATE["start_failures"] >= ZYGOTE_MAX_START_FAILURES:
+            return None
+        try:
+            zygote = _Zygote(env)
+        except ZygoteError as exc:
+            _ZYGOTE_STATE["start_failures"] += 1
+            error = str(exc)
+        else:
+            _ZYGOTES[key] = zygote
+            if not _ZYGOTE_STATE["atexit"]:
+                import atexit
+
+                atexit.register(shutdown_zygotes)
+                _ZYGOTE_STATE["atexit"] = True
+            return zygote
+    _warn(error)
+    return None
+
+
+def shutdown_zygotes() -> None:
+    """Stop every zygote this process started (registered with atexit; safe to call any time:
+    the next test run starts a new one)."""
+    with _ZYGOTE_LOCK:
+        zygotes = list(_ZYGOTES.values())
+        _ZYGOTES.clear()
+    for zygote in zygotes:
+        zygote.close()
+
+
+def launch(
+    root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str]
+) -> ZygoteRun | None:
+    """Start one pytest run in a child of the zygote; None (after a warning) to use the exec path."""
+    zygote = _get(child_env)
+    if zygote is None:
+        return None
+    request = json.dumps(
+        {
+            "cwd": os.path.abspath(root),
+            "env": dict(child_env),
+            "limits": dict(child_limits),
+            "args": list(pytest_args),
+        }
+    ).encode()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        try:
+            try:
+                zygote.send(request, [out_w, err_w, theirs.fileno()])
+            except ZygoteError:
+                if zygote.alive():
+                    raise
+                # It died since the last run (nothing was sent): restart it, once, transparently.
+                zygote = _get(child_env)
+                if zygote is None:
+                    raise
+                zygote.send(request, [out_w, err_w, theirs.fileno()])
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+            theirs.close()
+        mine.settimeout(ZYGOTE_REPLY_TIMEOUT_SECONDS)
+        try:
+            data = mine.recv(65536)
+            reply = json.loads(data) if data else {}
+        except (OSError, ValueError) as exc:
+            raise ZygoteError(f"no answer from the zygote: {exc}") from None
+        if "pid" not in reply:
+            raise ZygoteError(str(reply.get("error", "the zygote closed the request unanswered")))
+        mine.settimeout(None)
+        return ZygoteRun(mine, out_r, err_r, int(reply["pid"]), int(reply["leader"]))
+    except ZygoteError as exc:
+        for fd in (out_r, err_r):
+            os.close(fd)
+        mine.close()
+        _warn(str(exc))  # a dead zygote is restarted by the next run
+        return None
+

@@ -1,0 +1,109 @@
+"""The text agents get back from tools, rendered here and only here (reference §4.1 and §6).
+
+Every tail length of tool output that reaches an agent or an event is defined in this module. Text is
+normalised by :func:`stable_output` first, so that prompts, events, cached responses and replays never
+depend on timings, object addresses or where the workspace happens to live.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from latte_lab.sandbox.pytest import TestRun
+from latte_lab.sandbox.run import RunResult
+
+SCRIPT_STDOUT_TAIL = 3000  # run_script reply: last characters of stdout (reference §6)
+SCRIPT_STDERR_TAIL = 1000  # run_script reply: last characters of stderr (reference §6)
+TESTS_REPLY_TAIL = 1500  # run_tests reply: last characters of the output (reference §6)
+PLANNING_TESTS_TAIL = 2000  # run_tests reply during planning (reference §6)
+TEST_STATUS_TAIL = 1500  # flat teams' per-round test-status injection (reference §6)
+EVENT_OUTPUT_TAIL = 2000  # output tail stored in run_tests/run_script events (reference §6)
+
+_DURATION_RE = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d+:\d+\))?")
+_ADDRESS_RE = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+_PATH_STOP = frozenset(" \t\n'\"<>:(=,[")  # characters that cannot be part of a path in tool output
+
+
+def _strip_workspace_paths(text: str) -> str:
+    """Drops absolute ``.../workspace/`` prefixes (a trial's workspace is <run_dir>/workspace, and a
+    memoised test result may carry another trial's path). A scan, not a regex: this runs on every reply."""
+    marker = "/workspace/"
+    out, i = [], 0
+    while (j := text.find(marker, i)) >= 0:
+        k = j
+        while k > i and text[k - 1] not in _PATH_STOP:
+            k -= 1
+        out.append(text[i:k] if text[k] == "/" else text[i : j + len(marker)])
+        i = j + len(marker)
+    out.append(text[i:])
+    return "".join(out)
+
+
+def stable_output(text: str, roots: Iterable[str] = ()) -> str:
+    """Tool output without what changes from run to run: pytest's timing ("5 passed in 0.09s" ->
+    "5 passed"), object addresses in tracebacks ("object at 0x7f6a24fcd750" -> "object at 0x…") and
+    the workspace's absolute path (``roots``, shown as ".").
+
+    >>> stable_output("<A object at 0x7f6a24fcd750> in /home/u/p/a.py\\n1 failed in 0.12s", ["/home/u/p"])
+    '<A object at 0x…> in a.py\\n1 failed'
+    """
+    for root in sorted({r.rstrip("/") for r in roots if r}, key=len, reverse=True):
+        if root in text:
+            text = text.replace(root + "/", "").replace(root, ".")
+    if "/workspace/" in text:
+        text = _strip_workspace_paths(text)
+    if "0x" in text:  # the regexes only run when they can match: this is on every tool reply
+        text = _ADDRESS_RE.sub("0x…", text)
+    return _DURATION_RE.sub("", text) if " in " in text else text
+
+
+def stable_tail(text: str, n: int, roots: Iterable[str] = ()) -> str:
+    """The last ``n`` characters of ``stable_output(text)``, normalising only a window of the end (tool
+    output can be large; normalisation only ever shortens text, so a 4n window is enough)."""
+    return stable_output(text[-4 * n :], roots)[-n:]
+
+
+def _tail(text: str, n: int) -> str:
+    return text[-n:] if n > 0 else ""
+
+
+def _seconds(seconds: float | None) -> str:
+    return "its time limit" if seconds is None else f"{seconds:g} s"
+
+
+def run_script_reply(run: RunResult, roots: Iterable[str] = ()) -> str:
+    """The message an agent gets for ``<run_script>`` (reference §4.1, with clear failure notes).
+
+    >>> run_script_reply(RunResult(0, "hi\\n", "", 0.1, False, False))
+    '✅ Script completed:\\nhi\\n'
+    """
+    if run.timed_out:
+        header = f"⏱️ Script timed out after {_seconds(run.timeout)} and was stopped:"
+    elif run.returncode == 0:
+        header = "✅ Script completed:"
+    else:
+        header = f"❌ Script exited with code {run.returncode}:"
+    text = "\n".join([header, *run.notes]) + "\n" + _tail(run.stdout, SCRIPT_STDOUT_TAIL)
+    if run.stderr:
+        text += f"\n[stderr]\n{_tail(run.stderr, SCRIPT_STDERR_TAIL)}"
+    return stable_output(text, roots)
+
+
+def run_tests_reply(run: TestRun, tail: int = TESTS_REPLY_TAIL, roots: Iterable[str] = ()) -> str:
+    """The message an agent gets for ``<run_tests>``: the verdict, what the run ran into, and the last
+    ``tail`` characters of pytest's output (reference §4.1; planning uses :data:`PLANNING_TESTS_TAIL`).
+
+    >>> run_tests_reply(TestRun(0, "3 passed in 0.01s", "", 0.2, False, False, passed=3))
+    '✅ Tests passed!\\n3 passed'
+    """
+    output = run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")
+    out = stable_tail(output, tail, roots).strip()
+    if run.ok:
+        return "✅ Tests passed!\n" + out
+    if run.timed_out:
+        header = f"⏱️ Tests timed out after {_seconds(run.timeout)} and were stopped:"
+    else:
+        header = "❌ Tests failed:"
+    return "\n".join([header, *run.notes, out])
+

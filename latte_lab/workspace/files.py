@@ -1,0 +1,292 @@
+"""The workspace of a trial as agents see it: confined file access, a write log, and sandboxed scripts
+and test runs (:mod:`latte_lab.sandbox`).
+
+Every file action is confined to the workspace root: no absolute paths, no ``..`` out of it, no symlink
+escapes. Every agent write is logged with the top-level symbols it changed (:mod:`.symbols`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import re
+import shutil
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from latte_lab.errors import WorkspaceError
+from latte_lab.sandbox.limits import SCRIPT_TIMEOUT_SECONDS, TEST_TIMEOUT_SECONDS, SandboxLimits
+from latte_lab.sandbox.pytest import CACHE_DIR_NAMES, TestRun, memo_get, memo_key, memo_put, run_pytest
+from latte_lab.sandbox.run import OUTSIDE_WORKSPACE, RunResult, run_sandboxed
+from latte_lab.workspace.symbols import changed_symbols
+
+SNAPSHOT_MAX_FILE_BYTES = 4 * 2**20  # snapshot_files skips larger files (data dumps, not deliverables)
+# Top-level modules an agent may not create: a workspace file `json.py` or `signal.py` is imported
+# instead of the standard library module (the workspace is first on sys.path) and breaks pytest
+# itself. The released code blocked ~60 such names; we block every public stdlib module name.
+STDLIB_SHADOW_NAMES = frozenset(name for name in sys.stdlib_module_names if not name.startswith("_"))
+
+
+@dataclass(frozen=True)
+class WriteRecord:
+    """One logged write by an agent."""
+
+    agent: str | None
+    round: int | None
+    path: str
+    n_chars: int
+    symbols: tuple[str, ...]  # changed top-level functions/classes/methods (or JSON keys, or "<file>")
+    created: bool
+
+
+class Workspace:
+    """A trial's project directory, as agents see it.
+
+    >>> import tempfile
+    >>> ws = Workspace(tempfile.mkdtemp())
+    >>> ws.write("pkg/mod.py", "def f():\\n    return 1\\n", agent="Dev1", round=1).symbols
+    ('f',)
+    >>> ws.list_files()
+    ['pkg/mod.py']
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        *,
+        memo: bool = True,
+        memo_dir: Path | str | None = None,
+        limits: SandboxLimits | None = None,
+    ):
+        self.root = Path(root).expanduser()
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.root = self.root.resolve()
+        self.memo = memo
+        self.memo_dir = Path(memo_dir) if memo_dir is not None else None
+        self.limits = limits or SandboxLimits()
+        self.test_args: tuple[str, ...] = ()
+        self.writes: list[WriteRecord] = []
+        self._protected: dict[str, bytes] = {}
+
+    def __repr__(self) -> str:
+        return f"<Workspace {self.root}>"
+
+    # ---- paths ---------------------------------------------------------------------------------
+
+    def resolve(self, path: str) -> tuple[str, Path]:
+        """(relative posix path, absolute path) of an agent-supplied path, or WorkspaceError."""
+        if not isinstance(path, str) or not path.strip():
+            raise WorkspaceError(f"invalid path {path!r}: give a file path relative to the project root")
+        raw = path.strip()
+        if "\x00" in raw:
+            raise WorkspaceError(f"invalid path {raw!r}: it contains a NUL character")
+        text = raw.replace("\\", "/")
+        if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:/", text):
+            raise WorkspaceError(OUTSIDE_WORKSPACE.format(path=raw))
+        while True:
+            if text.startswith("./"):
+                text = text[2:]
+            elif text.startswith("repo/"):
+                text = text[5:]
+            else:
+                break
+        parts = [p for p in PurePosixPath(text).parts if p not in ("", ".")]
+        if not parts:
+            raise WorkspaceError(f"path {raw!r} names the project root, not a file")
+        full = self.root.joinpath(*parts)
+        try:
+            resolved = full.resolve()
+        except (OSError, RuntimeError) as exc:  # symlink loop
+            raise WorkspaceError(f"path {raw!r} cannot be resolved: {exc}") from None
+        if resolved != self.root and not resolved.is_relative_to(self.root):
+            raise WorkspaceError(OUTSIDE_WORKSPACE.format(path=raw))
+        if resolved == self.root:
+            raise WorkspaceError(f"path {raw!r} names the project root, not a file")
+        return resolved.relative_to(self.root).as_posix(), resolved
+
+    def exists(self, path: str) -> bool:
+        try:
+            return self.resolve(path)[1].is_file()
+        except WorkspaceError:
+            return False
+
+    def list_files(self) -> list[str]:
+        """Relative posix paths of all files, sorted; hidden directories and caches skipped."""
+        found: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if not d.startswith(".") and d not in CACHE_DIR_NAMES]
+            rel_dir = Path(dirpath).relative_to(self.root)
+            for name in filenames:
+                if name.endswith(".pyc"):
+                    continue
+                found.append((rel_dir / name).as_posix())
+        return sorted(found)
+
+    def _near_names(self, rel: str) -> str:
+        files = self.list_files()
+        close = difflib.get_close_matches(rel, files, n=5, cutoff=0.5)
+        by_name = [f for f in files if PurePosixPath(f).name == PurePosixPath(rel).name and f not in close]
+        near = (close + by_name)[:5] or files[:10]
+        return ", ".join(near) if near else "(the workspace is empty)"
+
+    # ---- reading and writing -------------------------------------------------------------------
+
+    def read(self, path: str, agent: str | None = None) -> str:
+        """Text of a workspace file (undecodable bytes replaced). ``agent`` is for callers' logs."""
+        rel, full = self.resolve(path)
+        if full.is_dir():
+            raise WorkspaceError(f"{rel!r} is a directory; files in it: {self._near_names(rel + '/')}")
+        if not full.is_file():
+            raise WorkspaceError(
+                f"file {rel!r} does not exist in the workspace; near names: {self._near_names(rel)}"
+            )
+        return full.read_bytes().decode("utf-8", errors="replace")
+
+    def _shadow_reason(self, rel: str) -> str | None:
+        parts = PurePosixPath(rel).parts
+        if parts[-1].endswith(".py"):
+            if len(parts) == 1 and parts[0][:-3] in STDLIB_SHADOW_NAMES:
+                return parts[0][:-3]
+            if len(parts) == 2 and parts[1] == "__init__.py" and parts[0] in STDLIB_SHADOW_NAMES:
+                return parts[0]
+        return None
+
+    def write(self, path: str, text: str, agent: str | None = None, round: int | None = None) -> WriteRecord:
+        """Overwrite (or create) a file as an agent; logged in :attr:`writes`."""
+        if not isinstance(text, str):
+            raise WorkspaceError(f"file content for {path!r} must be text, got {type(text).__name__}")
+        rel, full = self.resolve(path)
+        if rel in self._protected:
+            raise WorkspaceError(
+                f"file {rel!r} is read-only: it is a public test file of the task; change the code it "
+                "tests instead"
+            )
+        shadow = self._shadow_reason(rel)
+        if shadow is not None:
+            raise WorkspaceError(
+                f"cannot write {rel!r}: it would shadow the standard library module {shadow!r} and break "
+                f"imports and the test run; choose another name (e.g. '{shadow}_utils.py')"
+            )
+        if full.is_dir():
+            raise WorkspaceError(f"cannot write {rel!r}: it is a directory")
+        created = not full.exists()
+        before = None if created else full.read_bytes().decode("utf-8", errors="replace")
+        _write_bytes(full, rel, text.encode("utf-8"))
+        record = WriteRecord(
+            agent=agent,
+            round=round,
+            path=rel,
+            n_chars=len(text),
+            symbols=changed_symbols(before, text, rel),
+            created=created,
+        )
+        self.writes.append(record)
+        return record
+
+    def setup_file(self, path: str, text: str | bytes) -> None:
+        """Write a starting file of the task: not logged, allowed on protected files."""
+        rel, full = self.resolve(path)
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        _write_bytes(full, rel, data)
+        if rel in self._protected:
+            self._protected[rel] = data
+
+    def protect(self, *paths: str) -> None:
+        """Make files read-only to agents (public tests).
+
+        ``write`` refuses them, and if a script or test run modifies or deletes one anyway, it is
+        restored right after the run (with a note in the result).
+        """
+        for path in paths:
+            rel, full = self.resolve(path)
+            if not full.is_file():
+                raise WorkspaceError(f"cannot protect {rel!r}: the file does not exist; set it up first")
+            self._protected[rel] = full.read_bytes()
+
+    @property
+    def protected(self) -> tuple[str, ...]:
+        return tuple(sorted(self._protected))
+
+    def _restore_protected(self) -> list[str]:
+        restored = []
+        for rel, data in self._protected.items():
+            full = self.root / rel
+            try:
+                if full.is_file() and not full.is_symlink() and full.read_bytes() == data:
+                    continue
+                if full.is_symlink() or full.is_file():
+                    full.unlink()
+                elif full.is_dir():
+                    shutil.rmtree(full)
+                full.parent.mkdir(parents=True, exist_ok=True)
+                full.write_bytes(data)
+                restored.append(rel)
+            except OSError:
+                continue
+        return restored
+
+    def snapshot_files(self) -> dict[str, str]:
+        """{relative path: text} of every text file (binary and huge files and caches skipped)."""
+        snapshot: dict[str, str] = {}
+        for rel in self.list_files():
+            full = self.root / rel
+            try:
+                if full.is_symlink() or full.stat().st_size > SNAPSHOT_MAX_FILE_BYTES:
+                    continue
+                snapshot[rel] = full.read_bytes().decode("utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+        return snapshot
+
+    # ---- running -------------------------------------------------------------------------------
+
+    def _with_restore_note(self, run: RunResult) -> RunResult:
+        restored = self._restore_protected()
+        if not restored:
+            return run
+        note = f"read-only files were modified by the run and have been restored: {', '.join(restored)}"
+        return dataclasses.replace(run, notes=(*run.notes, note))
+
+    def run_script(self, path: str, *, timeout: float = SCRIPT_TIMEOUT_SECONDS) -> RunResult:
+        """``python <path>`` in the workspace, sandboxed. A missing script raises WorkspaceError."""
+        rel, full = self.resolve(path)
+        if not full.is_file():
+            raise WorkspaceError(
+                f"script {rel!r} does not exist in the workspace; near names: {self._near_names(rel)}"
+            )
+        run = run_sandboxed([sys.executable, rel], self.root, timeout=timeout, limits=self.limits)
+        return self._with_restore_note(run)
+
+    def run_tests(
+        self, args: Iterable[str] | None = None, *, timeout: float = TEST_TIMEOUT_SECONDS
+    ) -> TestRun:
+        """The public test command (``self.test_args`` unless ``args``), memoised by content."""
+        test_args = tuple(str(a) for a in (self.test_args if args is None else args))
+        key = None
+        if self.memo:
+            key = memo_key(self.root, test_args, self.limits)
+            hit = memo_get(self.memo_dir, key)
+            if hit is not None:
+                return dataclasses.replace(hit, cached=True)
+        run = run_pytest(self.root, test_args, timeout=timeout, limits=self.limits)
+        run = self._with_restore_note(run)  # type: ignore[assignment]
+        storable = key is not None and not run.timed_out and "pytest is not installed" not in run.stdout
+        # Only when the run itself changed no file: otherwise the result belongs to no stable state.
+        if storable and memo_key(self.root, test_args, self.limits) == key:
+            memo_put(self.memo_dir, key, run)
+        return run  # type: ignore[return-value]
+
+
+def _write_bytes(full: Path, rel: str, data: bytes) -> None:
+    try:
+        full.parent.mkdir(parents=True, exist_ok=True)
+        full.write_bytes(data)
+    except (NotADirectoryError, FileExistsError):
+        raise WorkspaceError(
+            f"cannot write {rel!r}: a parent of it is a file, not a directory; choose another path"
+        ) from None
+    except OSError as exc:
+        raise WorkspaceError(f"cannot write {rel!r}: {exc.strerror or exc}") from None
