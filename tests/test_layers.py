@@ -26,7 +26,7 @@ PACKAGE = Path(latte_lab.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "config", "registry", "data"),
     ("graph", "dag", "actions", "events", "schema"),
-    ("sandbox", "_sandbox_child", "_zygote"),
+    ("sandbox",),
     ("workspace",),
     ("tasks", "metrics", "rundir"),
     ("models",),

@@ -8,6 +8,7 @@ import sys
 import textwrap
 import threading
 import time
+import types
 
 import psutil
 import pytest
@@ -68,20 +69,26 @@ def test_members_found_counted_and_stopped():
     assert process.stop_sandbox(leader.pid, marker, grace=1.0) == 0  # nothing left: returns at once
 
 
-def test_user_task_count_counts_threads():
-    me = psutil.Process().uids().real
-    before = process.user_task_count(me)
-    assert before >= psutil.Process().num_threads()
+def test_user_task_count_counts_threads_of_that_user(monkeypatch):
     stop = threading.Event()
     threads = [threading.Thread(target=stop.wait) for _ in range(3)]
     for t in threads:
         t.start()
     try:
-        assert process.user_task_count(me) >= before + 3 - 1  # other processes may end meanwhile
+        me = psutil.Process()
+        assert process.user_task_count(me.uids().real) >= me.num_threads() >= 4
     finally:
         stop.set()
         for t in threads:
             t.join()
+
+    class Fake:
+        def __init__(self, uid, threads):
+            self.info = {"uids": None if uid is None else types.SimpleNamespace(real=uid), "num_threads": threads}
+
+    table = [Fake(1000, 3), Fake(1000, None), Fake(0, 7), Fake(None, 2)]  # None: not readable
+    monkeypatch.setattr(process.psutil, "process_iter", lambda attrs: iter(table))
+    assert process.user_task_count(1000) == 4 and process.user_task_count(0) == 7
 
 
 def test_a_missing_leader_is_empty():
