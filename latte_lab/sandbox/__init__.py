@@ -1,8 +1,8 @@
 """Running untrusted agent code: limits, process-tree control, the generic runner, the pytest runner
 (JUnit results and a content memo) and the pytest fork server.
 
->>> import tempfile
->>> run = run_sandboxed(["python3", "-c", "print(6 * 7)"], tempfile.mkdtemp(), timeout=30)
+>>> import sys, tempfile
+>>> run = run_sandboxed([sys.executable, "-c", "print(6 * 7)"], tempfile.mkdtemp(), timeout=30)
 >>> run.ok, run.stdout
 (True, '42\\n')
 """
