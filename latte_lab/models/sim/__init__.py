@@ -1,8 +1,9 @@
 """The simulated model: a seeded offline policy that plays every role of every team.
 
 :class:`SimulatedModel` (``model.py``) answers requests; its behaviour is set by a :class:`Profile`
-(``profiles.py``). Internals: source splicing (``source.py``), task skill (``skill.py``), the role
-policy (``policy.py``) and reply text (``text.py``).
+(``profiles.py``). Internals: source splicing (``source.py``), task skill (``skill.py``), one call and
+the work on units (``turn.py``), the role policies (``policy.py`` choosing among ``graph_roles.py``,
+``flat_roles.py``, ``pipeline_roles.py``) and reply text (``text.py``).
 
 >>> from latte_lab.models.sim import PROFILES, SimulatedModel
 >>> sorted(PROFILES), SimulatedModel().profile.name
