@@ -18,21 +18,39 @@ Generator). The pictures of these results live in :mod:`latte_lab.viz.scheduling
 
 from __future__ import annotations
 
-from latte_lab.scheduling.simulate import POLICIES, PRIORITIES, ScheduleResult, compare, simulate
-from latte_lab.scheduling.workloads import WorkloadSpec, chain, diamond, fan_out, from_task, random_dag
+from latte_lab.scheduling.listsched import (
+    LIST_PRIORITIES,
+    ListSchedule,
+    graham_bound,
+    heft,
+    list_schedule,
+    upward_rank,
+)
+from latte_lab.scheduling.result import ScheduleResult
+from latte_lab.scheduling.simulate import DISCOVERY_POLICIES, POLICIES, PRIORITIES, compare, compare_discovery, simulate
+from latte_lab.scheduling.workloads import WorkloadSpec, chain, diamond, fan_out, from_task, graham_example, random_dag
 
 __all__ = [
+    "DISCOVERY_POLICIES",
+    "LIST_PRIORITIES",
     "POLICIES",
     "PRIORITIES",
+    "ListSchedule",
     "ScheduleResult",
     "WorkloadSpec",
     "chain",
     "compare",
+    "compare_discovery",
     "diamond",
     "fan_out",
     "from_task",
+    "graham_bound",
+    "graham_example",
+    "heft",
+    "list_schedule",
     "random_dag",
     "simulate",
+    "upward_rank",
 ]
 
 _DRAWINGS = {  # pictures of scheduling results live in viz; point anyone looking here to them

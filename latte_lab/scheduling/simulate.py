@@ -1,12 +1,12 @@
-"""Round-by-round simulation of workers on a workload, driving a real CoordinationGraph.
+"""Round-by-round simulation of workers on a workload, applying LATTE's operators to a coordination graph.
 
 Three policies:
 
 - ``"self"``: idle workers Claim from the frontier at once (LATTE's self-scheduling workers);
 - ``"lead"``: the Lead Assigns frontier nodes to idle workers only every ``lead_every`` rounds (and when a
   heartbeat fires), modelling a central bottleneck;
-- ``"static"``: every node is Assigned round-robin before work starts; a worker runs only its own nodes,
-  each once its dependencies are done.
+- ``"static"``: every known node is Assigned round-robin before work starts; a worker runs only its own
+  nodes, each once its dependencies are done.
 
 Round ``t`` runs in the order of the paper's Algorithm 1: (1) nodes whose work ends at ``t`` Complete;
 (2) heartbeat: with ``heartbeat=H`` a node held more than ``H`` rounds beyond its expected duration is
@@ -17,8 +17,16 @@ time a node starts) takes ``ceil(d * straggler_factor)`` rounds; a released node
 is re-run from scratch by an idle worker (the released worker sits that round out), which is the paper's
 straggler mitigation (§4 D3, Release).
 
-First attempts draw their straggler coin from one array per run, so runs that differ only in policy,
-workers or heartbeat see the same stragglers (common random numbers).
+Discovery during execution. Hidden nodes (``spec.hidden``, or each node with a dependency hidden with
+probability ``discovery``) are unknown when work starts; the worker that completes one of a hidden node's
+dependencies finds it. With ``discover=True`` (LATTE: "self" and "lead") the finder Discovers it into the
+graph at once. With ``discover=False`` (a plan made up front; always so for "static", as in the paper's
+static ablation) found nodes wait until the Lead revises the plan, every ``replan_every`` rounds. A known
+node enters the graph once everything it depends on is there.
+
+First attempts draw their straggler coin from one array per run, and hidden nodes from the next draws, so
+runs that differ only in policy, workers, heartbeat or discovery rate see the same stragglers, and a higher
+discovery rate hides a superset of the nodes (common random numbers).
 
 >>> from latte_lab.scheduling import chain, fan_out
 >>> res = simulate(chain(3, durations=[2, 1, 3]), n_workers=4, policy="self")
@@ -38,166 +46,46 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from latte_lab.errors import ConfigError
-from latte_lab.graph import LEAD, CoordinationGraph
+from latte_lab.scheduling.result import (
+    ASSIGN,
+    CLAIM,
+    COMPLETE,
+    DISCOVER,
+    INTERVAL_COLUMNS,
+    LEAD_INDEX,
+    RELEASE,
+    ROUND_COLUMNS,
+    ScheduleResult,
+    worker_name,
+)
 from latte_lab.scheduling.workloads import WorkloadSpec, _generator, _positive_int
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["POLICIES", "PRIORITIES", "ScheduleResult", "compare", "simulate"]
+__all__ = ["DISCOVERY_POLICIES", "POLICIES", "PRIORITIES", "compare", "compare_discovery", "simulate"]
 
 POLICIES = ("self", "lead", "static")
 PRIORITIES = ("fifo", "critical_path")  # frontier order: creation order (LATTE's frontier) or longest tail first
 DEFAULT_LEAD_EVERY = 3  # "lead" policy: rounds between the Lead's assignment passes
-SAFETY_ROUNDS = 1000  # simulate: slack added to the max_rounds guard (only a runaway loop can reach it)
+DEFAULT_REPLAN_EVERY = 4  # planned teams revisit the plan as often as LATTE's heartbeat (H = 4) wakes its Lead
+DISCOVERY_POLICIES = (("self", True), ("lead", True), ("self", False), ("static", False))
+"""(policy, discover) pairs compared by :func:`compare_discovery`: LATTE's Discovering teams and planned ones."""
+SAFETY_ROUNDS = 1000  # slack added to the max_rounds guard (only a runaway loop can reach it)
 
-INTERVAL_COLUMNS = ["worker", "node", "start", "end", "straggled", "outcome", "attempt", "expected"]
-ROUND_COLUMNS = ["round", "frontier", "ready", "busy", "done"]
-
-
-@dataclass
-class ScheduleResult:
-    """One run of :func:`simulate`. Rounds are integers from 0; ``makespan`` is the round in which the
-    last node completed (the number of rounds the work took)."""
-
-    spec: WorkloadSpec
-    policy: str
-    n_workers: int
-    seed: int | None
-    """The int seed, or None when a Generator was passed."""
-    straggler_p: float
-    straggler_factor: float
-    heartbeat: int | None
-    lead_every: int
-    priority: str
-    makespan: int
-    intervals: pd.DataFrame
-    """One row per attempt: worker, node, start, end (exclusive), straggled, outcome ("done" or
-    "released"), attempt (0 for the first), expected (the node's duration)."""
-    rounds: pd.DataFrame
-    """One row per round: frontier (|F_t|, the graph's pending ready nodes) and ready (nodes whose deps
-    are done but that have not started, including static pre-assigned ones), both before dispatch; busy
-    workers after dispatch; nodes done."""
-    graph: CoordinationGraph
-    """The final graph (every node done)."""
-    _round_log_ends: list[int] = field(repr=False, default_factory=list)
-
-    @property
-    def critical_path(self) -> int:
-        """The duration-weighted critical path of the workload (lower bound on the makespan)."""
-        return self.spec.critical_path_length
-
-    @property
-    def work_bound(self) -> float:
-        """Total work / n_workers (the other lower bound)."""
-        return self.spec.work_bound(self.n_workers)
-
-    @property
-    def lower_bound(self) -> int:
-        return self.spec.lower_bound(self.n_workers)
-
-    @property
-    def busy_worker_rounds(self) -> int:
-        """Worker-rounds spent on attempts, including straggling and released (wasted) ones."""
-        return int((self.intervals["end"] - self.intervals["start"]).sum())
-
-    @property
-    def idle_worker_rounds(self) -> int:
-        return self.n_workers * self.makespan - self.busy_worker_rounds
-
-    @property
-    def utilisation(self) -> float:
-        """Busy worker-rounds / (n_workers * makespan)."""
-        return self.busy_worker_rounds / (self.n_workers * self.makespan)
-
-    @property
-    def wasted_worker_rounds(self) -> int:
-        """Worker-rounds of attempts that were released and thrown away."""
-        iv = self.intervals[self.intervals["outcome"] == "released"]
-        return int((iv["end"] - iv["start"]).sum())
-
-    @property
-    def n_released(self) -> int:
-        return int((self.intervals["outcome"] == "released").sum())
-
-    @property
-    def n_straggled(self) -> int:
-        return int(self.intervals["straggled"].sum())
-
-    @property
-    def frontier_sizes(self) -> list[int]:
-        """|F_t| for every round t (before dispatch)."""
-        return self.rounds["frontier"].tolist()
-
-    @cached_property
-    def snapshots(self) -> list[dict[str, Any]]:
-        """The graph at the end of every round, ``[{"round": t, "graph": snapshot}, ...]``: the form
-        ``ll.viz.draw_graph`` / ``graph_panels`` / ``animate`` take. Rebuilt on first use by replaying the
-        graph's operation log, so long simulations do not hold one snapshot per round in memory."""
-        log = self.graph.log
-        g = CoordinationGraph(lead=self.graph.lead)
-        out, pos = [], 0
-        for t, end in enumerate(self._round_log_ends):
-            for e in log[pos:end]:
-                g.replay_entry(e)
-            pos = end
-            out.append({"round": t, "graph": g.snapshot()})
-        return out
-
-    @property
-    def event_list(self) -> list[dict[str, Any]]:
-        """Claim, Complete and Release events in a trial's form and round order (within a round: the Lead's
-        Release, then Claims, then Completes), so :func:`latte_lab.scheduling.trials.attempts` reads them back
-        as :attr:`intervals`. A node's work ends in the round before its completion takes effect here, which
-        in a trial is the round of the worker's Complete."""
-        events = []
-        for r in self.intervals.itertuples(index=False):
-            events.append((r.start, 1, {"type": "claim_task", "round": r.start, "agent": r.worker, "task": r.node}))
-            if r.outcome == "done":
-                events.append((r.end - 1, 2, {"type": "complete_task", "round": r.end - 1, "agent": r.worker,
-                                              "task": r.node}))
-            else:
-                events.append((r.end, 0, {"type": "release_task", "round": r.end, "agent": LEAD, "task": r.node,
-                                          "prev_owner": r.worker}))
-        events.sort(key=lambda x: (x[0], x[1]))
-        return [e for _, _, e in events]
-
-    def row(self) -> dict[str, Any]:
-        """The run as one flat row (what :func:`compare` collects)."""
-        return {
-            "workload": self.spec.name, "n_nodes": len(self.spec), "policy": self.policy,
-            "n_workers": self.n_workers, "seed": self.seed, "straggler_p": self.straggler_p,
-            "straggler_factor": self.straggler_factor, "heartbeat": self.heartbeat,
-            "lead_every": self.lead_every, "priority": self.priority, "makespan": self.makespan,
-            "critical_path": self.critical_path, "work_bound": self.work_bound,
-            "lower_bound": self.lower_bound, "utilisation": self.utilisation,
-            "idle_worker_rounds": self.idle_worker_rounds, "busy_worker_rounds": self.busy_worker_rounds,
-            "wasted_worker_rounds": self.wasted_worker_rounds, "n_straggled": self.n_straggled,
-            "n_released": self.n_released,
-        }
-
-    def summary(self) -> str:
-        hb = f", heartbeat {self.heartbeat}" if self.heartbeat is not None else ""
-        return (f"{self.policy} x {self.n_workers} workers on {self.spec.name}{hb}: makespan {self.makespan} "
-                f"(lower bound {self.lower_bound}: critical path {self.critical_path}, work/N "
-                f"{self.work_bound:.1f}), utilisation {self.utilisation:.0%}, {self.n_straggled} straggled, "
-                f"{self.n_released} released")
-
-    def __repr__(self) -> str:
-        return f"<ScheduleResult {self.summary()}>"
-
+# node states while a run finds hidden nodes
+_UNKNOWN, _FOUND, _KNOWN, _PLACED = range(4)  # hidden; found, waiting for a re-plan; planned; in the graph
 
 
 def simulate(spec: WorkloadSpec, n_workers: int, policy: str = "self", *, straggler_p: float = 0.0,
              straggler_factor: float = 3.0, heartbeat: int | None = None, seed: int | np.random.Generator = 0,
-             lead_every: int = DEFAULT_LEAD_EVERY, priority: str = "fifo",
+             lead_every: int = DEFAULT_LEAD_EVERY, priority: str = "fifo", discovery: float | None = None,
+             discover: bool | None = None, replan_every: int = DEFAULT_REPLAN_EVERY,
              max_rounds: int | None = None) -> ScheduleResult:
     """Run ``n_workers`` workers over ``spec`` with ``policy`` ("self", "lead" or "static").
 
@@ -205,13 +93,23 @@ def simulate(spec: WorkloadSpec, n_workers: int, policy: str = "self", *, stragg
     rounds. ``heartbeat=H``: the Lead Releases a node held more than ``H`` rounds beyond its expected
     duration, and it is re-run from scratch (None: never). ``lead_every``: rounds between the Lead's
     passes under "lead". ``priority``: frontier order, "fifo" (creation order, as LATTE's frontier) or
-    "critical_path" (largest bottom level first). ``max_rounds`` guards against a runaway run (default:
-    generous, from the work and straggler factor); exceeding it raises ConfigError.
+    "critical_path" (largest bottom level first). ``discovery``: hide each node that has a dependency with
+    this probability (None: use ``spec.hidden``). ``discover``: whether found nodes are Discovered at once
+    (default: yes, except under "static"); otherwise they wait for a re-plan, every ``replan_every`` rounds.
+    ``max_rounds`` guards against a runaway run (default: generous, from the work and straggler factor);
+    exceeding it raises ConfigError.
 
     >>> from latte_lab.scheduling import diamond
     >>> spec = diamond(2, durations=[3, 1])
     >>> simulate(spec, 2, "static").intervals[["worker", "node", "start", "end"]].values.tolist()
     [['W1', 'src', 0, 1], ['W1', 'm1', 1, 2], ['W2', 'm0', 1, 4], ['W2', 'sink', 4, 5]]
+
+    A hidden node is found when the source completes (round 1). Discovered at once, it starts then; a plan
+    made up front takes it in at the next re-plan, round 3:
+
+    >>> hidden = diamond(2, durations=[3, 1]).with_hidden(["m0"])
+    >>> [simulate(hidden, 2, "self", discover=d, replan_every=3).makespan for d in (True, False)]
+    [5, 7]
     """
     if not isinstance(spec, WorkloadSpec):
         raise ConfigError(f"spec must be a WorkloadSpec (see random_dag, chain, ...), got {type(spec).__name__}")
@@ -228,50 +126,112 @@ def simulate(spec: WorkloadSpec, n_workers: int, policy: str = "self", *, stragg
                                   or heartbeat < 0):
         raise ConfigError(f"heartbeat must be None or a non-negative int of rounds, got {heartbeat!r}")
     lead_every = _positive_int("lead_every", lead_every)
+    replan_every = _positive_int("replan_every", replan_every)
+    static = policy == "static"
+    if discover is None:
+        discover = not static
+    if discover and static:
+        raise ConfigError("a static plan assigns all its work up front and takes nodes found mid-run only at a "
+                          "re-plan (as the paper's static ablation); use discover=False, or policy 'self' or 'lead'")
+    if discovery is not None:
+        if spec.hidden:
+            raise ConfigError(f"{spec.name!r} already has hidden nodes; pass discovery=None to use them, or a "
+                              "workload without hidden nodes")
+        if not 0.0 <= discovery <= 1.0:
+            raise ConfigError(f"discovery must be a probability in [0, 1], got {discovery!r}")
     n = len(spec)
     if max_rounds is None:
-        max_rounds = SAFETY_ROUNDS + 10 * math.ceil(spec.total_work * straggler_factor) * max(1, lead_every)
+        max_rounds = SAFETY_ROUNDS + 10 * math.ceil(spec.total_work * straggler_factor) * max(lead_every, replan_every)
     int_seed = None if isinstance(seed, np.random.Generator) else seed
     rng = _generator(seed)
-    first_coin = rng.random(n)  # the straggler coin of each node's first attempt (common random numbers)
+    first_coin = rng.random(n).tolist()  # the straggler coin of each node's first attempt (common random numbers)
     retry_rng = np.random.default_rng(int(rng.integers(2**63)))  # coins of re-runs after a Release
+    if discovery is not None:
+        spec = spec.with_discovery(discovery, rng)
 
-    ids, dur = spec.ids, spec.durations
-    succ = spec._succ_index
-    remaining = [len(d) for d in spec.deps]  # unfinished deps, mirrored from the graph for O(1) lookups
-    if priority == "fifo":
-        key = list(range(n))
-    else:
+    dur, succ = spec.durations, spec._succ_index
+    remaining = [len(d) for d in spec.deps]  # dependencies not yet done
+    unplaced = list(remaining)  # dependencies not yet in the graph
+    state = [_UNKNOWN if h else _KNOWN for h in spec.hidden_mask]
+    rank: list[int] | None = None
+    if priority == "critical_path":
         levels = spec.bottom_levels
-        key = sorted(range(n), key=lambda i: (-levels[i], i))
         rank = [0] * n
-        for r, i in enumerate(key):
+        for r, i in enumerate(sorted(range(n), key=lambda i: (-levels[i], i))):
             rank[i] = r
-        key = rank
-    index = spec._index
-    workers = [f"W{i + 1}" for i in range(n_workers)]
+    key = [0] * n  # frontier order: creation order in the graph (fifo) or critical-path rank
+    owner = [-1] * n  # static: the worker each node is planned for
+    own_ready: list[list[tuple[int, int]]] = [[] for _ in range(n_workers)]  # static: (key, node) heaps
+    with_work: set[int] = set()  # static: workers whose own ready heap is not empty
+    front: list[tuple[int, int]] = []  # the graph's frontier: pending, unassigned, dependencies done
+    ops: list[tuple[int, int, int]] = []
+    op_ends: list[int] = []
+    waiting: list[int] = []  # found nodes a planned team has not taken into its plan yet, in the order found
+    n_placed = ready = waiting_ready = done = plan_next = 0
 
-    g = spec.to_graph(lead=LEAD)
-    owner: list[int | None] = [None] * n  # static: the worker each node is pre-assigned to
-    own_ready: list[list[tuple[int, int]]] = [[] for _ in workers]  # static: heap of (key, node) per worker
-    if policy == "static":
-        for i in range(n):
-            owner[i] = i % n_workers
-            g.assign(ids[i], workers[i % n_workers], by=LEAD)
+    def make_ready(i: int) -> None:
+        nonlocal ready
+        ready += 1
+        if owner[i] >= 0:
+            heapq.heappush(own_ready[owner[i]], (key[i], i))
+            with_work.add(owner[i])
+        else:
+            heapq.heappush(front, (key[i], i))
+
+    def place(i: int, by: int) -> None:
+        """Discover ``i``, then every planned node that was waiting only for it to be in the graph."""
+        nonlocal n_placed
+        queue, head = [i], 0
+        while head < len(queue):
+            j = queue[head]
+            head += 1
+            state[j] = _PLACED
+            key[j] = n_placed if rank is None else rank[j]
+            n_placed += 1
+            ops.append((DISCOVER, j, by if j == i else LEAD_INDEX))
+            if owner[j] >= 0:
+                ops.append((ASSIGN, j, owner[j]))
+            if remaining[j] == 0:
+                make_ready(j)
+            for s in succ[j]:
+                unplaced[s] -= 1
+                if unplaced[s] == 0 and state[s] == _KNOWN:
+                    queue.append(s)
+
+    def plan(i: int, by: int) -> None:
+        nonlocal plan_next
+        state[i] = _KNOWN
+        if static:
+            owner[i] = plan_next % n_workers
+            plan_next += 1
+        if unplaced[i] == 0:
+            place(i, by)
+
+    # the plan made up front, and the graph the Lead starts with
+    for i in range(n):
+        if state[i] == _KNOWN and static:
+            owner[i] = plan_next % n_workers
+            plan_next += 1
+    for i in range(n):
+        if state[i] == _KNOWN and unplaced[i] == 0:
+            state[i] = _PLACED
+            key[i] = n_placed if rank is None else rank[i]
+            n_placed += 1
+            ops.append((DISCOVER, i, LEAD_INDEX))
             if remaining[i] == 0:
-                heapq.heappush(own_ready[i % n_workers], (key[i], i))
+                make_ready(i)
+            for s in succ[i]:
+                unplaced[s] -= 1
+    if static:
+        ops.extend((ASSIGN, i, owner[i]) for i in range(n) if state[i] == _PLACED)
 
     idle = set(range(n_workers))
     running: dict[int, tuple[int, int, bool, int]] = {}  # worker -> (node, start, straggled, attempt)
     ends_at: dict[int, list[tuple[int, int, int]]] = {}  # round -> [(worker, node, attempt)]
     deadlines: dict[int, list[tuple[int, int, int]]] = {}  # heartbeat release rounds
     attempts = [0] * n
-    ready = sum(1 for r in remaining if r == 0)
-    done = 0
     rows: list[tuple] = []
-    round_stats: list[tuple[int, int, int, int, int]] = []
-    log_ends: list[int] = []
-    log_len = len(g.log_since(0))
+    round_stats: list[tuple[int, ...]] = []
 
     def start(w: int, i: int, t: int) -> None:
         nonlocal ready
@@ -295,22 +255,31 @@ def simulate(spec: WorkloadSpec, n_workers: int, policy: str = "self", *, stragg
             raise ConfigError(f"simulation did not finish within max_rounds={max_rounds} ({done}/{n} nodes "
                               "done); with straggler_p near 1 and a short heartbeat every attempt is released. "
                               "Raise max_rounds or lower straggler_p")
-        # (1) completions
+        # (1) completions; a completion reveals the hidden nodes that depend on it
         for w, i, k in ends_at.pop(t, ()):
             cur = running.get(w)
             if cur is None or cur[0] != i or cur[3] != k:
                 continue  # this attempt was released earlier
-            g.complete(ids[i], workers[w])
-            rows.append((cur[1], w, ids[i], t, cur[2], "done", k, dur[i]))
+            rows.append((cur[1], w, i, t, cur[2], "done", k))
+            ops.append((COMPLETE, i, w))
             del running[w]
             idle.add(w)
             done += 1
             for s in succ[i]:
                 remaining[s] -= 1
-                if remaining[s] == 0:
-                    ready += 1
-                    if owner[s] is not None:
-                        heapq.heappush(own_ready[owner[s]], (key[s], s))
+                st = state[s]
+                if st == _UNKNOWN:
+                    if discover:
+                        plan(s, w)
+                    else:
+                        state[s] = _FOUND
+                        waiting.append(s)
+                        waiting_ready += remaining[s] == 0
+                elif remaining[s] == 0:
+                    if st == _PLACED:
+                        make_ready(s)
+                    elif st == _FOUND:
+                        waiting_ready += 1
         # (2) heartbeat: the Lead releases stragglers; the node goes back to pending
         resting: set[int] = set()
         flagged = False
@@ -318,64 +287,69 @@ def simulate(spec: WorkloadSpec, n_workers: int, policy: str = "self", *, stragg
             cur = running.get(w)
             if cur is None or cur[0] != i or cur[3] != k:
                 continue
-            g.release(ids[i], by=LEAD)
-            rows.append((cur[1], w, ids[i], t, cur[2], "released", k, dur[i]))
+            rows.append((cur[1], w, i, t, cur[2], "released", k))
+            ops.append((RELEASE, i, LEAD_INDEX))
             del running[w]
             idle.add(w)
             resting.add(w)
-            owner[i] = None
-            ready += 1
+            owner[i] = -1
+            make_ready(i)
             flagged = True
-        frontier_size, ready_size = len(g.frontier()), ready
+        # a planned team takes the nodes it found into its plan
+        if waiting and t % replan_every == 0:
+            for s in waiting:
+                waiting_ready -= remaining[s] == 0
+                plan(s, LEAD_INDEX)
+            waiting.clear()
+        frontier_size, ready_size = len(front), ready
         if done == n:
-            round_stats.append((t, frontier_size, ready_size, len(running), done))
-            log_len += len(g.log_since(log_len))
-            log_ends.append(log_len)
+            round_stats.append((t, frontier_size, ready_size, 0, done, n_placed, 0))
+            op_ends.append(len(ops))
             break
         # (3)-(4) dispatch
-        free = sorted(idle - resting)
-        if free:
-            if policy == "self" or (policy == "lead" and (t % lead_every == 0 or flagged)):
-                frontier = g.frontier()
-                if priority != "fifo":
-                    frontier.sort(key=lambda v: key[index[v]])
-                for w, v in zip(free, frontier):
-                    if policy == "lead":
-                        g.assign(v, workers[w], by=LEAD)
-                    g.claim(v, workers[w])
-                    start(w, index[v], t)
-            elif policy == "static":
-                frontier = g.frontier()  # only released nodes are pending under static: the Lead reassigns them
-                if frontier and priority != "fifo":
-                    frontier.sort(key=lambda v: key[index[v]])
-                pos = 0
-                for w in free:
-                    if pos < len(frontier):
-                        v = frontier[pos]
-                        pos += 1
-                        g.assign(v, workers[w], by=LEAD)
-                        owner[index[v]] = w
+        if idle:
+            if static:
+                for w in sorted(idle - resting if front else (idle & with_work) - resting):
+                    if front:  # a released node: the Lead reassigns it to the first free worker
+                        i = heapq.heappop(front)[1]
+                        owner[i] = w
+                        ops.append((ASSIGN, i, w))
                     elif own_ready[w]:
-                        v = ids[heapq.heappop(own_ready[w])[1]]
+                        i = heapq.heappop(own_ready[w])[1]
+                        if not own_ready[w]:
+                            with_work.discard(w)
                     else:
                         continue
-                    g.claim(v, workers[w])
-                    start(w, index[v], t)
-        round_stats.append((t, frontier_size, ready_size, len(running), done))
-        log_len += len(g.log_since(log_len))
-        log_ends.append(log_len)
+                    ops.append((CLAIM, i, w))
+                    start(w, i, t)
+            elif front and (policy == "self" or t % lead_every == 0 or flagged):
+                for w in sorted(idle - resting):
+                    if not front:
+                        break
+                    i = heapq.heappop(front)[1]
+                    if policy == "lead":
+                        ops.append((ASSIGN, i, w))
+                    ops.append((CLAIM, i, w))
+                    start(w, i, t)
+        round_stats.append((t, frontier_size, ready_size, len(running), done, n_placed,
+                            min(n_workers - len(running), ready + waiting_ready)))
+        op_ends.append(len(ops))
         t += 1
 
     import pandas as pd
 
     rows.sort()  # by start round, then worker number (both unique together)
-    intervals = pd.DataFrame([(workers[w], v, s, e, *rest) for s, w, v, e, *rest in rows], columns=INTERVAL_COLUMNS)
+    names, ids = [worker_name(w) for w in range(n_workers)], spec.ids
+    starts, ws, nodes, ends, late, outcome, attempt = zip(*rows)
+    intervals = pd.DataFrame(dict(zip(INTERVAL_COLUMNS, (
+        [names[w] for w in ws], [ids[i] for i in nodes], starts, ends, late, outcome, attempt,
+        [dur[i] for i in nodes]))))
     return ScheduleResult(
         spec=spec, policy=policy, n_workers=n_workers, seed=int_seed, straggler_p=float(straggler_p),
         straggler_factor=float(straggler_factor), heartbeat=None if heartbeat is None else int(heartbeat),
-        lead_every=lead_every, priority=priority, makespan=t, intervals=intervals,
-        rounds=pd.DataFrame(round_stats, columns=ROUND_COLUMNS), graph=g, _round_log_ends=log_ends)
-
+        lead_every=lead_every, priority=priority, discover=bool(discover), replan_every=replan_every,
+        makespan=t, intervals=intervals, rounds=pd.DataFrame(round_stats, columns=ROUND_COLUMNS),
+        discovery=None if discovery is None else float(discovery), _ops=ops, _op_ends=op_ends)
 
 def compare(spec: WorkloadSpec, n_workers_list: Iterable[int], policies: Iterable[str] = POLICIES,
             seeds: Iterable[int] = (0,), **kwargs: Any) -> pd.DataFrame:
@@ -405,4 +379,35 @@ def compare(spec: WorkloadSpec, n_workers_list: Iterable[int], policies: Iterabl
                     rows.append(simulate(spec, n_workers, policy, seed=seed, **fixed, **extra).row())
     df = pd.DataFrame(rows)
     df["heartbeat"] = df["heartbeat"].astype("Int64")  # None stays <NA> instead of turning the column float
+    return df
+
+
+def compare_discovery(spec: WorkloadSpec, rates: Iterable[float], n_workers: int, *,
+                      policies: Iterable[tuple[str, bool]] = DISCOVERY_POLICIES, seeds: Iterable[int] = (0,),
+                      **kwargs: Any) -> pd.DataFrame:
+    """Planned and Discovering teams as the discovery probability rises: one row per rate x (policy,
+    discover) x seed (:meth:`ScheduleResult.row`, plus ``team``, e.g. "self (Discover)" or "static (planned)").
+
+    The same seed hides a superset of the nodes at a higher rate, so the curves differ only by what was
+    hidden. Further keyword arguments go to :func:`simulate`.
+
+    >>> from latte_lab.scheduling import random_dag
+    >>> df = compare_discovery(random_dag(40, layers=6, max_deps=1, seed=0), [0.0, 0.5], 6, seeds=[0, 1])
+    >>> table = df.groupby(["team", "discovery"])[["makespan", "stalled_worker_rounds"]].mean().unstack()
+    >>> table.index.tolist(), table["makespan"].values.tolist()
+    (['lead (Discover)', 'self (Discover)', 'self (planned)', 'static (planned)'], [[30.0, 31.5], [24.0, 24.5], [24.0, 26.5], [37.0, 33.0]])
+    >>> table["stalled_worker_rounds"].values.tolist()
+    [[34.0, 34.5], [0.0, 0.0], [0.0, 11.5], [41.0, 51.5]]
+    """
+    import pandas as pd
+
+    rows = []
+    for rate in rates:
+        for policy, discover in policies:
+            for seed in seeds:
+                row = simulate(spec, n_workers, policy, seed=seed, discovery=rate, discover=discover, **kwargs).row()
+                row["team"] = f"{policy} ({'Discover' if discover else 'planned'})"
+                rows.append(row)
+    df = pd.DataFrame(rows)
+    df["heartbeat"] = df["heartbeat"].astype("Int64")
     return df

@@ -7,8 +7,9 @@
 
 from __future__ import annotations
 
+import copy
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,7 @@ from latte_lab.graph import LEAD, CoordinationGraph
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["WorkloadSpec", "chain", "diamond", "fan_out", "from_task", "random_dag"]
+__all__ = ["WorkloadSpec", "chain", "diamond", "fan_out", "from_task", "graham_example", "node_title", "random_dag"]
 
 DEFAULT_MEAN_DURATION = 3.0  # random_dag: mean rounds per node (long enough for a heartbeat to pay off)
 ROUNDS_PER_EFFORT = 2  # from_task: rounds for a work unit of effort 1.0 (the simulated model's scale)
@@ -33,13 +34,19 @@ class WorkloadSpec:
     """A DAG of subtasks: ids in topological (creation) order, their dependencies and durations.
 
     ``durations`` are whole rounds (>= 1). Build one with :func:`random_dag`, :func:`chain`,
-    :func:`fan_out`, :func:`diamond` or :func:`from_task`, or directly:
+    :func:`fan_out`, :func:`diamond`, :func:`graham_example` or :func:`from_task`, or directly:
 
     >>> spec = WorkloadSpec(ids=("a", "b", "c"), deps=((), ("a",), ("a",)), durations=(1, 3, 2))
     >>> spec.total_work, spec.critical_path_length, spec.critical_path()
     (6, 4, ['a', 'b'])
     >>> spec.lower_bound(2)                 # max(critical path 4, ceil(6 / 2))
     4
+
+    ``hidden`` nodes are not known when work starts (see :meth:`with_hidden`): the team finds one when one of
+    its dependencies completes.
+
+    >>> spec.with_hidden(["b"]).known_ids
+    ('a', 'c')
     """
 
     ids: tuple[str, ...]
@@ -47,6 +54,10 @@ class WorkloadSpec:
     durations: tuple[int, ...]
     name: str = "workload"
     """Shown in tables and plot titles."""
+    hidden: tuple[str, ...] = ()
+    """Nodes unknown when work starts, in id order; each has at least one dependency, whose completion
+    reveals it. A known node that depends on a hidden one is planned, but enters the coordination graph only
+    once everything it depends on is there."""
 
     def __post_init__(self) -> None:
         ids = tuple(self.ids)
@@ -55,6 +66,7 @@ class WorkloadSpec:
         object.__setattr__(self, "ids", ids)
         object.__setattr__(self, "deps", deps)
         object.__setattr__(self, "durations", durations)
+        object.__setattr__(self, "hidden", tuple(self.hidden))
         if not ids:
             raise ConfigError("a workload needs at least one node")
         if len(deps) != len(ids) or len(durations) != len(ids):
@@ -75,6 +87,20 @@ class WorkloadSpec:
             if d < 1:
                 raise ConfigError(f"node {nid!r} has duration {d}; durations are whole rounds >= 1")
             seen.add(nid)
+        self._check_hidden()
+
+    def _check_hidden(self) -> None:
+        if not self.hidden:
+            return
+        mask = self.hidden_mask
+        if sum(mask) != len(self.hidden):
+            unknown = sorted(set(self.hidden) - set(self.ids)) or sorted({h for h in self.hidden
+                                                                          if self.hidden.count(h) > 1})
+            raise ConfigError(f"hidden lists {unknown[:5]}, which are not nodes of the workload (or appear twice)")
+        for nid, ds, h in zip(self.ids, self.deps, mask):
+            if h and not ds:
+                raise ConfigError(f"hidden node {nid!r} has no dependency, so no completion could reveal it; "
+                                  "only nodes with dependencies can be hidden")
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -132,15 +158,61 @@ class WorkloadSpec:
         """max(critical path, ceil(total work / n_workers)): no schedule of whole rounds beats it."""
         return max(self.critical_path_length, math.ceil(self.work_bound(n_workers) - 1e-9))
 
-    def to_graph(self, *, lead: str = LEAD) -> CoordinationGraph:
-        """A fresh CoordinationGraph with every node discovered by the Lead (all pending)."""
+    @cached_property
+    def hidden_mask(self) -> tuple[bool, ...]:
+        """For each node, whether it is hidden."""
+        hidden = set(self.hidden)
+        return tuple(nid in hidden for nid in self.ids)
+
+    @property
+    def known_ids(self) -> tuple[str, ...]:
+        """The nodes known when work starts."""
+        return tuple(nid for nid, h in zip(self.ids, self.hidden_mask) if not h)
+
+    def with_hidden(self, ids: Iterable[str]) -> WorkloadSpec:
+        """This workload with exactly ``ids`` hidden (listed in id order).
+
+        >>> diamond(2).with_hidden(["m1", "m0"]).hidden
+        ('m0', 'm1')
+        """
+        chosen = set(ids)
+        unknown = chosen - set(self.ids)
+        if unknown:
+            raise ConfigError(f"cannot hide {sorted(unknown)[:5]}: not nodes of {self.name!r}")
+        # the same graph: keep its validated structure and cached indices and levels, recheck only what is hidden
+        out = copy.copy(self)
+        object.__setattr__(out, "hidden", tuple(nid for nid in self.ids if nid in chosen))
+        out.__dict__.pop("hidden_mask", None)
+        out._check_hidden()
+        return out
+
+    def with_discovery(self, probability: float, seed: int | np.random.Generator = 0) -> WorkloadSpec:
+        """This workload with each node that has a dependency hidden with ``probability``, independently
+        (seeded).
+
+        >>> spec = random_dag(200, seed=0)
+        >>> [len(spec.with_discovery(p, seed=1).hidden) for p in (0.0, 0.1, 0.5)]
+        [0, 12, 93]
+        """
+        if not 0.0 <= probability <= 1.0:
+            raise ConfigError(f"the discovery probability must be in [0, 1], got {probability!r}")
+        coins = _generator(seed).random(len(self.ids))
+        return self.with_hidden(nid for nid, ds, c in zip(self.ids, self.deps, coins) if ds and c < probability)
+
+    def to_graph(self, *, lead: str = LEAD, known_only: bool = True) -> CoordinationGraph:
+        """A fresh CoordinationGraph as the Lead would start it, all nodes pending: every known node whose
+        dependencies are all known (or, with ``known_only=False``, every node)."""
         g = CoordinationGraph(lead=lead)
-        for nid, ds, d in zip(self.ids, self.deps, self.durations):
-            g.discover(nid, ds, title=f"{nid} ({d} round{'s' if d != 1 else ''})", by=lead)
+        placed = [False] * len(self.ids)
+        for i, (nid, ds, d, h) in enumerate(zip(self.ids, self.deps, self.durations, self.hidden_mask)):
+            if not known_only or (not h and all(placed[j] for j in self._dep_index[i])):
+                g.discover(nid, ds, title=node_title(nid, d), by=lead)
+                placed[i] = True
         return g
 
     def to_frame(self) -> pd.DataFrame:
-        """One row per node: id, deps, duration, bottom level, and whether it is on the critical path."""
+        """One row per node: id, deps, duration, bottom level, whether it is on the critical path, and
+        whether it is hidden."""
         import pandas as pd
 
         on_path = set(self.critical_path())
@@ -150,11 +222,18 @@ class WorkloadSpec:
             "duration": list(self.durations),
             "bottom_level": list(self.bottom_levels),
             "critical": [nid in on_path for nid in self.ids],
+            "hidden": list(self.hidden_mask),
         })
 
     def __repr__(self) -> str:
+        hidden = f", {len(self.hidden)} hidden" if self.hidden else ""
         return (f"<WorkloadSpec {self.name!r}: {len(self)} nodes, work {self.total_work}, "
-                f"critical path {self.critical_path_length}>")
+                f"critical path {self.critical_path_length}{hidden}>")
+
+
+def node_title(node_id: str, duration: int) -> str:
+    """A node's title in the coordination graph of a workload."""
+    return f"{node_id} ({duration} round{'s' if duration != 1 else ''})"
 
 
 def _generator(seed: int | np.random.Generator) -> np.random.Generator:
@@ -266,6 +345,26 @@ def diamond(width: int = 2, *, durations: int | Sequence[int] = 2, source: int =
     deps = ((), *((("src",),) * width), mids)
     return WorkloadSpec(ids, deps, (int(source), *_durations(durations, width, "diamond"), int(sink)),
                         name=f"diamond({width})")
+
+
+def graham_example(*, shorter: bool = False, fewer_edges: bool = False) -> WorkloadSpec:
+    """Graham's (1969) timing-anomaly instance: nine tasks ``T1 .. T9`` of 3, 2, 2, 2, 4, 4, 4, 4 and 9 rounds,
+    ``T1 -> T9`` and ``T4 -> T5 .. T8``. Under its own list order on 3 workers it takes 12 rounds, yet 15 on
+    4 workers, 13 with every task one round ``shorter``, and 16 with ``fewer_edges`` (``T4 -> T5`` and
+    ``T4 -> T6`` dropped): a list schedule can get slower when anything gets better.
+
+    >>> graham_example().critical_path(), graham_example().total_work
+    (['T1', 'T9'], 34)
+    """
+    ids = tuple(f"T{k}" for k in range(1, 10))
+    durations = [3, 2, 2, 2, 4, 4, 4, 4, 9]
+    deps: list[tuple[str, ...]] = [(), (), (), (), ("T4",), ("T4",), ("T4",), ("T4",), ("T1",)]
+    if shorter:
+        durations = [d - 1 for d in durations]
+    if fewer_edges:
+        deps[4] = deps[5] = ()
+    variant = "".join((", shorter" if shorter else "", ", fewer edges" if fewer_edges else ""))
+    return WorkloadSpec(ids, tuple(deps), tuple(durations), name=f"graham{variant and f'({variant[2:]})'}")
 
 
 def from_task(task_id: str, *, rounds_per_effort: int = ROUNDS_PER_EFFORT) -> WorkloadSpec:
