@@ -32,7 +32,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("models",),
     ("teams",),
     ("trial",),
-    ("sweep", "analysis", "scheduling"),
+    ("sweep", "analysis", "scheduling", "teaching"),
     ("viz",),
     ("cli",),
 ]

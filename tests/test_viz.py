@@ -122,3 +122,31 @@ def test_scheduling_plots():
     workers, p = sviz.explore(spec, n_workers=2, max_workers=4)
     workers.value = 3  # moving a slider redraws in place
     assert (workers.max, p.value) == (4, 0.2)
+
+
+def test_discovery_plots():
+    from latte_lab.scheduling import compare_discovery
+
+    df = compare_discovery(random_dag(30, layers=4, max_deps=1, seed=1), [0.0, 0.5], 4, seeds=[0, 1])
+    left, right = sviz.plot_discovery(df)
+    assert {t.get_text() for t in left.get_legend().get_texts()} == set(df["team"]) | {"lower bound (all nodes known)"}
+    assert right.get_ylabel() == "stalled worker-rounds per run" and left.get_ylim()[0] == 0
+    fig = sviz.discovery_figure(random_dag(20, seed=2), rates=[0.0, 0.4], n_workers=3, seeds=[0])
+    assert len(fig.axes) == 2
+
+
+def test_list_schedules_and_a_trial_against_the_schedulers():
+    from latte_lab.scheduling import from_trial, graham_example, heft, list_schedule
+
+    ax = ll.viz.gantt(list_schedule(graham_example(), 4, priority="fifo"))
+    assert len([p for p in ax.patches if p.get_width() > 0]) == 9 and "Graham" in ax.get_title()
+    assert [t.get_text() for t in ll.viz.gantt(heft(graham_example(), (2, 1, 1))).get_yticklabels()] == \
+        ["W1", "W2", "W3"]
+
+    class Trial:
+        event_list = [{"type": "claim_task", "round": 1, "agent": "Dev1", "task": "a"},
+                      {"type": "complete_task", "round": 3, "agent": "Dev1", "task": "a"}]
+        snapshots = [{"round": 3, "graph": {"nodes": [{"id": "a", "deps": [], "status": "done"}]}}]
+
+    ax = sviz.plot_efficiency(from_trial(Trial()))
+    assert [t.get_text() for t in ax.get_yticklabels()][0] == "team (recorded)" and len(ax.patches) == 6

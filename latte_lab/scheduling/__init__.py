@@ -28,6 +28,7 @@ from latte_lab.scheduling.listsched import (
 )
 from latte_lab.scheduling.result import ScheduleResult
 from latte_lab.scheduling.simulate import DISCOVERY_POLICIES, POLICIES, PRIORITIES, compare, compare_discovery, simulate
+from latte_lab.scheduling.trials import TrialWorkload, attempts, from_trial
 from latte_lab.scheduling.workloads import WorkloadSpec, chain, diamond, fan_out, from_task, graham_example, random_dag
 
 __all__ = [
@@ -37,13 +38,16 @@ __all__ = [
     "PRIORITIES",
     "ListSchedule",
     "ScheduleResult",
+    "TrialWorkload",
     "WorkloadSpec",
+    "attempts",
     "chain",
     "compare",
     "compare_discovery",
     "diamond",
     "fan_out",
     "from_task",
+    "from_trial",
     "graham_bound",
     "graham_example",
     "heft",

@@ -192,7 +192,7 @@ def list_schedule(spec: WorkloadSpec, n_workers: int | None = None, *, priority:
         raise ConfigError(f"spec must be a WorkloadSpec, got {type(spec).__name__}")
     sp = _speeds(n_workers, speeds)
     name, key = _priority_keys(spec, priority, sp)
-    m, dur, succ = len(sp), spec.durations, spec._succ_index
+    dur, succ = spec.durations, spec._succ_index
     remaining = [len(d) for d in spec.deps]
     ready = [(key[i], i) for i in range(len(spec)) if remaining[i] == 0]
     heapq.heapify(ready)

@@ -1,5 +1,6 @@
 """Pictures of scheduling workloads and runs: the workload with its critical path, makespan against the
-number of workers, straggler runs side by side, and sliders to explore them.
+number of workers, straggler runs side by side, sliders to explore them, planned against Discovering teams as
+the discovery rate rises, and a recorded team against the schedulers.
 
 The numbers come from :mod:`latte_lab.scheduling`; matplotlib, seaborn and ipywidgets are imported inside
 the functions.
@@ -17,43 +18,59 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from latte_lab.scheduling import WorkloadSpec, simulate
+from latte_lab.scheduling import WorkloadSpec, compare_discovery, random_dag, simulate
 from latte_lab.viz.gantt import gantt
 from latte_lab.viz.graph import draw_graph, layout
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-__all__ = ["draw_workload", "explore", "plot_makespan", "straggler_figure"]
+__all__ = ["discovery_figure", "draw_workload", "explore", "plot_discovery", "plot_efficiency", "plot_makespan",
+           "straggler_figure"]
+
+DISCOVERY_RATES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)  # discovery_figure: probabilities swept
+DISCOVERY_SEEDS = range(20)  # discovery_figure: runs averaged per point
+DISCOVERY_WORKERS = 24  # enough workers that the critical path, not the work, sets the pace
+TEAM_STYLE = {  # team -> (colour, line style): Discovering teams solid, planned ones dashed
+    "self (Discover)": ("#1d4ed8", "-"), "lead (Discover)": ("#7c3aed", "-"),
+    "self (planned)": ("#ea580c", "--"), "static (planned)": ("#b91c1c", "--"), "lead (planned)": ("#a16207", "--"),
+}
 
 
-def draw_workload(spec: WorkloadSpec, *, ax=None, title: str | None = None):
-    """The workload as a coordination graph (``ll.viz.draw_graph``) with its duration-weighted critical
-    path drawn in red and the initial frontier outlined; returns the Axes."""
+def draw_workload(spec: WorkloadSpec, *, ax=None, title: str | None = None, critical_path: bool = True):
+    """The workload as a coordination graph (``ll.viz.draw_graph``) with each node's duration under it, its
+    duration-weighted critical path in red (unless ``critical_path=False``, e.g. for an exercise), the
+    initial frontier outlined, and hidden nodes ringed with a dashed line; returns the Axes."""
     import matplotlib.pyplot as plt
     import networkx as nx
 
-    g = spec.to_graph()
+    g = spec.to_graph(known_only=False)
     pos = layout([{"round": 0, "graph": g.snapshot()}])
     if ax is None:
         depth = max(p[0] for p in pos.values())
         _, ax = plt.subplots(figsize=(min(14, max(5, 1.1 * (depth + 2))), 4))
-    draw_graph(g, ax=ax, pos=pos, legend=False,
-                   title=title or f"{spec.name}: critical path {spec.critical_path_length} rounds (red), "
-                                  "frontier outlined")
-    path = spec.critical_path()
-    G = nx.DiGraph(list(zip(path, path[1:])))
-    G.add_nodes_from(path)
-    nx.draw_networkx_edges(G, pos, ax=ax, edge_color="#d62828", width=2.4, arrows=True, arrowsize=12,
-                           node_size=420)
-    front = g.frontier()
+    if title is None:
+        title = (f"{spec.name}: critical path {spec.critical_path_length} rounds (red), frontier outlined"
+                 if critical_path else f"{spec.name}: rounds under each node, frontier outlined")
+    draw_graph(g, ax=ax, pos=pos, legend=False, title=title)
+    if critical_path:
+        path = spec.critical_path()
+        G = nx.DiGraph(list(zip(path, path[1:])))
+        G.add_nodes_from(path)
+        nx.draw_networkx_edges(G, pos, ax=ax, edge_color="#d62828", width=2.4, arrows=True, arrowsize=12,
+                               node_size=420)
     F = nx.DiGraph()
-    F.add_nodes_from(front)
+    F.add_nodes_from(spec.to_graph().frontier())
     nx.draw_networkx_nodes(F, pos, ax=ax, node_color="none", node_size=620, edgecolors="#1d3557", linewidths=2.0)
+    if spec.hidden:
+        H = nx.DiGraph()
+        H.add_nodes_from(spec.hidden)
+        nx.draw_networkx_nodes(H, pos, ax=ax, node_color="none", node_size=620, edgecolors="#7c3aed",
+                               linewidths=1.4).set_linestyle("--")
     for nid, d in zip(spec.ids, spec.durations):
         x, y = pos[nid]
-        ax.annotate(str(d), (x, y), xytext=(0, -14), textcoords="offset points", ha="center", fontsize=6,
-                    color="#475467")
+        ax.annotate(str(d), (x, y), xytext=(0, -21), textcoords="offset points", ha="center", fontsize=7,
+                    color="#1f2937")  # below the frontier ring
     return ax
 
 
@@ -130,3 +147,74 @@ def explore(spec: WorkloadSpec, *, n_workers: int = 4, straggler_p: float = 0.2,
     workers_w.observe(update, names="value")
     p_w.observe(update, names="value")
     return workers_w, p_w
+
+
+def discovery_workload() -> WorkloadSpec:
+    """The workload of :func:`discovery_figure`: 200 nodes in 12 layers, up to two dependencies each, two
+    rounds per node on average."""
+    return random_dag(200, layers=12, max_deps=2, mean_duration=2, seed=0)
+
+
+def plot_discovery(df: pd.DataFrame, *, axes=None):
+    """Two panels from :func:`~latte_lab.scheduling.compare_discovery` output: the mean makespan (band: 95%
+    interval of the mean over seeds) against the discovery probability per team, with the lower bound, and the
+    worker-rounds lost stalled (idle while found work waited). Returns the two Axes."""
+    import matplotlib.pyplot as plt
+
+    if axes is None:
+        _, axes = plt.subplots(1, 2, figsize=(11, 4))
+    teams = [t for t in TEAM_STYLE if t in set(df["team"])] + sorted(set(df["team"]) - set(TEAM_STYLE))
+    for ax, column, label in ((axes[0], "makespan", "makespan (rounds)"),
+                              (axes[1], "stalled_worker_rounds", "stalled worker-rounds per run")):
+        for team in teams:
+            colour, ls = TEAM_STYLE.get(team, ("#475467", "-"))
+            stats = df[df["team"] == team].groupby("discovery")[column].agg(["mean", "sem", "count"])
+            half = 1.96 * stats["sem"].fillna(0.0)
+            ax.plot(stats.index, stats["mean"], color=colour, ls=ls, marker="o", ms=4, label=team)
+            ax.fill_between(stats.index, stats["mean"] - half, stats["mean"] + half, color=colour, alpha=0.15, lw=0)
+        ax.set_xlabel("discovery probability (share of nodes hidden until a dependency completes)")
+        ax.set_ylabel(label)
+        ax.set_ylim(bottom=0)
+    bound = df.groupby("discovery")["lower_bound"].first()
+    axes[0].plot(bound.index, bound.values, color="#111827", ls=":", lw=1.2, label="lower bound (all nodes known)")
+    axes[0].legend(fontsize=7, frameon=True, loc="lower right")
+    name = df["workload"].iloc[0] if len(df) else ""
+    n = df["n_workers"].iloc[0] if len(df) else 0
+    axes[0].set_title(f"planned vs Discovering teams on {name}, {n} workers", fontsize=9)
+    axes[1].set_title("capacity lost waiting: idle workers while found work waited", fontsize=9)
+    return axes
+
+
+def discovery_figure(spec: WorkloadSpec | None = None, *, rates=DISCOVERY_RATES, n_workers: int = DISCOVERY_WORKERS,
+                     seeds=DISCOVERY_SEEDS, **kwargs):
+    """Makespan and stalled worker-rounds against the discovery probability for planned and Discovering teams
+    (:func:`plot_discovery` over :func:`~latte_lab.scheduling.compare_discovery`); returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    df = compare_discovery(spec or discovery_workload(), rates, n_workers, seeds=seeds, **kwargs)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
+    plot_discovery(df, axes=axes)
+    fig.tight_layout()
+    return fig
+
+
+def plot_efficiency(trial_workload, *, ax=None, seeds=(0,)):
+    """A recorded team's makespan beside the schedulers' on the same graph (``TrialWorkload.compare``), with
+    the lower bound dashed; returns the Axes."""
+    import matplotlib.pyplot as plt
+
+    table = trial_workload.compare(seeds=seeds)
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 0.9 + 0.4 * len(table)))
+    colours = ["#b91c1c" if s.startswith("team") else "#5b8def" for s in table["schedule"]]
+    ax.barh(table["schedule"], table["makespan"], color=colours)
+    for y, (m, e) in enumerate(zip(table["makespan"], table["efficiency"])):
+        ax.text(m, y, f" {m:g} ({e:.0%})", va="center", fontsize=7)
+    ax.axvline(trial_workload.lower_bound, color="#344054", ls="--", lw=1, label="lower bound")
+    ax.invert_yaxis()
+    ax.set_xlabel("makespan (rounds); efficiency = lower bound / makespan")
+    ax.set_title(f"{trial_workload.trial_id or 'trial'}: the team against ideal schedulers on its own graph",
+                 fontsize=8)
+    ax.legend(fontsize=7, frameon=False, loc="lower right")
+    return ax
+

@@ -1,0 +1,332 @@
+"""Exercises of the scheduling lesson (notebook 04) and a checker that answers with a verdict and a hint.
+
+Each exercise owns its material (``setup``), computes its reference answer from the library (never typed
+in), and grades an answer: ``check`` returns a one-line verdict, with a hint when the answer is wrong, and
+never the answer itself.
+
+>>> import latte_lab as ll
+>>> spec = ll.teaching.setup("ex2")        # the workload of exercise 2
+>>> ll.teaching.check("ex2", None)
+… ex2 (critical path): no answer yet; replace None with yours.
+>>> verdict = ll.teaching.check("ex2", spec.total_work)
+>>> verdict.ok, str(verdict).startswith("✗ ex2 (critical path): not yet. Hint:")
+(False, True)
+>>> bool(ll.teaching.check("ex2", spec.critical_path_length))
+True
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from latte_lab.errors import LatteError
+
+__all__ = ["EXERCISES", "Exercise", "Verdict", "check", "exercises", "setup"]
+
+BOUND_WORKERS = 2  # ex3: team size
+TRIAL_SEEDS = range(10)  # ex7: seeds averaged over
+DISCOVERY_RATE = 0.6  # ex7: the discovery probability asked about
+NUMBER_TOLERANCE = 0.051  # answers asked "to one decimal" or "to two decimals" may round either way
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of :func:`check`: ``ok`` is True, False, or None (no answer given)."""
+
+    exercise: str
+    title: str
+    ok: bool | None
+    hint: str = ""
+
+    def __bool__(self) -> bool:
+        return self.ok is True
+
+    def __str__(self) -> str:
+        head = f"{self.exercise} ({self.title})"
+        if self.ok is None:
+            return f"… {head}: no answer yet; replace None with yours."
+        if self.ok:
+            return f"✓ {head}: correct."
+        return f"✗ {head}: not yet. Hint: {self.hint}"
+
+    __repr__ = __str__
+
+
+@dataclass(frozen=True)
+class Exercise:
+    id: str
+    title: str
+    setup: Callable[[], Any]
+    """The material the exercise is about (a graph, a workload, a trial configuration)."""
+    answer: Callable[..., Any]
+    """The reference answer, computed; receives the keyword context passed to :func:`check`."""
+    grade: Callable[[Any, Any], str | None]
+    """(given, expected) -> None when right, else a hint that does not give the answer away."""
+
+
+# --------------------------------------------------------------------------------------------- material
+
+def _frontier_graph():
+    from latte_lab.graph import CoordinationGraph
+
+    g = CoordinationGraph()
+    for nid, deps in (("plan", []), ("load", ["plan"]), ("clean", ["load"]), ("stats", ["clean"]),
+                      ("plots", ["clean"]), ("model", ["stats"]), ("report", ["plots", "model"]),
+                      ("docs", []), ("lint", ["plan"])):
+        g.discover(nid, deps, title=nid, by="Lead")
+    for nid, worker in (("plan", "W1"), ("load", "W1"), ("clean", "W2")):
+        g.claim(nid, worker)
+        g.complete(nid, worker)
+    g.claim("stats", "W1")
+    g.assign("lint", "W2", by="Lead")
+    return g
+
+
+def _workload():
+    from latte_lab.scheduling import random_dag
+
+    return random_dag(10, layers=4, max_deps=2, seed=3)
+
+
+def _scaling_workload():  # ex4
+    from latte_lab.scheduling import random_dag
+
+    return random_dag(16, layers=4, max_deps=2, seed=5)
+
+
+def _discovery_workload():
+    from latte_lab.scheduling import random_dag
+
+    return random_dag(60, layers=6, max_deps=1, seed=2)
+
+
+DISCOVERY_WORKERS = 8  # ex7: team size
+
+
+def _trial_config():
+    from latte_lab.config import TrialConfig
+
+    return TrialConfig(task="eda", team="latte", model="simulated", seed=1, n_workers=3)
+
+
+# --------------------------------------------------------------------------------------------- answers
+
+def _number(given: Any) -> float | None:
+    if isinstance(given, bool) or not isinstance(given, numbers.Real):
+        return None
+    return float(given)
+
+
+def _grade_number(hints: Callable[[float, float], str | None], *, tolerance: float = 1e-9):
+    def grade(given: Any, expected: float) -> str | None:
+        x = _number(given)
+        if x is None:
+            return f"answer with a number, not {type(given).__name__}."
+        if abs(x - expected) <= tolerance:
+            return None
+        return hints(x, expected)
+    return grade
+
+
+def _grade_frontier(given: Any, expected: list[str]) -> str | None:
+    g = _frontier_graph()
+    if isinstance(given, str) or not hasattr(given, "__iter__"):
+        return "answer with a list of node ids, e.g. ['a', 'b']."
+    given = list(given)
+    for nid in given:
+        if nid not in g:
+            return f"{nid!r} is not a node of this graph."
+        status = str(g.status(nid))
+        if status in ("done", "verified"):
+            return f"{nid!r} is finished; the frontier is work that can start now."
+        if status in ("assigned", "in_progress"):
+            return f"{nid!r} is already {status.replace('_', ' ')}: the frontier holds only pending nodes."
+        waiting = [d for d in g.deps(nid) if str(g.status(d)) not in ("done", "verified")]
+        if waiting:
+            return f"{nid!r} still waits for {waiting[0]!r}, which is not done."
+    if len(set(given)) != len(given):
+        return "a node appears twice."
+    if set(given) != set(expected):
+        return "a pending node whose dependencies are all done is missing; a node with no dependencies counts too."
+    return None
+
+
+def _critical_path_hints(x: float, expected: float) -> str:
+    spec = _workload()
+    longest_by_count = _longest_chain_nodes(spec)
+    if x == spec.total_work:
+        return "that is the total work of all nodes; the critical path is a single chain of dependencies."
+    if x == longest_by_count:
+        return "you counted nodes; add up the durations (the number under each node) along a chain."
+    if x < expected:
+        return "a heavier chain exists: start from a node without dependencies and always follow the successor " \
+               "with the longest remaining chain."
+    return "no chain is that heavy: every step along the chain must follow a dependency edge."
+
+
+def _longest_chain_nodes(spec) -> int:
+    from latte_lab import dag
+
+    return len(dag.critical_path(dict(zip(spec.ids, spec.deps))))
+
+
+def _lower_bound_hints(x: float, expected: float) -> str:
+    spec = _workload()
+    work = spec.total_work / BOUND_WORKERS
+    if math.isclose(x, work) and work != math.ceil(work):
+        return "rounds are whole: round the work bound up."
+    if x == min(spec.critical_path_length, math.ceil(work)):
+        return "both bounds must hold at once: take the larger one."
+    if x < expected:
+        return "one of the two bounds (critical path, total work / N rounded up) is larger than that."
+    return "that is more than either bound: recompute the critical path and the total work / N."
+
+
+def _graham3_hints(x: float, expected: float) -> str:
+    spec = _graham()
+    if x == spec.total_work:
+        return "three workers share the work: play the list round by round, each free worker taking the first " \
+               "ready task in the list."
+    if x < spec.critical_path_length:
+        return "no schedule beats the critical path; compute it first."
+    return "write the schedule round by round: at each round, free workers take the earliest ready tasks of the " \
+           "list T1, T2, ..., T9, in that order."
+
+
+def _graham4_hints(x: float, expected: float) -> str:
+    spec = _graham()
+    if x < spec.critical_path_length:
+        return "more workers cannot beat the critical path."
+    if x < expected:
+        return "play it round by round: with 4 workers, which task does the worker freed at round 3 take, and " \
+               "which tasks are left for later?"
+    return "play it round by round: with 4 workers, T4 finishes earlier; list which tasks are ready at rounds " \
+           "2 and 3."
+
+
+def _graham():
+    from latte_lab.scheduling import graham_example
+
+    return graham_example()
+
+
+def _scaling_makespans() -> list[int]:
+    from latte_lab.scheduling import simulate
+
+    spec = _scaling_workload()
+    return [simulate(spec, n).makespan for n in range(1, len(spec) + 1)]
+
+
+def _scaling_answer(**_: Any) -> int:
+    ms = _scaling_makespans()
+    return ms.index(min(ms)) + 1
+
+
+def _scaling_hints(x: float, expected: float) -> str:
+    if x != int(x) or x < 1:
+        return "answer with a whole number of workers."
+    if x < expected:
+        return "with that many workers the team is still slower than with more: compare ceil(work / N) with the " \
+               "critical path, and look at how wide the frontier gets."
+    return "fewer workers already reach the fastest makespan; extra ones sit idle (see res.rounds['frontier'])."
+
+
+def _discovery_gap(**_: Any) -> float:
+    from latte_lab.scheduling import compare_discovery
+
+    df = compare_discovery(_discovery_workload(), [DISCOVERY_RATE], DISCOVERY_WORKERS,
+                           policies=(("self", True), ("self", False)), seeds=TRIAL_SEEDS)
+    mean = df.groupby("team")["makespan"].mean()
+    return round(float(mean["self (planned)"] - mean["self (Discover)"]), 1)
+
+
+def _discovery_hints(x: float, expected: float) -> str:
+    if x < 0 <= expected:
+        return "subtract the Discovering team's mean makespan from the planned team's, not the other way round."
+    return "use compare_discovery with the exercise's workload, 8 workers, discovery 0.6 and seeds 0-9, keep " \
+           "only 'self' teams, and take the difference of the mean makespans (one decimal)."
+
+
+def _trial_efficiency(*, trial: Any = None, **_: Any) -> float:
+    from latte_lab.scheduling import from_trial
+
+    if trial is None:
+        from latte_lab.trial import run_trial
+
+        with tempfile.TemporaryDirectory() as tmp:
+            trial = run_trial(_trial_config(), runs_dir=tmp)
+            return round(from_trial(trial).efficiency, 2)
+    return round(from_trial(trial).efficiency, 2)
+
+
+def _efficiency_hints(x: float, expected: float) -> str:
+    if x > 1:
+        return "efficiency is at most 1: divide the lower bound by the team's actual makespan."
+    return "take from_trial(res): its lower_bound divided by its actual_makespan, to two decimals " \
+           "(not a simulated policy's row)."
+
+
+def _const(make: Callable[[], Any]) -> Callable[..., Any]:
+    return lambda **_: make()
+
+
+EXERCISES: dict[str, Exercise] = {e.id: e for e in (
+    Exercise("ex1", "frontier", _frontier_graph, _const(lambda: _frontier_graph().frontier()), _grade_frontier),
+    Exercise("ex2", "critical path", _workload, _const(lambda: _workload().critical_path_length),
+             _grade_number(_critical_path_hints)),
+    Exercise("ex3", "lower bound with 2 workers", _workload, _const(lambda: _workload().lower_bound(BOUND_WORKERS)),
+             _grade_number(_lower_bound_hints)),
+    Exercise("ex4", "when more workers stop helping", _scaling_workload, _scaling_answer,
+             _grade_number(_scaling_hints)),
+    Exercise("ex5", "Graham's list on 3 workers", _graham,
+             _const(lambda: _list_makespan(3)), _grade_number(_graham3_hints)),
+    Exercise("ex6", "Graham's list on 4 workers", _graham,
+             _const(lambda: _list_makespan(4)), _grade_number(_graham4_hints)),
+    Exercise("ex7", "planned vs Discover", _discovery_workload, _discovery_gap,
+             _grade_number(_discovery_hints, tolerance=NUMBER_TOLERANCE)),
+    Exercise("ex8", "a real trial's efficiency", _trial_config, _trial_efficiency,
+             _grade_number(_efficiency_hints, tolerance=NUMBER_TOLERANCE)),
+)}
+
+
+def _list_makespan(n_workers: int) -> int:
+    from latte_lab.scheduling import list_schedule
+
+    return list_schedule(_graham(), n_workers, priority="fifo").makespan
+
+
+def _exercise(exercise_id: str) -> Exercise:
+    try:
+        return EXERCISES[exercise_id]
+    except KeyError:
+        raise LatteError(f"unknown exercise {exercise_id!r}; the exercises are {', '.join(EXERCISES)}") from None
+
+
+def exercises():
+    """The exercises: id and title (a pandas DataFrame)."""
+    import pandas as pd
+
+    return pd.DataFrame([(e.id, e.title) for e in EXERCISES.values()], columns=["exercise", "title"])
+
+
+def setup(exercise_id: str) -> Any:
+    """The material of an exercise: the graph, workload or trial configuration its questions are about."""
+    return _exercise(exercise_id).setup()
+
+
+def check(exercise_id: str, answer: Any, **context: Any) -> Verdict:
+    """A one-line verdict on ``answer``, with a hint when it is wrong (never the answer).
+
+    ``context`` passes what an exercise measures, e.g. ``trial=res`` for ex8 (otherwise ex8 runs its trial,
+    a few seconds).
+    """
+    ex = _exercise(exercise_id)
+    if answer is None:
+        return Verdict(ex.id, ex.title, None)
+    hint = ex.grade(answer, ex.answer(**context))
+    return Verdict(ex.id, ex.title, hint is None, hint or "")
