@@ -115,6 +115,12 @@ def test_scheduling_plots():
     spec = random_dag(12, seed=0)
     ax = sviz.draw_workload(spec)
     assert "critical path" in ax.get_title()
+    red = [p for p in ax.patches if p.get_edgecolor()[:3] == pytest.approx((0.839, 0.157, 0.157), abs=0.01)]
+    assert len(red) == len(spec.critical_path()) - 1  # one red arrow per critical edge
+    hidden = sviz.draw_workload(spec.with_hidden(["t5", "t9"]), critical_path=False)
+    assert "critical path" not in hidden.get_title()
+    assert not [p for p in hidden.patches if p.get_edgecolor()[:3] == pytest.approx((0.839, 0.157, 0.157), abs=0.01)]
+    assert any(c.get_linestyle()[0][1] is not None for c in hidden.collections)  # the dashed ring of hidden nodes
     runs = compare(spec, [1, 2, 3], ["self", "static"])
     assert sviz.plot_makespan(runs).get_ylabel() == "makespan (rounds)"
     fig = sviz.straggler_figure(spec, 3, 0.4, heartbeat=0, seed=2)
