@@ -54,6 +54,7 @@ from collections.abc import Iterable, Mapping
 
 from latte_lab.events import OPERATOR_EVENT_TYPES, REPLY_LOG_CHARS
 from latte_lab.graph import LEAD
+from latte_lab.history import GraphHistory
 
 NODE_START_EVENTS = ("assign_task", "claim_task")
 NODE_END_EVENTS = ("complete_task", "close_task")
@@ -130,6 +131,8 @@ def _discarded_chars(edits: list[dict], final_files: Mapping[str, str]) -> int:
 
 
 def _graph_sizes(snapshots) -> list[int]:
+    if isinstance(snapshots, GraphHistory):
+        return [n for _, n in sorted(zip(snapshots.rounds(), snapshots.sizes()))]
     sizes = []
     items = snapshots.items() if isinstance(snapshots, Mapping) else enumerate(snapshots)
     for key, snap in items:
@@ -142,7 +145,7 @@ def _graph_sizes(snapshots) -> list[int]:
 def trial_metrics(events, final_files: Mapping[str, str] | None = None, snapshots=None) -> dict:
     """Every per-trial metric of the module docstring from one trial's events (a list of dicts or a
     DataFrame), the final workspace files {path: text} and the per-round snapshots
-    ({"round", "graph"} records or {round: graph})."""
+    ({"round", "graph"} records, {round: graph} or a GraphHistory)."""
     ev = _records(events)
     edits = _of(ev, "edit_file")
 

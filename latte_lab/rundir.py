@@ -5,7 +5,8 @@ A run directory ``<runs_dir>/<trial_id>/`` holds:
 - ``config.json``: the :class:`~latte_lab.config.TrialConfig`.
 - ``events.jsonl``: one event per line, appended as it happens. The event types and their fields are
   declared in :mod:`latte_lab.events` (``latte_lab.events.describe()`` prints them as a table).
-- ``snapshots.jsonl``: ``{"round", "t", "graph"}`` per round for graph teams (round 0 = after planning).
+- ``snapshots.jsonl``: the graph per round for graph teams (round 0 = after planning), as keyframes and
+  operation deltas (:mod:`latte_lab.history`).
 - ``calls.jsonl``: the cassette, every model call in order, enough to replay the trial offline.
 - ``ledger.csv``: tokens per call with agent and round, billed vs replayed, dollars.
 - ``workspace/``: the shared files as the team left them.
@@ -23,13 +24,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError
+from latte_lab.history import GraphHistory
 
 CONFIG_FILE = "config.json"
 EVENTS_FILE = "events.jsonl"
@@ -42,7 +44,7 @@ WORKSPACE_DIR = "workspace"
 __all__ = [
     "CALLS_FILE", "CONFIG_FILE", "EVENTS_FILE", "LEDGER_FILE", "RESULT_FILE", "SNAPSHOTS_FILE", "WORKSPACE_DIR",
     "JsonlAppender", "RunWriter", "TrialResult", "finished_row", "iter_jsonl", "iter_snapshots", "load_trial", "new_run_dir",
-    "promote", "read_config", "read_json", "read_jsonl", "read_result",
+    "promote", "read_config", "read_json", "read_jsonl", "read_result", "read_snapshots",
 ]
 
 
@@ -88,11 +90,15 @@ def read_jsonl(path: str | Path, *, missing_ok: bool = True) -> list[dict]:
     return list(iter_jsonl(path))
 
 
+def read_snapshots(run_dir: str | Path) -> GraphHistory:
+    """The graph per round of a run directory, read when first used (see :mod:`latte_lab.history`)."""
+    path = Path(run_dir) / SNAPSHOTS_FILE
+    return GraphHistory(loader=lambda: read_jsonl(path))
+
+
 def iter_snapshots(run_dir: str | Path) -> Iterator[dict]:
     """The graph snapshots of a run directory, ``{"round", "t", "graph"}`` in round order."""
-    path = Path(run_dir) / SNAPSHOTS_FILE
-    if path.exists():
-        yield from iter_jsonl(path)
+    yield from read_snapshots(run_dir)
 
 
 def read_json(path: str | Path) -> dict:
@@ -290,7 +296,8 @@ class TrialResult:
     row: dict = field(default_factory=dict)
     run_dir: Path | None = None
     event_list: list[dict] = field(default_factory=list, repr=False)
-    snapshots: list[dict] = field(default_factory=list, repr=False)
+    snapshots: Sequence[dict] = field(default_factory=GraphHistory, repr=False)
+    """The graph per round (graph teams): ``snapshots[i]`` is ``{"round", "t", "graph"}``."""
 
     @property
     def tokens(self) -> int:
@@ -337,6 +344,5 @@ def load_trial(run_dir: str | Path) -> TrialResult:
         output_tokens=int(row.get("total_output_tokens") or 0),
         virtual_seconds=float(row.get("wall_clock_seconds") or 0.0), real_seconds=float(row.get("real_seconds") or 0.0),
         reason=row.get("reason", ""), metrics=payload.get("metrics", {}), eval=payload.get("eval", {}), row=row,
-        run_dir=run_dir, event_list=read_jsonl(run_dir / EVENTS_FILE),
-        snapshots=read_jsonl(run_dir / SNAPSHOTS_FILE),
+        run_dir=run_dir, event_list=read_jsonl(run_dir / EVENTS_FILE), snapshots=read_snapshots(run_dir),
     )

@@ -22,6 +22,7 @@ from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError, LatteError
 from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
+from latte_lab.history import GraphHistory
 from latte_lab.rundir import TrialResult, load_trial
 from latte_lab.schema import TRIAL_COLUMNS
 from latte_lab.teams.engine import Team
@@ -99,8 +100,9 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
 
         def flush_snapshots() -> None:
             nonlocal n_snap
-            writer.append_snapshots(team_obj.snapshots[n_snap:])
-            n_snap = len(team_obj.snapshots)
+            records = team_obj.snapshots.records
+            writer.append_snapshots(records[n_snap:])
+            n_snap = len(records)
 
         started = team_obj.planning()
         flush_snapshots()
@@ -220,7 +222,7 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
         rounds=rounds, input_tokens=tokens_in, output_tokens=tokens_out,
         virtual_seconds=team.vclock if team else 0.0, real_seconds=real_seconds,
         reason=outcome.reason if outcome else "error", metrics=metrics, eval=ev_dict, row=row, run_dir=writer.path,
-        event_list=log.events, snapshots=team.snapshots if team else [],
+        event_list=log.events, snapshots=team.snapshots if team else GraphHistory(),
     )
 
 

@@ -25,7 +25,7 @@ PACKAGE = Path(latte_lab.__file__).parent
 # registry sit with the errors.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "config", "registry", "data"),
-    ("graph", "dag", "actions", "events", "schema"),
+    ("graph", "dag", "actions", "events", "schema", "history"),
     ("sandbox",),
     ("workspace",),
     ("tasks", "metrics", "rundir"),

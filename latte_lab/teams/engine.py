@@ -17,6 +17,7 @@ from latte_lab import actions as A
 from latte_lab.errors import LatteError, WorkspaceError
 from latte_lab.events import REPLY_LOG_CHARS, EventLog
 from latte_lab.graph import SYSTEM_AGENT
+from latte_lab.history import GraphHistory
 from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
 from latte_lab.teams.replies import (
     EVENT_OUTPUT_TAIL,
@@ -161,7 +162,7 @@ class Team:
         self.outcome = Outcome()
         self.last_tests: TestRun | None = None
         self.written_this_round: dict[str, str] = {}
-        self.snapshots: list[dict] = []
+        self.snapshots = GraphHistory()  # the graph per round, as keyframes and operation deltas
         self._pool: ThreadPoolExecutor | None = None
         from latte_lab.models.ledger import CostLedger
 
@@ -432,9 +433,7 @@ class Team:
     def record_snapshot(self) -> dict | None:
         if self.graph is None:
             return None
-        snap = {"round": self.round, "t": round(self.vclock, 6), "graph": self.graph.snapshot()}
-        self.snapshots.append(snap)
-        return snap
+        return self.snapshots.record(self.round, round(self.vclock, 6), self.graph)
 
 
 def action_tag(action) -> str:
