@@ -22,6 +22,7 @@ A run directory ``<runs_dir>/<trial_id>/`` holds:
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -43,7 +44,7 @@ WORKSPACE_DIR = "workspace"
 
 __all__ = [
     "CALLS_FILE", "CONFIG_FILE", "EVENTS_FILE", "LEDGER_FILE", "RESULT_FILE", "SNAPSHOTS_FILE", "WORKSPACE_DIR",
-    "JsonlAppender", "RunWriter", "TrialResult", "finished_row", "iter_jsonl", "iter_snapshots", "load_trial", "new_run_dir",
+    "DiskFullError", "JsonlAppender", "disk_full_message", "is_disk_full", "RunWriter", "TrialResult", "finished_row", "iter_jsonl", "iter_snapshots", "load_trial", "new_run_dir",
     "promote", "read_config", "read_json", "read_jsonl", "read_result", "read_snapshots",
 ]
 
@@ -152,19 +153,50 @@ def finished_row(run_dir: str | Path) -> dict | None:
 
 # --- writing ------------------------------------------------------------------------------------------------
 
+DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+RESULT_RESERVE_BYTES = 32 * 1024
+"""Space set aside when a run directory is made, so that a result.json marking the trial as failed can
+still be written when the disk fills up (its results row alone is about 5 KB)."""
+RESERVE_FILE = RESULT_FILE + ".reserve"
+
+
+class DiskFullError(Exception):
+    """The disk holding a run directory is full; the trial stops.
+
+    Not a LatteError: the team engine turns LatteErrors raised by an action into a message to the agent
+    and carries on, and a full disk must stop the trial instead.
+    """
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """True for an OSError saying that the disk (or the user's quota) is full."""
+    return isinstance(exc, OSError) and exc.errno in DISK_FULL_ERRNOS
+
+
+def disk_full_message(path: str | Path, exc: OSError | None = None) -> str:
+    """One line saying which disk is full and what to do."""
+    why = exc.strerror if exc is not None and exc.strerror else "No space left on device"
+    return f"the disk holding {path} is full ({why}): free some space, then run the trial again"
+
+
 def new_run_dir(runs_dir: str | Path, name: str) -> Path:
     """A new empty directory ``runs_dir/name`` (``name-2``, ``name-3``, ... if taken: never overwritten)."""
     runs_dir = Path(runs_dir)
-    runs_dir.mkdir(parents=True, exist_ok=True)
-    k = 1
-    path = runs_dir / name
-    while True:
-        try:
-            path.mkdir()
-            return path
-        except FileExistsError:  # mkdir itself decides, so two processes never share a directory
-            k += 1
-            path = runs_dir / f"{name}-{k}"
+    try:
+        runs_dir.mkdir(parents=True, exist_ok=True)
+        k = 1
+        path = runs_dir / name
+        while True:
+            try:
+                path.mkdir()
+                return path
+            except FileExistsError:  # mkdir itself decides, so two processes never share a directory
+                k += 1
+                path = runs_dir / f"{name}-{k}"
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFullError(disk_full_message(runs_dir, exc)) from None
+        raise
 
 
 def _json_default(value):
@@ -223,35 +255,124 @@ def _write_atomic(path: Path, text: str) -> None:
         raise
 
 
+def _reserve(path: Path, size: int) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        try:
+            os.posix_fallocate(fd, 0, size)
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+            os.write(fd, bytes(size))  # a file system without fallocate: write the blocks instead
+    finally:
+        os.close(fd)
+
+
 class RunWriter:
-    """Writes the files of one run directory (which must exist, e.g. from :func:`new_run_dir`)."""
+    """Writes the files of one run directory (which must exist, e.g. from :func:`new_run_dir`).
+
+    Space for a short result.json is reserved first. The first write that finds the disk full raises
+    :class:`DiskFullError` with a one-line message; from then on events and snapshots are no longer
+    appended (what is on disk is a whole prefix), and :meth:`write_result` falls back to the reserve.
+    """
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.workspace = self.path / WORKSPACE_DIR
         self.calls_path = self.path / CALLS_FILE
-        self._events = JsonlAppender(self.path / EVENTS_FILE)
-        self._snapshots = JsonlAppender(self.path / SNAPSHOTS_FILE)
+        self.disk_full: str | None = None  # the one-line message once the disk has filled up
+        try:
+            _reserve(self.path / RESERVE_FILE, RESULT_RESERVE_BYTES)
+            self._events = JsonlAppender(self.path / EVENTS_FILE)
+            self._snapshots = JsonlAppender(self.path / SNAPSHOTS_FILE)
+        except OSError as exc:
+            self._give_up(exc)
+
+    def _give_up(self, exc: OSError):
+        """Raises DiskFullError for a full disk (noting it), or the error itself."""
+        if not is_disk_full(exc):
+            raise exc
+        if self.disk_full is None:
+            self.disk_full = disk_full_message(self.path, exc)
+        raise DiskFullError(self.disk_full) from None
+
+    def _append(self, appender: JsonlAppender, records: Iterable[dict]) -> None:
+        if self.disk_full is not None:
+            return
+        try:
+            appender.append_many(records)
+        except OSError as exc:
+            self._give_up(exc)
 
     def write_config(self, config: TrialConfig) -> None:
-        _write_atomic(self.path / CONFIG_FILE, config.to_json())
+        try:
+            _write_atomic(self.path / CONFIG_FILE, config.to_json())
+        except OSError as exc:
+            self._give_up(exc)
 
     def append_event(self, event: dict) -> None:
-        self._events.append(event)
+        self._append(self._events, (event,))
 
     def append_snapshots(self, snapshots: Iterable[dict]) -> None:
-        self._snapshots.append_many(snapshots)
+        self._append(self._snapshots, snapshots)
 
     def write_ledger(self, frame) -> None:
-        """The cost ledger (a pandas DataFrame) as CSV."""
-        _write_atomic(self.path / LEDGER_FILE, frame.to_csv(index=False))
+        """The cost ledger (a pandas DataFrame) as CSV; skipped once the disk is full."""
+        if self.disk_full is not None:
+            return
+        try:
+            _write_atomic(self.path / LEDGER_FILE, frame.to_csv(index=False))
+        except OSError as exc:
+            if not is_disk_full(exc):
+                raise
+            self.disk_full = disk_full_message(self.path, exc)
 
-    def write_result(self, payload: dict) -> None:
-        _write_atomic(self.path / RESULT_FILE, json.dumps(payload, indent=2, default=_json_default))
+    def write_result(self, payload: dict) -> dict:
+        """Writes result.json and returns what was written.
+
+        When the disk is full, a short result marking the trial as failed goes into the reserved space
+        instead: status ``error``, the one-line error, the scalar results row, no metrics.
+        """
+        reserve = self.path / RESERVE_FILE
+        try:
+            _write_atomic(self.path / RESULT_FILE, json.dumps(payload, indent=2, default=_json_default))
+        except OSError as exc:
+            if not is_disk_full(exc) or not reserve.exists():
+                raise
+            self.disk_full = self.disk_full or disk_full_message(self.path, exc)
+            payload = _short_result(payload, self.disk_full)
+            data = json.dumps(payload, default=_json_default).encode("utf-8")
+            if len(data) > RESULT_RESERVE_BYTES:
+                payload = _short_result(payload, self.disk_full, fields=SHORT_ROW_FIELDS)
+                data = json.dumps(payload, default=_json_default).encode("utf-8")
+            with open(reserve, "r+b") as fh:  # overwrites blocks already allocated: needs no free space
+                fh.write(data)
+                fh.truncate(len(data))
+            os.replace(reserve, self.path / RESULT_FILE)
+            return payload
+        reserve.unlink(missing_ok=True)
+        return payload
 
     def close(self) -> None:
-        self._events.close()
-        self._snapshots.close()
+        for appender in (getattr(self, "_events", None), getattr(self, "_snapshots", None)):
+            if appender is not None:
+                appender.close()
+
+
+SHORT_ROW_FIELDS = ("source", "task", "team", "model", "seed", "trial", "trial_id", "status", "error", "run_dir",
+                    "n_workers", "reason", "total_rounds")
+"""What a failed trial's row keeps when even its scalar results do not fit in the reserve."""
+
+
+def _short_result(payload: dict, disk_full: str, fields: Iterable[str] | None = None) -> dict:
+    """A result small enough for the reserve: status error, the scalar row (or only ``fields`` of it)."""
+    error = str(payload.get("error") or disk_full)[:2000] if payload.get("status") != "ok" else disk_full
+    row = {k: v for k, v in (payload.get("row") or {}).items() if not isinstance(v, list | dict)}
+    if fields is not None:
+        row = {k: row.get(k) for k in fields}
+    row.update(status="error", error=error)
+    return {"trial_id": payload.get("trial_id"), "status": "error", "error": error, "row": row, "metrics": {},
+            "eval": {}, "note": "written to the reserved space: the disk was full, so the metrics were left out"}
 
 
 def promote(tmp: str | Path, final: str | Path) -> Path:
@@ -269,7 +390,11 @@ def promote(tmp: str | Path, final: str | Path) -> Path:
         payload = read_json(result)
         if isinstance(payload.get("row"), dict):
             payload["row"]["run_dir"] = str(final)
-            _write_atomic(result, json.dumps(payload, indent=2, default=_json_default))
+            try:
+                _write_atomic(result, json.dumps(payload, indent=2, default=_json_default))
+            except OSError as exc:  # read_result puts the right run_dir in the row anyway
+                if not is_disk_full(exc):
+                    raise
     return final
 
 

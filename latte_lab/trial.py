@@ -10,7 +10,11 @@ What a run directory holds is described in :mod:`latte_lab.rundir`; the events i
 
 from __future__ import annotations
 
+import contextlib
 import math
+import shutil
+import signal
+import threading
 import time
 import traceback
 import warnings
@@ -78,95 +82,152 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     if model is None:  # before the run directory exists: a missing key is an error, not an empty run
         model = _default_model(config)
     run_dir = rundir.new_run_dir(runs_dir if runs_dir is not None else config.runs_dir, run_name or trial_id)
-    writer = rundir.RunWriter(run_dir)
-    writer.write_config(config)
+    try:
+        writer = rundir.RunWriter(run_dir)
+        writer.write_config(config)
+    except rundir.DiskFullError:  # nothing ran: leave no directory that looks like a trial
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     cassette = Cassette(writer.calls_path)
     recorder = RecordingModel(model, cassette)
     team_obj: Team | None = None
     start = time.perf_counter()
     clock_box = {"team": None}
     log = EventLog(writer.append_event, lambda: clock_box["team"].vclock if clock_box["team"] else 0.0)
-    status, error, interrupted = "ok", None, False
+    status, error, stopped = "ok", None, None
     bar = None
-    try:
-        ws = Workspace(writer.workspace)
-        task.setup(ws)
-        team_obj = team_class(config.team)(config, task, ws, recorder, log, seed=config.seed, trial_id=trial_id)
-        clock_box["team"] = team_obj
-        log.emit("run_start", trial_id=trial_id, task=task.id, team=config.team, model=config.model,
-                 seed=config.seed, n_workers=config.n_workers)
-        team_obj.setup()
-        n_snap = 0
+    with _sigterm_stops_the_trial() as sigterm:
+        try:
+            ws = Workspace(writer.workspace)
+            task.setup(ws)
+            team_obj = team_class(config.team)(config, task, ws, recorder, log, seed=config.seed, trial_id=trial_id)
+            clock_box["team"] = team_obj
+            log.emit("run_start", trial_id=trial_id, task=task.id, team=config.team, model=config.model,
+                     seed=config.seed, n_workers=config.n_workers)
+            team_obj.setup()
+            n_snap = 0
 
-        def flush_snapshots() -> None:
-            nonlocal n_snap
-            records = team_obj.snapshots.records
-            writer.append_snapshots(records[n_snap:])
-            n_snap = len(records)
+            def flush_snapshots() -> None:
+                nonlocal n_snap
+                records = team_obj.snapshots.records
+                writer.append_snapshots(records[n_snap:])
+                n_snap = len(records)
 
-        started = team_obj.planning()
-        flush_snapshots()
-        if started:
-            if progress is True:
-                from tqdm.auto import tqdm
+            started = team_obj.planning()
+            flush_snapshots()
+            if started:
+                if progress is True:
+                    from tqdm.auto import tqdm
 
-                bar = tqdm(total=config.rounds, desc=trial_id, unit="round", leave=True)
-            for r in range(1, config.rounds + 1):
-                mark = len(log.events)
-                finished = team_obj.run_round(r)
-                flush_snapshots()
-                if progress:
-                    info = _round_info(team_obj, log.events[mark:], r)
-                    if bar is not None:
-                        bar.set_postfix_str(round_line(info), refresh=False)
-                        bar.update(1)
-                    else:
-                        progress(info)
-                if finished:
-                    break
+                    bar = tqdm(total=config.rounds, desc=trial_id, unit="round", leave=True)
+                for r in range(1, config.rounds + 1):
+                    mark = len(log.events)
+                    finished = team_obj.run_round(r)
+                    flush_snapshots()
+                    if progress:
+                        info = _round_info(team_obj, log.events[mark:], r)
+                        if bar is not None:
+                            bar.set_postfix_str(round_line(info), refresh=False)
+                            bar.update(1)
+                        else:
+                            progress(info)
+                    if finished:
+                        break
+                else:
+                    team_obj.outcome.reason = "max_rounds"
+                    team_obj.outcome.success = False
+        except KeyboardInterrupt as exc:  # the keyboard, a notebook's stop button or SIGTERM: record it, then stop
+            stopped = exc
+            status, error = "error", str(exc) if isinstance(exc, TrialTerminated) else "interrupted by the user"
+            log.emit("trial_error", error=error, traceback="")
+        except Exception as exc:  # noqa: BLE001 - a failed trial keeps its partial record
+            status = "error"
+            if isinstance(exc, rundir.DiskFullError) or rundir.is_disk_full(exc):
+                error = writer.disk_full or rundir.disk_full_message(run_dir, exc)  # type: ignore[arg-type]
+                writer.disk_full = error
+                log.emit("trial_error", error=error, traceback="")
+                warnings.warn(f"trial {trial_id} stopped: {error}", RuntimeWarning, stacklevel=2)
             else:
-                team_obj.outcome.reason = "max_rounds"
-                team_obj.outcome.success = False
-    except KeyboardInterrupt:  # stopped from the keyboard or a notebook: record it, then stop
-        status, error, interrupted = "error", "interrupted by the user", True
-        log.emit("trial_error", error=error, traceback="")
-    except Exception as exc:  # noqa: BLE001 - a failed trial keeps its partial record
-        status = "error"
-        error = f"{type(exc).__name__}: {exc}"
-        from latte_lab.models.keys import redact
+                from latte_lab.models.keys import redact
 
-        error = redact(error)
-        log.emit("trial_error", error=error, traceback=redact(traceback.format_exc(limit=8)))
-        if not isinstance(exc, LatteError):
-            warnings.warn(f"trial {trial_id} failed with an unexpected error: {error}", RuntimeWarning, stacklevel=2)
-    finally:
-        if bar is not None:
-            bar.total = bar.n  # a trial that ends early is complete, not stalled
-            bar.close()
-        cassette.close()
-        if team_obj is not None:
-            team_obj.close()
-    real_seconds = time.perf_counter() - start
-    try:
-        result = _finish(config, task, team_obj, log, writer, status, error, real_seconds)
-    finally:
-        log.close()
-        writer.close()
-    if interrupted:
+                error = redact(f"{type(exc).__name__}: {exc}")
+                log.emit("trial_error", error=error, traceback=redact(traceback.format_exc(limit=8)))
+                if not isinstance(exc, LatteError):
+                    warnings.warn(f"trial {trial_id} failed with an unexpected error: {error}", RuntimeWarning,
+                                  stacklevel=2)
+        finally:
+            if bar is not None:
+                bar.total = bar.n  # a trial that ends early is complete, not stalled
+                bar.close()
+            cassette.close()
+            if team_obj is not None:
+                team_obj.close()
+        if sigterm is not None:
+            sigterm["raise"] = False  # from here on a SIGTERM waits until the record is written
+        real_seconds = time.perf_counter() - start
+        try:
+            result = _finish(config, task, team_obj, log, writer, status, error, real_seconds,
+                             reason="interrupted" if stopped is not None else None)
+        finally:
+            log.close()
+            writer.close()
+    if stopped is not None or (sigterm is not None and sigterm["pending"]):
+        if isinstance(stopped, TrialTerminated) or stopped is None:
+            signal.raise_signal(signal.SIGTERM)  # to whoever handled it before (by default: the process ends)
+            raise TrialTerminated(f"trial {trial_id} terminated by SIGTERM; its record is in {run_dir}")
         raise KeyboardInterrupt(f"trial {trial_id} interrupted; its partial record is in {run_dir}")
     return result
 
 
+class TrialTerminated(KeyboardInterrupt):
+    """SIGTERM arrived while a trial was running; it is recorded like an interrupt from the keyboard."""
+
+
+@contextlib.contextmanager
+def _sigterm_stops_the_trial():
+    """While a trial runs in the main thread, SIGTERM raises TrialTerminated there (once). After
+    ``state["raise"]`` is cleared, a SIGTERM only sets ``state["pending"]``, so the record gets written.
+    Yields None (nothing installed) outside the main thread or when SIGTERM is ignored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield None
+        return
+    previous = signal.getsignal(signal.SIGTERM)
+    if previous in (signal.SIG_IGN, None):
+        yield None
+        return
+    state = {"raise": True, "pending": False}
+
+    def on_sigterm(signum, frame):
+        if state["raise"]:
+            state["raise"] = False
+            raise TrialTerminated("terminated by SIGTERM")
+        state["pending"] = True
+
+    signal.signal(signal.SIGTERM, on_sigterm)
+    try:
+        yield state
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status: str, error: str | None,
-            real_seconds: float) -> TrialResult:
+            real_seconds: float, reason: str | None = None) -> TrialResult:
+    """Evaluates the final workspace, computes the metrics and writes ledger.csv and result.json.
+
+    ``reason`` is how the trial ended; by default the team's outcome, or ``error`` for a failed trial.
+    """
     from latte_lab.metrics import trial_metrics
 
     outcome = team.outcome if team is not None else None
+    if reason is None:
+        reason = outcome.reason if outcome is not None and status == "ok" else "error"
     ev_dict: dict = {}
     accuracy: float | None = None
     success = bool(outcome.success) if outcome and status == "ok" else False
     final_files: dict[str, str] = {}
-    if team is not None:
+    if team is not None and writer.disk_full is not None:  # the hidden suite needs disk space too
+        ev_dict = {"error": "not evaluated: " + writer.disk_full}
+    elif team is not None:
         try:
             ev = task.evaluate(team.ws)
             ev_dict = {"passed": ev.passed, "failed": ev.failed, "errors": ev.errors, "total": ev.total,
@@ -183,7 +244,7 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
         elif "rate" in ev_dict:
             accuracy = float(ev_dict["rate"])
     rounds = team.round if team is not None else 0
-    log.emit("run_end", reason=outcome.reason if outcome else "error", success=success,
+    log.emit("run_end", reason=reason, success=success,
              tests_passed=outcome.tests_passed if outcome else None, rounds=rounds)
     metrics = trial_metrics(log.events, final_files=final_files or None,
                             snapshots=team.snapshots if team is not None else None)
@@ -210,18 +271,21 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
         "tokens_per_task": (tokens_in + tokens_out) / done if done else math.nan,
         "hidden_passed": ev_dict.get("passed"), "hidden_total": ev_dict.get("total"),
         "hidden_pass_rate": ev_dict.get("rate"), "n_workers": config.n_workers, "run_dir": str(writer.path),
-        "reason": outcome.reason if outcome else "error", "source": "latte_lab",
+        "reason": reason, "source": "latte_lab",
     })
     for col in TRIAL_COLUMNS:
         row.setdefault(col, math.nan)
     payload = {"trial_id": config.trial_id, "status": status, "error": error, "row": row, "metrics": metrics,
                "eval": ev_dict}
-    writer.write_result(payload)
+    written = writer.write_result(payload)
+    if written["status"] != status:  # the disk filled up: a short result marks the trial as failed
+        status, error = written["status"], written["error"]
+        row.update(status=status, error=error)
     return TrialResult(
         config=config, trial_id=config.trial_id, status=status, error=error, success=success, accuracy=accuracy,
         rounds=rounds, input_tokens=tokens_in, output_tokens=tokens_out,
         virtual_seconds=team.vclock if team else 0.0, real_seconds=real_seconds,
-        reason=outcome.reason if outcome else "error", metrics=metrics, eval=ev_dict, row=row, run_dir=writer.path,
+        reason=reason, metrics=metrics, eval=ev_dict, row=row, run_dir=writer.path,
         event_list=log.events, snapshots=team.snapshots if team else GraphHistory(),
     )
 
