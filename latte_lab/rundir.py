@@ -14,10 +14,12 @@ A run directory ``<runs_dir>/<trial_id>/`` holds:
   trial's line in the results schema (:data:`latte_lab.schema.TRIAL_COLUMNS`).
 
 >>> import tempfile
->>> run = RunWriter(new_run_dir(tempfile.mkdtemp(), "demo"))
+>>> tmp = tempfile.TemporaryDirectory()
+>>> run = RunWriter(new_run_dir(tmp.name, "demo"))
 >>> run.append_event({"type": "round_start", "seq": 0})
 >>> [e["type"] for e in read_jsonl(run.path / EVENTS_FILE)]
 ['round_start']
+>>> run.close(); tmp.cleanup()
 """
 
 from __future__ import annotations
@@ -225,7 +227,11 @@ class JsonlAppender:
         self.append_many((record,))
 
     def append_many(self, records: Iterable[dict]) -> None:
-        data = "".join(_dumps(r) + "\n" for r in records).encode("utf-8")
+        self.append_text("".join(_dumps(r) + "\n" for r in records))
+
+    def append_text(self, text: str) -> None:
+        """Appends lines already serialised (each ending with a newline), whole or not at all."""
+        data = text.encode("utf-8")
         if not data:
             return
         if self._fd is None:

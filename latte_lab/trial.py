@@ -31,7 +31,7 @@ from latte_lab.rundir import TrialResult, load_trial
 from latte_lab.schema import TRIAL_COLUMNS
 from latte_lab.teams.engine import Team
 
-__all__ = ["TrialConfig", "TrialResult", "comparable_events", "load_trial", "replay", "run_trial"]
+__all__ = ["TrialConfig", "TrialResult", "comparable_events", "load_trial", "replay", "replay_verdict", "run_trial"]
 
 # Row fields that legitimately differ between a trial and its replay (measured time, where it ran, what
 # was billed rather than replayed from the cassette).
@@ -55,7 +55,7 @@ def _default_model(config: TrialConfig):
 
         kwargs["cache_mode"] = config.cache
         if config.cache != "off":
-            kwargs["cache"] = ResponseCache(config.cache_path)
+            kwargs["cache"] = ResponseCache(config.cache_path, read_only=config.cache == "replay" or None)
     return make_model(config.model, **kwargs)
 
 
@@ -143,8 +143,8 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
         except Exception as exc:  # noqa: BLE001 - a failed trial keeps its partial record
             status = "error"
             if isinstance(exc, rundir.DiskFullError) or rundir.is_disk_full(exc):
-                error = writer.disk_full or rundir.disk_full_message(run_dir, exc)  # type: ignore[arg-type]
-                writer.disk_full = error
+                error = str(exc) if isinstance(exc, rundir.DiskFullError) else rundir.disk_full_message(run_dir, exc)
+                writer.disk_full = writer.disk_full or error  # no more appends: the files stay whole
                 log.emit("trial_error", error=error, traceback="")
                 warnings.warn(f"trial {trial_id} stopped: {error}", RuntimeWarning, stacklevel=2)
             else:
@@ -328,6 +328,19 @@ def comparable_row(row: dict) -> dict:
         return None if isinstance(v, float) and math.isnan(v) else v
 
     return {k: same(v) for k, v in row.items() if k not in VOLATILE_ROW_FIELDS}
+
+
+def replay_verdict(original: TrialResult, again: TrialResult) -> tuple[bool, str]:
+    """Whether a replay reproduced its original trial, and one line saying so (or what went wrong)."""
+    if original.status != "ok":
+        ended = f"ended with status {again.status}" + (f" ({again.error})" if again.error else "")
+        return False, (f"the original trial failed ({original.error}); its replay can follow it only up to the "
+                       f"failure and {ended}")
+    if again.status != "ok":
+        return False, f"the replay failed: {again.error}"
+    same = (again.success, again.accuracy, again.tokens, again.rounds) == (
+        original.success, original.accuracy, original.tokens, original.rounds)
+    return same, "replay matches the original result" if same else "replay DIFFERS from the original result"
 
 
 def replay(run_dir: str | Path, *, runs_dir: str | Path | None = None,

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import errno
 import json
+import os
+import re
 import signal
+import sqlite3
 import subprocess
 import sys
+import textwrap
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -16,6 +21,7 @@ import pytest
 import latte_lab as ll
 from latte_lab import rundir
 from latte_lab.models.scripted import ScriptedModel
+from latte_lab.trial import comparable_events
 
 DISCOVER = '<discover_task id="a" title="Fix it" description="Fix the module." dependencies="" />'
 
@@ -89,6 +95,7 @@ SLOW_TRIAL = """
 import sys, time
 import latte_lab as ll
 from latte_lab.models.scripted import ScriptedModel
+from latte_lab.trial import comparable_events
 
 def policy(req):
     time.sleep(0.05)  # slow enough to be caught mid-trial
@@ -187,3 +194,182 @@ def test_a_disk_too_full_to_start_leaves_no_run_directory(tmp_path, monkeypatch)
     with pytest.raises(rundir.DiskFullError, match="the disk holding .* is full"):
         ll.run_trial(ll.TrialConfig(task="debug", max_rounds=2, runs_dir=str(tmp_path)))
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture()
+def tiny_tmpfs(tmp_path):
+    """A 600 KiB tmpfs (root only): skipped with the reason when it cannot be mounted."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a 600 KiB tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True,
+                          text=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_a_trial_on_a_600_kib_tmpfs_ends_with_a_readable_error_record(tiny_tmpfs):
+    runs = tiny_tmpfs / "runs"
+    code = textwrap.dedent(f"""
+        import warnings, latte_lab as ll
+        warnings.simplefilter("ignore")
+        res = ll.run_trial(ll.TrialConfig(task="debug", team="latte", seed=0, max_rounds=40, runs_dir={str(runs)!r}))
+        print(res.status)
+        print(res.error)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0 and done.stderr == "", done.stderr  # no traceback
+    status, error = done.stdout.splitlines()
+    assert status == "error" and error.startswith("the disk holding ") and "No space left on device" in error
+    run_dir = _only_run_dir(runs)
+    saved = _check_record(run_dir, "error")
+    assert saved["error"] == error
+    assert _jsonl_lines(run_dir / rundir.EVENTS_FILE) and _jsonl_lines(run_dir / rundir.CALLS_FILE)
+
+
+# --- the response cache: read-only, full ---------------------------------------------------------------------
+
+def _scripted_policy(req):
+    if req.view.round == 0:
+        return DISCOVER
+    task = (req.view.current_task or {}).get("id")
+    return f'<claim_task id="{task}" />' if task else "Nothing to do."
+
+
+def _fill_cache(path: Path, runs: Path, *, checkpoint: bool = True) -> ll.TrialResult:
+    """A trial of an 'openai' model whose replies a script writes, stored in the cache at ``path``; then,
+    with ``checkpoint``, the cache is one file (no -wal or -shm beside it)."""
+    from latte_lab.models.cache import CachedModel, ResponseCache
+
+    cache = ResponseCache(path)
+    try:
+        cfg = ll.TrialConfig(task="debug", model="openai/gpt-4o-mini", max_rounds=3, runs_dir=str(runs))
+        res = ll.run_trial(cfg, model=CachedModel(ScriptedModel(_scripted_policy), cache, "read_write"))
+    finally:
+        cache.close()
+    with ResponseCache(path, read_only=True) as stored:
+        assert res.status == "ok" and len(stored) > 3
+    if not checkpoint:
+        return res
+    last = sqlite3.connect(path)  # the last connection to close checkpoints the WAL and removes its files
+    last.execute("SELECT COUNT(*) FROM responses").fetchone()
+    last.close()
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
+    return res
+
+
+@pytest.fixture()
+def read_only_mount(tmp_path):
+    """(source, mount): ``mount`` shows ``source`` read-only (a bind mount; root only, else skipped)."""
+    src, dst = tmp_path / "cache-src", tmp_path / "cache-ro"
+    src.mkdir()
+    dst.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("a read-only bind mount needs root")
+    for cmd in (["mount", "--bind", str(src), str(dst)], ["mount", "-o", "remount,bind,ro", str(dst)]):
+        done = subprocess.run(cmd, capture_output=True, text=True)
+        if done.returncode != 0:
+            subprocess.run(["umount", "-l", str(dst)], check=False, capture_output=True)
+            pytest.skip(f"cannot make a read-only bind mount here: {done.stderr.strip() or done.returncode}")
+    try:
+        yield src, dst
+    finally:
+        subprocess.run(["umount", "-l", str(dst)], check=False)
+
+
+@pytest.mark.parametrize("checkpoint", [True, False], ids=["one-file", "with-wal-files"])
+def test_replay_works_from_a_read_only_bind_mount_of_a_valid_cache(read_only_mount, tmp_path, monkeypatch,
+                                                                  checkpoint):
+    src, ro = read_only_mount
+    original = _fill_cache(src / "responses.sqlite", tmp_path / "runs", checkpoint=checkpoint)
+    files = {p.name: p.stat().st_mtime_ns for p in ro.iterdir()}
+    assert ("responses.sqlite-wal" in files) is not checkpoint
+    with pytest.raises(OSError):
+        (ro / "probe").write_text("x")  # the mount is read-only indeed
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = original.config.model_copy(update={"cache": "replay", "cache_path": str(ro / "responses.sqlite"),
+                                            "runs_dir": str(tmp_path / "again")})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        again = ll.run_trial(cfg)
+    assert not [w for w in seen if "cache" in str(w.message)]  # replay reads a read-only cache without a word
+    assert again.status == "ok", again.error
+    assert comparable_events(again.event_list) == comparable_events(original.event_list)
+    assert {p.name: p.stat().st_mtime_ns for p in ro.iterdir()} == files  # nothing written or created
+    # read_write on the same mount: the cache serves what it holds, with a warning, and stores nothing
+    with pytest.warns(RuntimeWarning, match="is read-only: it serves stored responses and stores no new ones"):
+        rw = ll.run_trial(cfg.model_copy(update={"cache": "read_write", "runs_dir": str(tmp_path / "rw")}),
+                          model=_cached(ro / "responses.sqlite"))
+    assert rw.status == "ok" and all(e["cached"] for e in rw.event_list if e["type"] == "agent_reply")
+
+
+def _cached(path: Path):
+    from latte_lab.models.cache import CachedModel, ResponseCache
+
+    return CachedModel(ScriptedModel(_scripted_policy), ResponseCache(path), "read_write")
+
+
+def test_a_full_cache_disk_turns_storing_off_and_the_trial_goes_on(tiny_tmpfs, tmp_path):
+    cache_path = tiny_tmpfs / "responses.sqlite"
+    model = _cached(cache_path)
+    free = os.statvfs(tiny_tmpfs)
+    (tiny_tmpfs / "filler").write_bytes(b"x" * (free.f_bavail * free.f_frsize - 48 * 1024))  # room for a few rows
+    cfg = ll.TrialConfig(task="debug", model="openai/gpt-4o-mini", max_rounds=6, runs_dir=str(tmp_path / "runs"))
+    with pytest.warns(RuntimeWarning, match="cannot store more responses .*storing is off for the rest of this trial"):
+        res = ll.run_trial(cfg, model=model)
+    assert res.status == "ok" and res.rounds == 6
+    assert model.cache.writes_off is not None
+    stored = len(model.cache)
+    assert 0 < stored < sum(1 for e in res.event_list if e["type"] == "agent_reply")
+
+
+# --- replaying a failed trial, damaged cassettes ----------------------------------------------------------------
+
+def _failed_run(runs: Path) -> ll.TrialResult:
+    def policy(req):
+        if req.view.round == 2 and req.scope.agent == "Dev1":
+            raise ll.ModelError("the provider is unavailable")
+        return DISCOVER if req.view.round == 0 else "Nothing to do."
+
+    res = ll.run_trial(ll.TrialConfig(task="debug", model="scripted", max_rounds=5, runs_dir=str(runs)),
+                       model=ScriptedModel(policy))
+    assert res.status == "error"
+    return res
+
+
+def test_replaying_a_failed_trial_says_the_original_failed(tmp_path, capsys):
+    from latte_lab.cli import main
+
+    res = _failed_run(tmp_path / "runs")
+    code = main(["replay", str(res.run_dir), "--runs-dir", str(tmp_path / "r"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "the original trial failed (ModelError: the provider is unavailable)" in out
+    assert "matches" not in out
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda b: b[:-25], r"calls.jsonl, line \d+: cut off mid-line"),
+    (lambda b: b.replace(b'"Nothing to do."', b'"Nothing \xff do."', 1), r"calls.jsonl, line \d+: byte \d+ is not UTF-8"),
+])
+def test_a_damaged_cassette_is_one_line_everywhere_it_is_read(tmp_path, capsys, damage, message):
+    from latte_lab.cli import main
+    from latte_lab.models.cassette import CassetteModel, import_cassettes
+
+    res = ll.run_trial(ll.TrialConfig(task="debug", model="scripted", max_rounds=2, runs_dir=str(tmp_path)),
+                       model=ScriptedModel(lambda req: DISCOVER if req.view.round == 0 else "Nothing to do."))
+    cassette = res.run_dir / rundir.CALLS_FILE
+    cassette.write_bytes(damage(cassette.read_bytes()))
+    for read in (lambda: CassetteModel(res.run_dir), lambda: ll.replay(res.run_dir),
+                 lambda: import_cassettes([res.run_dir], None)):
+        with pytest.raises(ll.DataError, match=message) as info:
+            read()
+        assert "\n" not in str(info.value)
+    assert main(["replay", str(res.run_dir), "--quiet"]) != 0
+    err = capsys.readouterr().err
+    assert re.search(message, err) and "Traceback" not in err

@@ -16,6 +16,7 @@ import sys
 
 from latte_lab.cli import cache, figures, prices, trial
 from latte_lab.errors import LatteError
+from latte_lab.rundir import DiskFullError
 
 SUBCOMMAND_MODULES = (trial, cache, figures, prices)
 
@@ -38,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except LatteError as exc:
+    except (LatteError, DiskFullError) as exc:
         print(f"latte-lab: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -14,7 +14,7 @@ def _path_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    with ResponseCache(args.path) as cache:
+    with ResponseCache(args.path, read_only=True) as cache:
         stats = cache.stats()
     print(f"cache: {stats.path}")
     print(f"entries: {stats.entries}")

@@ -57,15 +57,14 @@ def _run(args) -> int:
 
 
 def _replay(args) -> int:
-    from latte_lab.trial import load_trial, print_round, replay
+    from latte_lab.trial import load_trial, print_round, replay, replay_verdict
 
     original = load_trial(args.run_dir)
     res = replay(args.run_dir, runs_dir=args.runs_dir, progress=None if args.quiet else print_round)
     print(res.summary())
-    same = (res.success, res.accuracy, res.tokens, res.rounds) == (
-        original.success, original.accuracy, original.tokens, original.rounds)
-    print("replay matches the original result" if same else "replay DIFFERS from the original result")
-    return 0 if same and res.status == "ok" else 1
+    ok, verdict = replay_verdict(original, res)
+    print(verdict)
+    return 0 if ok else 1
 
 
 def _demo(args) -> int:

@@ -150,25 +150,71 @@ class ResponseCache:
 
     Each thread gets its own connection (sqlite3 connections must not be shared across threads);
     hit/miss counters are per instance, for the current session.
+
+    ``read_only=True`` opens the cache for lookups only, as replay needs (a missing file is an empty
+    cache; nothing is created). ``read_only=None`` decides from the file system: a cache that cannot be
+    written (a read-only mount, no write permission) is opened read-only with a warning. When the disk
+    fills up, storing stops for the rest of this instance's life (one trial), with a warning, and
+    lookups go on.
     """
 
-    def __init__(self, path: str | os.PathLike | None = None):
+    def __init__(self, path: str | os.PathLike | None = None, *, read_only: bool | None = None):
         raw = path if path is not None else os.environ.get(CACHE_ENV) or DEFAULT_CACHE_PATH
         self.path = Path(raw).expanduser()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"cannot create the cache directory {self.path.parent}: {exc}") from None
+        self.writes_off: str | None = None  # why new responses are not stored, once they are not
+        if read_only is None and not _writable(self.path):
+            self.writes_off = (f"the response cache {self.path} is read-only: it serves stored responses and "
+                               "stores no new ones")
+            warnings.warn(self.writes_off, RuntimeWarning, stacklevel=2)
+            read_only = True
+        self.read_only = bool(read_only)
+        if self.read_only:
+            self.writes_off = self.writes_off or f"the response cache {self.path} was opened read-only"
+        else:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(f"cannot create the cache directory {self.path.parent}: {exc}") from None
+        self._uri: str | None = None  # how read-only connections open the file (None: an empty cache)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._connections: list[sqlite3.Connection] = []
         self.hits = 0
         self.misses = 0
         self.tokens_saved = 0
-        self._init_schema()
+        if self.read_only:
+            self._open_read_only()
+        else:
+            self._init_schema()
 
     def __repr__(self) -> str:
-        return f"ResponseCache({str(self.path)!r})"
+        return f"ResponseCache({str(self.path)!r}{', read_only=True' if self.read_only else ''})"
+
+    def _open_read_only(self) -> None:
+        """Finds a way to read the file without writing anything next to it, and checks it is a cache."""
+        if not self.path.exists():
+            return
+        base = self.path.resolve().as_uri()
+        # immutable=1 reads a WAL database on a read-only mount, where SQLite cannot create its -shm file
+        for uri in (base + "?mode=ro", base + "?mode=ro&immutable=1"):
+            try:
+                conn = sqlite3.connect(uri, uri=True, check_same_thread=False)
+                try:
+                    conn.execute("SELECT COUNT(*) FROM responses").fetchone()
+                finally:
+                    conn.close()
+            except sqlite3.OperationalError as exc:
+                if "no such table" in str(exc):
+                    raise ConfigError(f"{self.path} is not a latte_lab response cache (no responses table); "
+                                      f"point {CACHE_ENV} at one") from None
+                continue
+            except sqlite3.DatabaseError as exc:
+                raise ConfigError(f"{self.path} cannot be read as a response cache ({exc}); point {CACHE_ENV} "
+                                  "at a valid one") from None
+            self._uri = uri
+            return
+        raise ConfigError(f"cannot open the response cache {self.path} for reading; check its permissions or "
+                          f"point {CACHE_ENV} elsewhere")
 
     def _connect(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
@@ -176,11 +222,19 @@ class ResponseCache:
             try:
                 # check_same_thread=False only so close() may run from any thread; each thread still
                 # uses nothing but its own connection.
-                conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
-                                       check_same_thread=False)
-                conn.row_factory = sqlite3.Row
-                conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
-                conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across crashes of the process
+                if self.read_only:
+                    if self._uri is None:  # no file: an empty cache, and nothing created on disk
+                        conn = sqlite3.connect(":memory:", check_same_thread=False)
+                        conn.executescript(_SCHEMA)
+                    else:
+                        conn = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
+                    conn.row_factory = sqlite3.Row
+                else:
+                    conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None,
+                                           check_same_thread=False)
+                    conn.row_factory = sqlite3.Row
+                    conn.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+                    conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across crashes of the process
             except sqlite3.Error as exc:
                 raise ConfigError(
                     f"{self.path} is not a usable SQLite cache ({exc}); delete it or point {CACHE_ENV} elsewhere"
@@ -279,24 +333,46 @@ class ResponseCache:
     _INSERT = "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
     def put(self, request: ModelRequest, response: ModelResponse) -> bool:
-        """Store a complete answer; returns False (and stores nothing) for errors, refusals, truncations."""
+        """Store a complete answer; returns False (and stores nothing) for errors, refusals, truncations,
+        and once storing is off (a read-only cache, a full disk)."""
         row = self._row(request, response)
-        if row is None:
+        if row is None or self.writes_off is not None:
             return False
-        self._connect().execute(self._INSERT, row)
+        try:
+            self._connect().execute(self._INSERT, row)
+        except sqlite3.Error as exc:
+            if not _cannot_write(exc):
+                raise
+            self._stop_writing(exc)
+            return False
         return True
+
+    def _stop_writing(self, exc: sqlite3.Error) -> None:
+        with self._lock:
+            if self.writes_off is not None:
+                return
+            self.writes_off = (f"the response cache {self.path} cannot store more responses ({exc}): storing is "
+                               "off for the rest of this trial, which goes on with the responses stored so far")
+        warnings.warn(self.writes_off, RuntimeWarning, stacklevel=3)
 
     def put_many(self, pairs: Iterable[tuple[ModelRequest, ModelResponse]]) -> int:
         """Store many answers in one transaction (imports, benchmarks); returns how many were stored."""
+        if self.writes_off is not None:
+            raise ConfigError(f"cannot store responses: {self.writes_off}")
         rows = [r for r in (self._row(q, a) for q, a in pairs) if r is not None]
         conn = self._connect()
-        conn.execute("BEGIN IMMEDIATE")
         try:
-            conn.executemany(self._INSERT, rows)
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany(self._INSERT, rows)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            if not _cannot_write(exc):
+                raise
+            raise ConfigError(f"cannot store responses in {self.path}: {exc}") from None
         return len(rows)
 
     # -- introspection --------------------------------------------------------------------------------
@@ -305,8 +381,9 @@ class ResponseCache:
 
     def stats(self) -> CacheStats:
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
+        entries = len(self)  # before taking the lock: a first connection from this thread registers under it
         with self._lock:
-            return CacheStats(self.hits, self.misses, self.tokens_saved, len(self), size, str(self.path))
+            return CacheStats(self.hits, self.misses, self.tokens_saved, entries, size, str(self.path))
 
     def explain_miss(self, request: ModelRequest) -> str:
         """Why ``request`` is not cached: the fields that differ from the nearest stored request of its scope."""
@@ -330,6 +407,25 @@ class ResponseCache:
         if not best:
             return f"an identical request is stored ({where}) but its row could not be used"
         return f"nearest stored request of this scope ({where}) differs in: " + "; ".join(best)
+
+
+def _writable(path: Path) -> bool:
+    """Whether the cache file (or, for a new one, the folder it goes in) can be written."""
+    if path.exists():
+        return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
+    parent = path.parent
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    return os.access(parent, os.W_OK)
+
+
+def _cannot_write(exc: sqlite3.Error) -> bool:
+    """A full disk or a file that has become read-only, as opposed to a bug or a damaged file."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_FULL, sqlite3.SQLITE_READONLY, sqlite3.SQLITE_IOERR)
+    text = str(exc)
+    return "disk is full" in text or "readonly database" in text or "disk I/O error" in text
 
 
 class CachedModel:

@@ -1,7 +1,7 @@
 """Cassettes: the calls one trial made, one JSON line each, so the trial replays from that file alone.
 
-A run directory's ``calls.jsonl`` is a cassette. Lines are appended and flushed as calls finish (from
-several threads; a lock keeps lines whole). Replay looks calls up by (agent, call_index), not by line
+A run directory's ``calls.jsonl`` is a cassette. Lines are appended as calls finish (from several
+threads, under a lock), each whole or not at all. Replay looks calls up by (agent, call_index), not by line
 order, because concurrent calls finish in any order, then checks the full request key so a changed
 prompt is reported instead of silently answered with a stale reply.
 """
@@ -9,7 +9,6 @@ prompt is reported instead of silently answered with a stale reply.
 from __future__ import annotations
 
 import glob
-import json
 import os
 import threading
 from collections.abc import Iterable
@@ -17,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Self
 
+from latte_lab import rundir
 from latte_lab.errors import CacheMissError, DataError, LatteError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
 from latte_lab.models.cache import (
@@ -29,17 +29,23 @@ from latte_lab.models.cache import (
 )
 from latte_lab.models.keys import redact
 
-CASSETTE_NAME = "calls.jsonl"  # the cassette's file name inside a run directory
+CASSETTE_NAME = rundir.CALLS_FILE  # the cassette's file name inside a run directory
 
 
 class Cassette:
-    """Appends one line per call to ``path`` (created with its parent directories)."""
+    """Appends one line per call to ``path`` (created with its parent directories).
+
+    Each line is written whole or not at all. When the disk is full the first failed write raises
+    :class:`~latte_lab.rundir.DiskFullError` (the trial stops) and later calls are no longer recorded, so
+    the file stays a readable prefix of the trial.
+    """
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._file = None
+        self._appender: rundir.JsonlAppender | None = None
+        self.disk_full: str | None = None
 
     def __repr__(self) -> str:
         return f"Cassette({str(self.path)!r})"
@@ -47,10 +53,17 @@ class Cassette:
     def _write(self, record: dict) -> None:
         line = redact(canonical_json(record)) + "\n"
         with self._lock:
-            if self._file is None:
-                self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - kept open across calls
-            self._file.write(line)
-            self._file.flush()
+            if self.disk_full is not None:
+                return
+            try:
+                if self._appender is None:
+                    self._appender = rundir.JsonlAppender(self.path)
+                self._appender.append_text(line)
+            except OSError as exc:
+                if not rundir.is_disk_full(exc):
+                    raise
+                self.disk_full = rundir.disk_full_message(self.path.parent, exc)
+                raise rundir.DiskFullError(self.disk_full) from None
 
     def record(self, request: ModelRequest, response: ModelResponse) -> None:
         fields = key_fields(request)
@@ -81,9 +94,9 @@ class Cassette:
 
     def close(self) -> None:
         with self._lock:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+            if self._appender is not None:
+                self._appender.close()
+                self._appender = None
 
     def __enter__(self) -> Self:
         return self
@@ -98,20 +111,15 @@ def _resolve(path: str | os.PathLike) -> Path:
 
 
 def read_cassette(path: str | os.PathLike) -> list[dict]:
-    """Every line of a cassette (a ``calls.jsonl`` file or a run directory holding one), in file order."""
+    """Every line of a cassette (a ``calls.jsonl`` file or a run directory holding one), in file order.
+
+    A damaged file (bytes that are not UTF-8, a line cut off, a line that is not JSON) is a one-line
+    :class:`DataError` naming the file and line.
+    """
     p = _resolve(path)
     if not p.is_file():
         raise DataError(f"no cassette at {p}; a run directory holds its calls in {CASSETTE_NAME}")
-    records = []
-    with open(p, encoding="utf-8") as fh:
-        for n, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                raise DataError(f"{p} line {n} is not valid JSON; the cassette is damaged") from None
-    return records
+    return rundir.read_jsonl(p, missing_ok=False)
 
 
 def _response_from(record: dict) -> ModelResponse:

@@ -70,7 +70,7 @@ def make_model(
         inner = AnthropicModel(name, base_url=base_url, max_retries=max_retries, timeout_s=timeout_s, **opts)
     if cache_mode == "off":
         return inner
-    store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache)
+    store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache, read_only=cache_mode == "replay" or None)
     wrapped = CachedModel(inner, store, cache_mode)
     if inner is None:
         wrapped.provider, wrapped.model, wrapped.base_url = provider, name, base_url
