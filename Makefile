@@ -1,30 +1,49 @@
-# `make demo` and `make test` work on a fresh machine with only Python 3.11+ and make:
-# each creates .venv when missing and installs the project into it first.
+# `make demo` and `make test` work on a fresh machine with only Python 3.11+ and make: each creates .venv
+# when missing and installs the locked environment (uv.lock, every extra) into it first. uv does the
+# installing; it is bootstrapped into .venv with pip, at the version pinned in pyproject's dev extra.
+# After changing dependencies in pyproject.toml, run `make lock` and commit uv.lock with the change.
 # The authors' published data ships in latte_lab/data/published; set LATTE_PUBLISHED_DIR to use another copy.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+UV     := $(BIN)/uv
+UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
+export UV_PROJECT_ENVIRONMENT := $(VENV)
 
-.PHONY: demo test lint bench figures clean
+.PHONY: demo test lint bench figures docs lock clean
 
-$(STAMP): pyproject.toml
+$(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	@test -n "$(UV_VERSION)" || { echo 'pyproject.toml pins no "uv==<version>" in the dev extra' >&2; exit 1; }
+	$(BIN)/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
+
+# --locked: refuse to install when uv.lock no longer matches pyproject.toml, rather than resolve anew.
+$(STAMP): pyproject.toml uv.lock | $(UV)
+	@$(UV) sync --locked --all-extras --quiet || { \
+	  echo "make: uv.lock does not match pyproject.toml (or could not be installed); run 'make lock'," \
+	       "then commit uv.lock with the dependency change" >&2; exit 1; }
 	@touch $(STAMP)
+
+# Refresh uv.lock after editing dependencies in pyproject.toml; `make lock UPGRADE=1` also moves every
+# package to its newest allowed version.
+lock: | $(UV)
+	$(UV) lock $(if $(UPGRADE),--upgrade)
 
 demo: $(STAMP)
 	$(BIN)/latte-lab demo
 
-# The doctests of every latte_lab module (conftest.py leaves the task payloads out) in a process of their
-# own, so that what test modules register at import cannot show in them; then the tests and the notebooks.
+# The documentation site, built strictly (a broken link or a missing docstring reference fails it);
+# then the doctests of every latte_lab module (conftest.py leaves the task payloads out) in a process of
+# their own, so that what test modules register at import cannot show in them; then the tests and the
+# notebooks.
 test: $(STAMP)
+	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site-check
 	MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules latte_lab
 	MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval-lax
 
 lint: $(STAMP)
-	$(BIN)/ruff check latte_lab tests benchmarks
+	$(BIN)/ruff check latte_lab tests benchmarks docs
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
@@ -32,5 +51,9 @@ bench: $(STAMP)
 figures: $(STAMP)
 	$(BIN)/latte-lab figures --out figures/   # $$LATTE_PUBLISHED_DIR, else the bundled published data
 
+docs: $(STAMP)
+	$(BIN)/mkdocs build --strict --site-dir site
+	@echo "open site/index.html, or serve it with: $(BIN)/mkdocs serve"
+
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .hypothesis site
