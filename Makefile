@@ -10,6 +10,7 @@ STAMP  := $(VENV)/.installed-stamp
 UV     := $(BIN)/uv
 UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
+export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
 .PHONY: demo test lint bench figures docs lock clean
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from functools import lru_cache
-from importlib.resources import files
+from importlib import resources  # not `files`: the task's files/ folder has that name
 from typing import TYPE_CHECKING
 
 from latte_lab.tasks import register
@@ -33,7 +33,7 @@ HIDDEN_DATA = "_hidden_employee_data.csv"  # the suite's own copy: agents may ed
 
 
 def _package_text(*parts: str) -> str:
-    return files(__name__).joinpath(*parts).read_text(encoding="utf-8")
+    return resources.files(__name__).joinpath(*parts).read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)

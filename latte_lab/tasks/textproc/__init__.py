@@ -17,7 +17,7 @@ is absent or still identical to its stub; ``evaluate`` scores the run anyway and
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib.resources import files
+from importlib import resources  # not `files`: the task's files/ folder has that name
 from typing import TYPE_CHECKING
 
 from latte_lab.tasks import register
@@ -43,7 +43,7 @@ HIDDEN_SUITE = "test_hidden.py"
 
 
 def _package_text(*parts: str) -> str:
-    return files(__name__).joinpath(*parts).read_text(encoding="utf-8")
+    return resources.files(__name__).joinpath(*parts).read_text(encoding="utf-8")
 
 
 @lru_cache(maxsize=1)
