@@ -32,7 +32,12 @@ import json, sys, time, resource
 import latte_lab as ll
 
 def rss_mb():
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # VmHWM, not ru_maxrss: the latter keeps the high-water mark of the (large) parent across exec
+    try:
+        with open("/proc/self/status") as fh:
+            return next(int(line.split()[1]) for line in fh if line.startswith("VmHWM:")) / 1024
+    except (OSError, StopIteration):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 run_dir = sys.argv[1]
 ll.TrialConfig(task="debug")  # imports (the task and team registries) are not what is measured
