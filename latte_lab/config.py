@@ -27,6 +27,16 @@ DEFAULT_TEMPERATURE = 0.7  # the paper's sampling temperature (A4.4)
 DEFAULT_MAX_TOKENS = 4096  # the paper's output cap per call (A4.4); the released code used 8,192
 DEFAULT_MAX_RETRIES = 2  # the SDKs' default; enough for transient 429/5xx without hiding an outage
 DEFAULT_TIMEOUT_S = 600.0  # one call; long agent replies at 4k tokens finish well within 10 minutes
+# (requests, tokens) per minute for each provider's own API, shared by every trial of a sweep
+# (latte_lab.models.ratelimit). The lowest paid tier of each provider's published limits as of 2025-10
+# (OpenAI usage tier 1, gpt-4o class: 500 RPM, 30,000 TPM; Anthropic tier 1, Sonnet class: 50 RPM,
+# 30,000 input TPM), so a new account is never refused; raise them to your tier's with
+# $LATTE_LAB_RATE_LIMITS or run_sweep(rate_limits=...). Servers reached through base_url are not limited
+# unless named there.
+DEFAULT_RATE_LIMITS: dict[str, tuple[float | None, float | None]] = {
+    "openai": (500, 30_000),
+    "anthropic": (50, 30_000),
+}
 
 # --- model specs: the one set of rules, used by TrialConfig and latte_lab.models.make_model ---
 MODEL_PROVIDERS = ("openai", "anthropic", "simulated", "scripted")
@@ -72,7 +82,8 @@ def parse_model_spec(spec: str, *, base_url: str | None = None) -> tuple[str, st
 
 
 # Fields that say where things go or how calls are made, not what the trial is: left out of the trial id.
-_NON_IDENTITY_FIELDS = {"runs_dir", "cache", "max_retries", "timeout_s", "cache_path"}
+_NON_IDENTITY_FIELDS = {"runs_dir", "cache", "max_retries", "timeout_s", "cache_path", "max_dollars",
+                        "max_billed_tokens"}
 
 
 class TrialConfig(BaseModel):
@@ -118,6 +129,11 @@ class TrialConfig(BaseModel):
     """SDK retries per call (429/5xx/connection errors; Retry-After honoured)."""
     timeout_s: float = Field(DEFAULT_TIMEOUT_S, gt=0)
     """Timeout of one model call."""
+    max_dollars: float | None = Field(None, gt=0)
+    """Budget: the trial stops with status ``budget`` before a call once its billed calls cost this much
+    (list prices, latte_lab.models.budget); None = no limit. Not part of the trial id."""
+    max_billed_tokens: int | None = Field(None, ge=1)
+    """Budget in billed tokens (input + output of calls not served from a cache); None = no limit."""
     read_file_cap: int = Field(12000, ge=100)
     """Characters of a file returned by read_file. The released code returned 4,000, which cut the
     debug module in half; 12,000 shows every task file whole."""

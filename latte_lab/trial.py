@@ -27,6 +27,7 @@ from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError, LatteError
 from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
 from latte_lab.history import GraphHistory
+from latte_lab.models import budget
 from latte_lab.rundir import TrialResult, load_trial
 from latte_lab.schema import TRIAL_COLUMNS
 from latte_lab.teams.engine import Team
@@ -89,12 +90,12 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     cassette = Cassette(writer.calls_path)
-    recorder = RecordingModel(model, cassette)
+    recorder = budget.guard(RecordingModel(model, cassette), config)  # budgets checked before each call
     team_obj: Team | None = None
     start = time.perf_counter()
     clock_box = {"team": None}
     log = EventLog(writer.append_event, lambda: clock_box["team"].vclock if clock_box["team"] else 0.0)
-    status, error, stopped = "ok", None, None
+    status, error, stopped, end_reason = "ok", None, None, None
     bar = None
     with _sigterm_stops_the_trial() as sigterm:
         try:
@@ -140,6 +141,9 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
             stopped = exc
             status, error = "error", str(exc) if isinstance(exc, TrialTerminated) else "interrupted by the user"
             log.emit("trial_error", error=error, traceback="")
+        except budget.BudgetExceeded as exc:  # its own budget, or its sweep's: a result, not a failure
+            status, error = "budget", str(exc)
+            end_reason = "budget" if exc.scope == "trial" else "sweep_budget"
         except Exception as exc:  # noqa: BLE001 - a failed trial keeps its partial record
             status = "error"
             if isinstance(exc, rundir.DiskFullError) or rundir.is_disk_full(exc):
@@ -167,7 +171,7 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
         real_seconds = time.perf_counter() - start
         try:
             result = _finish(config, task, team_obj, log, writer, status, error, real_seconds,
-                             reason="interrupted" if stopped is not None else None)
+                             reason="interrupted" if stopped is not None else end_reason)
         finally:
             log.close()
             writer.close()

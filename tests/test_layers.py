@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("graph", "dag", "actions", "events", "schema", "history"),
     ("sandbox",),
     ("workspace",),
-    ("tasks", "metrics", "rundir"),
+    ("tasks", "metrics", "rundir", "sweepdir"),
     ("models",),
     ("teams",),
     ("trial",),
@@ -39,7 +39,7 @@ LAYERS: list[tuple[str, ...]] = [
 TOP = len(LAYERS)  # latte_lab/__init__.py re-exports the public API from every layer
 
 REGISTRY_MODULES = ("teams", "tasks")  # looked up by name from inside functions (see the module docstring)
-CORE = ("graph", "dag", "actions", "events", "schema", "metrics", "rundir")
+CORE = ("graph", "dag", "actions", "events", "schema", "metrics", "rundir", "sweepdir")
 NOT_IN_CORE = ("models", "teams", "analysis", "viz")
 # Upward imports that are being removed; each entry fails (strict xfail) once its import is gone, so the
 # entry is deleted with it.

@@ -11,6 +11,7 @@ from latte_lab.errors import CacheMissError, ConfigError, MissingAPIKeyError
 from latte_lab.models import CachedModel, ResponseCache, SimulatedModel, make_model, parse_model_spec
 from latte_lab.models.providers.anthropic import AnthropicModel
 from latte_lab.models.providers.openai import OpenAIModel
+from latte_lab.models.ratelimit import RateLimitedModel
 
 
 @pytest.mark.parametrize(
@@ -70,10 +71,12 @@ def test_scripted_is_a_label_not_a_buildable_spec():
 
 def test_make_model_builds_cached_provider_clients(canary_keys, tmp_path):
     model = make_model("openai/gpt-4o", cache=tmp_path / "c.sqlite", max_retries=5, timeout_s=30)
-    assert isinstance(model, CachedModel) and isinstance(model.inner, OpenAIModel)
-    assert (model.inner.max_retries, model.inner.timeout_s, model.provider, model.model) == (5, 30, "openai", "gpt-4o")
+    assert isinstance(model, CachedModel) and isinstance(model.inner, RateLimitedModel)  # paced inside the cache
+    client = model.inner.inner
+    assert isinstance(client, OpenAIModel)
+    assert (client.max_retries, client.timeout_s, model.provider, model.model) == (5, 30, "openai", "gpt-4o")
     plain = make_model("anthropic/claude-x", cache_mode="off", send_temperature=False)
-    assert isinstance(plain, AnthropicModel) and plain.send_temperature is False
+    assert isinstance(plain.inner, AnthropicModel) and plain.inner.send_temperature is False
 
 
 def test_missing_key_is_reported_at_construction(tmp_path, monkeypatch):

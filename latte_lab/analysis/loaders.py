@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from latte_lab import rundir, schema
+from latte_lab import rundir, schema, sweepdir
 from latte_lab.errors import DataError
 
 PUBLISHED_SOURCES = (
@@ -311,37 +311,69 @@ def trajectories_from_sizes(sizes: pd.DataFrame) -> pd.DataFrame:
     return out[list(schema.TRAJECTORY_COLUMNS)]
 
 
+def _pick_runs(root: Path) -> tuple[list[tuple[Path, dict]], int]:
+    """One (run directory, result payload) per trial id under ``root`` and how many attempts were left out.
+
+    A sweep keeps the trial in ``<trial_id>/`` and the attempts that did not finish beside it
+    (``<trial_id>.failed-<N>``, see :mod:`latte_lab.rundir`); a plain runs folder may hold several runs of
+    one config (``<trial_id>-2``). Per trial id the pick is: a finished result, then the directory named
+    after the trial, then the latest attempt. Directories whose name starts with a dot (a sweep's running
+    area) are not read.
+    """
+    by_id: dict[str, list[tuple[Path, dict]]] = {}
+    for path in sorted(root.rglob(rundir.RESULT_FILE)):
+        if any(part.startswith(".") for part in path.relative_to(root).parts[:-1]):
+            continue
+        data = rundir.read_result(path.parent)
+        trial_id = data["row"].get("trial_id") or data.get("trial_id") or path.parent.name
+        by_id.setdefault(str(trial_id), []).append((path.parent, data))
+    picked, ignored = [], 0
+    for trial_id, runs in by_id.items():
+        def rank(item, trial_id=trial_id):
+            run_dir, data = item
+            attempt = sweepdir.attempt_of(run_dir.name)[1]
+            return (sweepdir.is_finished(data) or data.get("status", "ok") == "ok", run_dir.name == trial_id,
+                    -1 if attempt is None else attempt, (run_dir / rundir.RESULT_FILE).stat().st_mtime)
+        picked.append(max(runs, key=rank))
+        ignored += len(runs) - 1
+    return sorted(picked, key=lambda item: str(item[0])), ignored
+
+
 def load_runs(out_dir, include_errors: bool = False) -> TrialData:
-    """Read every ``*/result.json`` under ``out_dir`` (recursively) into the same frames as published.
+    """Read the run directories under ``out_dir`` (recursively) into the same frames as published: one
+    row per trial id (see :func:`_pick_runs`); a warning counts the attempts left out.
 
     Trials whose status is not 'ok' are left out unless ``include_errors`` (crashed trials have no
     row in the published data either). Operator usage and graph sizes come from events.jsonl and
     snapshots.jsonl beside each result.json when present.
     """
+    import warnings
+
     from latte_lab import metrics
 
     root = Path(out_dir)
     if not root.is_dir():
         raise DataError(f"run folder {root} does not exist")
-    results = sorted(root.rglob(rundir.RESULT_FILE))
-    if not results:
+    picked, ignored = _pick_runs(root)
+    if not picked:
         raise DataError(f"no */result.json under {root}; run a sweep first (ll.run_sweep) or pass a "
                         "published experiments/ folder")
     rows, usage_rows, size_rows, snap_rows = [], [], [], []
-    for path in results:
-        data = rundir.read_result(path.parent)
+    not_ok = 0
+    for run_dir, data in picked:
         row = data["row"]
         status = row.get("status", data.get("status", "ok"))
         if status != "ok" and not include_errors:
+            not_ok += 1
             continue
         row = dict(row)
         row.setdefault("status", status)
-        row.setdefault("trial_id", data.get("trial_id", path.parent.name))
+        row.setdefault("trial_id", data.get("trial_id", run_dir.name))
         row["source"] = "latte_lab"
         rows.append(row)
         team, trial_id = row.get("team"), row["trial_id"]
 
-        events_path = path.parent / rundir.EVENTS_FILE
+        events_path = run_dir / rundir.EVENTS_FILE
         if events_path.is_file():
             counts = metrics.operator_counts(rundir.iter_jsonl(events_path))
         else:
@@ -350,8 +382,8 @@ def load_runs(out_dir, include_errors: bool = False) -> TrialData:
             if n is not None and not pd.isna(n):
                 usage_rows.append({"team": team, "operator": op, "used": float(n > 0)})
 
-        if (path.parent / rundir.SNAPSHOTS_FILE).is_file():
-            for snap in rundir.iter_snapshots(path.parent):
+        if (run_dir / rundir.SNAPSHOTS_FILE).is_file():
+            for snap in rundir.iter_snapshots(run_dir):
                 r, nodes = int(snap.get("round", 0)), _graph_nodes(snap.get("graph", {}))
                 size_rows.append({"team": team, "trial_id": trial_id, "round": r, "n_nodes": len(nodes)})
                 for n in nodes:
@@ -360,6 +392,14 @@ def load_runs(out_dir, include_errors: bool = False) -> TrialData:
                                       "owner": n.get("agent", n.get("owner")),
                                       "deps": list(n.get("deps") or []),
                                       "is_verify": bool(n.get("is_verify", False))})
+    if ignored or not_ok:
+        parts = []
+        if ignored:
+            parts.append(f"{ignored} other attempt(s) of trials it has a row for (earlier errors, interruptions "
+                         "or duplicates)")
+        if not_ok:
+            parts.append(f"{not_ok} trial(s) whose status is not 'ok' (include_errors=True shows them)")
+        warnings.warn(f"load_runs({str(root)!r}) left out " + " and ".join(parts), stacklevel=2)
     if not rows:
         raise DataError(f"every trial under {root} has status != 'ok'; pass include_errors=True to see them")
     trials = pd.DataFrame(rows)

@@ -1,6 +1,6 @@
 """The ``latte-lab`` command.
 
-Each subcommand module (``trial``, ``cache``, ``figures``, ``prices``) registers its subcommands with
+Each subcommand module (``trial``, ``sweep``, ``cache``, ``figures``, ``prices``) registers its subcommands with
 ``add_parser(subparsers)``, setting ``func(args) -> exit code``; the work itself lives in the library.
 
 >>> args = build_parser().parse_args(["run", "--task", "debug"])
@@ -14,11 +14,11 @@ import argparse
 import os
 import sys
 
-from latte_lab.cli import cache, figures, prices, trial
+from latte_lab.cli import cache, figures, prices, sweep, trial
 from latte_lab.errors import LatteError
 from latte_lab.rundir import DiskFullError
 
-SUBCOMMAND_MODULES = (trial, cache, figures, prices)
+SUBCOMMAND_MODULES = (trial, sweep, cache, figures, prices)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -60,14 +60,9 @@ def make_model(
         inner = None if cache_mode == "replay" else SimulatedModel(profile=name, **opts)
     elif cache_mode == "replay":
         inner = None
-    elif provider == "openai":
-        from latte_lab.models.providers.openai import OpenAIModel
-
-        inner = OpenAIModel(name, base_url=base_url, max_retries=max_retries, timeout_s=timeout_s, **opts)
     else:
-        from latte_lab.models.providers.anthropic import AnthropicModel
-
-        inner = AnthropicModel(name, base_url=base_url, max_retries=max_retries, timeout_s=timeout_s, **opts)
+        inner = _provider_model(provider, name, base_url=base_url, max_retries=max_retries, timeout_s=timeout_s,
+                                **opts)
     if cache_mode == "off":
         return inner
     store = cache if isinstance(cache, ResponseCache) else ResponseCache(cache, read_only=cache_mode == "replay" or None)
@@ -75,3 +70,25 @@ def make_model(
     if inner is None:
         wrapped.provider, wrapped.model, wrapped.base_url = provider, name, base_url
     return wrapped
+
+
+def _provider_model(provider: str, name: str, **kwargs) -> Model:
+    """The SDK client of ``provider``, paced by its rate limiter when it has one (inside the cache, so
+    cache hits never wait)."""
+    from latte_lab.models import ratelimit
+
+    limiter = ratelimit.limiter_for(provider, kwargs.get("base_url"))
+    if provider == "openai":
+        import openai
+
+        from latte_lab.models.providers.openai import OpenAIModel as cls
+        sdk = openai
+    else:
+        import anthropic
+
+        from latte_lab.models.providers.anthropic import AnthropicModel as cls
+        sdk = anthropic
+    if limiter is None:
+        return cls(name, **kwargs)
+    kwargs.setdefault("http_client", ratelimit.http_client(sdk, limiter))
+    return ratelimit.RateLimitedModel(cls(name, **kwargs), limiter)

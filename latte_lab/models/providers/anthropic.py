@@ -71,6 +71,7 @@ class AnthropicModel:
         api_key: str | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        http_client: Any = None,
         send_temperature: bool = True,
     ):
         import anthropic
@@ -84,7 +85,8 @@ class AnthropicModel:
         key = api_key or get_api_key(ANTHROPIC_KEY_ENV, provider="anthropic", base_url=base_url)
         self._sdk = anthropic
         self._client = anthropic.Anthropic(
-            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s
+            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
+            http_client=http_client,  # the rate limiter's 429 hook, when one is set
         )
 
     def __repr__(self) -> str:

@@ -73,6 +73,7 @@ class OpenAIModel:
         api_key: str | None = None,
         max_retries: int = DEFAULT_MAX_RETRIES,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        http_client: Any = None,
         provider: str = "openai",
     ):
         import openai
@@ -85,7 +86,8 @@ class OpenAIModel:
         key = api_key or get_api_key(OPENAI_KEY_ENV, provider=provider, base_url=base_url)
         self._sdk = openai
         self._client = openai.OpenAI(
-            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s
+            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
+            http_client=http_client,  # the rate limiter's 429 hook, when one is set
         )
 
     def __repr__(self) -> str:

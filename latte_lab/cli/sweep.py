@@ -1,0 +1,70 @@
+"""``latte-lab sweep``: a grid of trials, resumable, on this machine or a Ray cluster; ``--dry-run`` shows
+the grid, what is already finished and what the rest may cost."""
+
+from __future__ import annotations
+
+import argparse
+
+from latte_lab.config import CACHE_MODES, DEFAULT_CACHE_MODE
+
+
+def _names(values: list[str]) -> list[str]:
+    """``--teams latte,static pipeline`` -> ["latte", "static", "pipeline"]."""
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def _jobs(text: str) -> int | str:
+    return text if text == "auto" else int(text)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sweep", help="run a grid of trials (resumable; local processes or Ray)",
+        description="Run every trial of tasks x teams x models x replicates not already finished in --out. "
+        "Rerun the same command to resume; Ctrl-C stops it cleanly. Lists take commas or spaces.")
+    p.add_argument("--tasks", nargs="+", required=True, help="task ids: debug, eda, textproc")
+    p.add_argument("--teams", nargs="+", default=["latte"], help="team ids (default: latte)")
+    p.add_argument("--models", nargs="+", default=["simulated"],
+                   help="model specs: simulated[/profile], openai/<model>, anthropic/<model> (default: simulated)")
+    p.add_argument("--replicates", type=int, default=1, help="trials per condition (default: 1)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the first replicate; replicate i gets seed + i")
+    p.add_argument("--jobs", type=_jobs, default=None,
+                   help="worker processes, 1 to 4 per CPU, or auto (default: 1); with Ray, trials in flight")
+    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (auto, ray://host:10001)")
+    p.add_argument("--out", default="runs/sweep", help="sweep directory (default: runs/sweep)")
+    p.add_argument("--max-dollars", type=float, default=None, help="stop once the sweep has billed this much")
+    p.add_argument("--max-rounds", type=int, default=None, help="round budget per trial (default: the task's)")
+    p.add_argument("--workers", type=int, default=None, dest="n_workers", help="workers besides the Lead")
+    p.add_argument("--base-url", default=None, help="OpenAI-compatible server (vLLM, Ollama, LM Studio)")
+    p.add_argument("--cache", default=DEFAULT_CACHE_MODE, choices=CACHE_MODES, help="response cache mode")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the grid, the trials already finished and the estimated cost, run nothing")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_sweep)
+
+
+def _grid(args) -> dict:
+    grid = {"task": _names(args.tasks), "team": _names(args.teams), "model": _names(args.models),
+            "replicates": args.replicates, "seed_offset": args.seed, "cache": args.cache}
+    for field in ("max_rounds", "n_workers", "base_url"):
+        if getattr(args, field) is not None:
+            grid[field] = getattr(args, field)
+    return grid
+
+
+def _sweep(args) -> int:
+    from latte_lab.sweep import dry_run, run_sweep
+
+    grid = _grid(args)
+    if args.dry_run:
+        print(dry_run(grid, args.out).report())
+        return 0
+    df = run_sweep(grid, args.out, n_jobs=args.jobs, backend=args.backend, progress=not args.quiet,
+                   max_dollars=args.max_dollars, ray_address=args.ray_address)
+    stopped = df.attrs["stopped"]
+    if args.quiet and not stopped:  # run_sweep prints its summary line with progress or when it stopped
+        print(df.attrs["summary"])
+    if stopped == "interrupted":
+        return 130
+    return 0 if not stopped and len(df) and (df["status"] == "ok").all() else 1

@@ -1,0 +1,472 @@
+"""Rate limits per provider API (requests and tokens per minute), shared by every trial of a sweep.
+
+Calls are paced rather than counted in windows: each call reserves the next free slot of its provider
+(the generic cell rate algorithm, GCRA), so calls are spread evenly and no minute holds more than the
+limit, however many trials and agents call at once. A call's tokens are estimated from its prompt when
+it reserves its slot and settled with the real usage when it returns.
+
+Who shares the pacing depends on where its state lives:
+
+- :class:`MemoryState`: the threads of one process (the default: the agents of a trial, and trials run
+  one after another in a notebook);
+- :class:`SqliteState`: the processes of one machine (a local sweep's workers), through one SQLite file;
+- :class:`RayState`: a Ray cluster, through one small actor.
+
+When the provider answers HTTP 429 (seen on every attempt, including the SDK's own retries), the pace
+of that provider halves and every call waits until its ``Retry-After`` has passed; each call that then
+succeeds gives back :data:`RECOVERY_PER_CALL` of the rate.
+
+Limits come from :data:`latte_lab.config.DEFAULT_RATE_LIMITS` (each provider's own API; servers given by
+``base_url`` are not limited unless named), then ``$LATTE_LAB_RATE_LIMITS``, then :func:`configure` or
+``run_sweep(rate_limits=...)``.
+
+>>> parse_limits("openai=500/30000, http://localhost:8000/v1=60/-")["http://localhost:8000/v1"]
+RateLimit(requests_per_minute=60.0, tokens_per_minute=None)
+>>> state = MemoryState()
+>>> [round(state.reserve("api", RateLimit(60, None), 10), 3) for _ in range(3)]   # 1 call a second
+[0.0, 1.0, 2.0]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from latte_lab.config import DEFAULT_RATE_LIMITS
+from latte_lab.errors import ConfigError, RateLimitError
+from latte_lab.models.base import ModelRequest, ModelResponse, estimate_tokens
+
+RATE_LIMITS_ENV = "LATTE_LAB_RATE_LIMITS"  # "openai=500/30000,anthropic=50/30000,<base url>=60/-"
+BACKOFF_FACTOR = 0.5  # a 429 halves the pace (multiplicative decrease)
+RECOVERY_PER_CALL = 0.05  # each successful call afterwards gives back 5% of the rate (additive increase)
+MIN_RATE_FACTOR = 1 / 16  # never slower than 1/16 of the configured limit: a provider outage is an error, not a crawl
+DEFAULT_HOLD_SECONDS = 1.0  # a 429 without Retry-After holds calls this long
+SQLITE_BUSY_MS = 30_000  # a worker waits this long for another's pacing transaction (each takes microseconds)
+
+
+@dataclass(frozen=True)
+class RateLimit:
+    """Requests and tokens (input + output) per minute allowed for one provider API; None = unlimited."""
+
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+
+    def __post_init__(self):
+        for name in ("requests_per_minute", "tokens_per_minute"):
+            value = getattr(self, name)
+            if value is not None and not (isinstance(value, int | float) and value > 0):
+                raise ConfigError(f"RateLimit.{name} must be a positive number or None, got {value!r}")
+            if value is not None:
+                object.__setattr__(self, name, float(value))
+
+    @property
+    def unlimited(self) -> bool:
+        return self.requests_per_minute is None and self.tokens_per_minute is None
+
+
+def as_limit(value: Any, where: str = "rate limit") -> RateLimit:
+    """A RateLimit from a RateLimit, ``(rpm, tpm)``, ``{"rpm": ..., "tpm": ...}`` or None (unlimited)."""
+    if isinstance(value, RateLimit):
+        return value
+    if value is None:
+        return RateLimit()
+    if isinstance(value, tuple | list) and len(value) == 2:
+        return RateLimit(*value)
+    if isinstance(value, Mapping) and set(value) <= {"rpm", "tpm"}:
+        return RateLimit(value.get("rpm"), value.get("tpm"))
+    raise ConfigError(f"{where}: expected RateLimit(rpm, tpm), (rpm, tpm), {{'rpm': ..., 'tpm': ...}} or None; "
+                      f"got {value!r}")
+
+
+def parse_limits(text: str) -> dict[str, RateLimit]:
+    """``key=rpm/tpm`` pairs separated by commas; ``-`` leaves one of them unlimited."""
+    limits = {}
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = part.rpartition("=")
+        rpm, slash, tpm = value.partition("/")
+        try:
+            if not (sep and key and slash):
+                raise ValueError
+            limits[key.strip()] = RateLimit(*(None if v.strip() in ("-", "") else float(v) for v in (rpm, tpm)))
+        except ValueError:
+            raise ConfigError(f"${RATE_LIMITS_ENV}: cannot read {part!r}; write provider=rpm/tpm, e.g. "
+                              "openai=500/30000 (- for unlimited)") from None
+    return limits
+
+
+def default_limits() -> dict[str, RateLimit]:
+    """The configured defaults, with ``$LATTE_LAB_RATE_LIMITS`` on top."""
+    limits = {key: as_limit(value) for key, value in DEFAULT_RATE_LIMITS.items()}
+    limits.update(parse_limits(os.environ.get(RATE_LIMITS_ENV, "")))
+    return limits
+
+
+def limit_key(provider: str, base_url: str | None) -> str:
+    """Whose limit a call counts against: the server at ``base_url``, else the provider's own API."""
+    return base_url.rstrip("/") if base_url else provider
+
+
+# --- pacing ---------------------------------------------------------------------------------------------------
+
+def _reserve(state: dict, limit: RateLimit, now: float, tokens: float) -> float:
+    """Reserves the next slot for a call of ``tokens`` tokens in ``state`` (updated in place); returns
+    how long the caller waits for it."""
+    factor = state.get("factor", 1.0)
+    slot = max(now, state.get("hold", 0.0))
+    if limit.requests_per_minute:
+        slot = max(slot, state.get("tat_requests", 0.0))
+    if limit.tokens_per_minute:
+        slot = max(slot, state.get("tat_tokens", 0.0))
+    if limit.requests_per_minute:
+        state["tat_requests"] = slot + 60.0 / (limit.requests_per_minute * factor)
+    if limit.tokens_per_minute:
+        state["tat_tokens"] = slot + max(tokens, 0.0) * 60.0 / (limit.tokens_per_minute * factor)
+    return slot - now
+
+
+def _settle(state: dict, limit: RateLimit, extra_tokens: float) -> None:
+    """A call used ``extra_tokens`` more (or fewer) than it reserved; a success also restores pace."""
+    if limit.tokens_per_minute and "tat_tokens" in state:
+        state["tat_tokens"] += extra_tokens * 60.0 / (limit.tokens_per_minute * state.get("factor", 1.0))
+    state["factor"] = min(1.0, state.get("factor", 1.0) + RECOVERY_PER_CALL)
+
+
+def _throttle(state: dict, now: float, retry_after: float | None) -> None:
+    state["factor"] = max(MIN_RATE_FACTOR, state.get("factor", 1.0) * BACKOFF_FACTOR)
+    hold = retry_after if retry_after is not None and retry_after >= 0 else DEFAULT_HOLD_SECONDS
+    state["hold"] = max(state.get("hold", 0.0), now + hold)
+
+
+class PacingState(Protocol):
+    """Where pacing state and a sweep's running spend live; every method is one atomic step.
+
+    ``reserve`` returns how long the caller waits for its slot; ``now`` (the state's clock,
+    ``time.monotonic()``) is for tests that need every process to reserve at the same instant.
+    """
+
+    def reserve(self, key: str, limit: RateLimit, tokens: float, now: float | None = None) -> float: ...
+    def settle(self, key: str, limit: RateLimit, extra_tokens: float) -> None: ...
+    def throttle(self, key: str, retry_after: float | None) -> None: ...
+    def pace(self, key: str) -> float: ...
+    def add_spend(self, dollars: float, tokens: int) -> tuple[float, int]: ...
+    def spend(self) -> tuple[float, int]: ...
+
+
+class MemoryState:
+    """Pacing shared by the threads of one process (and, inside a Ray actor, by a whole cluster)."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._states: dict[str, dict] = {}
+        self._spend = [0.0, 0]
+
+    def __repr__(self) -> str:
+        return f"MemoryState({len(self._states)} APIs paced)"
+
+    def reserve(self, key, limit, tokens, now=None):
+        with self._lock:
+            return _reserve(self._states.setdefault(key, {}), limit, time.monotonic() if now is None else now, tokens)
+
+    def settle(self, key, limit, extra_tokens):
+        with self._lock:
+            _settle(self._states.setdefault(key, {}), limit, extra_tokens)
+
+    def throttle(self, key, retry_after):
+        with self._lock:
+            _throttle(self._states.setdefault(key, {}), time.monotonic(), retry_after)
+
+    def pace(self, key):
+        with self._lock:
+            return self._states.get(key, {}).get("factor", 1.0)
+
+    def add_spend(self, dollars, tokens):
+        with self._lock:
+            self._spend[0] += dollars
+            self._spend[1] += int(tokens)
+            return self._spend[0], self._spend[1]
+
+    def spend(self):
+        with self._lock:
+            return self._spend[0], self._spend[1]
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS pacing (key TEXT PRIMARY KEY, state TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS spend (id INTEGER PRIMARY KEY CHECK (id = 0), dollars REAL NOT NULL, tokens INTEGER NOT NULL);
+INSERT OR IGNORE INTO spend VALUES (0, 0.0, 0);
+"""
+
+
+class SqliteState:
+    """Pacing shared by the processes of one machine through one SQLite file.
+
+    Each step is one ``BEGIN IMMEDIATE`` transaction, so reservations from every process form one
+    queue. Times are ``time.monotonic()``, which all processes of one Linux machine share.
+    """
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = Path(path)
+        self._local = threading.local()
+        self._pid = os.getpid()
+        self._txn(lambda conn: conn.executescript(_SCHEMA), script=True)
+
+    def __repr__(self) -> str:
+        return f"SqliteState({str(self.path)!r})"
+
+    def __reduce__(self):  # a forked or spawned worker opens its own connection
+        return (SqliteState, (str(self.path),))
+
+    def _conn(self) -> sqlite3.Connection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None or self._pid != os.getpid():
+            try:
+                conn = sqlite3.connect(self.path, timeout=SQLITE_BUSY_MS / 1000, isolation_level=None)
+            except sqlite3.Error as exc:
+                raise ConfigError(f"cannot open the rate-limit state {self.path}: {exc}") from None
+            self._local.conn, self._pid = conn, os.getpid()
+        return conn
+
+    def _txn(self, step, script: bool = False):
+        conn = self._conn()
+        if script:
+            return step(conn)
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = step(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
+        return result
+
+    @staticmethod
+    def _load(conn, key) -> dict:
+        row = conn.execute("SELECT state FROM pacing WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    @staticmethod
+    def _store(conn, key, state) -> None:
+        conn.execute("INSERT OR REPLACE INTO pacing VALUES (?, ?)", (key, json.dumps(state)))
+
+    def _update(self, key, change):
+        def step(conn):
+            state = self._load(conn, key)
+            result = change(state)
+            self._store(conn, key, state)
+            return result
+        return self._txn(step)
+
+    def reserve(self, key, limit, tokens, now=None):
+        return self._update(key, lambda s: _reserve(s, limit, time.monotonic() if now is None else now, tokens))
+
+    def settle(self, key, limit, extra_tokens):
+        self._update(key, lambda s: _settle(s, limit, extra_tokens))
+
+    def throttle(self, key, retry_after):
+        self._update(key, lambda s: _throttle(s, time.monotonic(), retry_after))
+
+    def pace(self, key):
+        return self._load(self._conn(), key).get("factor", 1.0)
+
+    def add_spend(self, dollars, tokens):
+        def step(conn):
+            conn.execute("UPDATE spend SET dollars = dollars + ?, tokens = tokens + ? WHERE id = 0",
+                         (float(dollars), int(tokens)))
+            return tuple(conn.execute("SELECT dollars, tokens FROM spend WHERE id = 0").fetchone())
+        return self._txn(step)
+
+    def spend(self):
+        return tuple(self._conn().execute("SELECT dollars, tokens FROM spend WHERE id = 0").fetchone())
+
+
+class RayState:
+    """Pacing shared by a Ray cluster through one actor holding a :class:`MemoryState`.
+
+    The actor computes each wait with its own clock and returns it as a duration, so the nodes' clocks
+    need not agree. Pass the object to remote tasks (it pickles as the actor handle).
+    """
+
+    def __init__(self, actor=None):
+        if actor is None:
+            import ray
+
+            actor = ray.remote(num_cpus=0)(MemoryState).remote()
+        self.actor = actor
+
+    def __repr__(self) -> str:
+        return "RayState(actor)"
+
+    def _call(self, name, *args):
+        import ray
+
+        return ray.get(getattr(self.actor, name).remote(*args))
+
+    def reserve(self, key, limit, tokens, now=None):
+        return self._call("reserve", key, limit, tokens, now)
+
+    def settle(self, key, limit, extra_tokens):
+        self._call("settle", key, limit, extra_tokens)
+
+    def throttle(self, key, retry_after):
+        self._call("throttle", key, retry_after)
+
+    def pace(self, key):
+        return self._call("pace", key)
+
+    def add_spend(self, dollars, tokens):
+        return self._call("add_spend", dollars, tokens)
+
+    def spend(self):
+        return self._call("spend")
+
+
+# --- the process-wide setting ----------------------------------------------------------------------------------
+
+_setting_lock = threading.Lock()
+_state: PacingState | None = None
+_overrides: dict[str, RateLimit] = {}
+
+
+def configure(limits: Mapping[str, Any] | None = None, *, state: PacingState | None = None) -> None:
+    """Sets this process's limits (on top of the defaults; a key maps to a RateLimit, ``(rpm, tpm)`` or
+    None for unlimited) and, optionally, where the pacing state lives. A sweep calls this in each worker.
+
+    >>> configure({"openai": (5000, 2_000_000)}); current_limits()["openai"].requests_per_minute
+    5000.0
+    >>> configure()   # back to the defaults
+    """
+    global _state, _overrides
+    overrides = {str(k): as_limit(v, f"rate limit for {k!r}") for k, v in (limits or {}).items()}
+    with _setting_lock:
+        _overrides = overrides
+        if state is not None:
+            _state = state
+
+
+@contextlib.contextmanager
+def using(limits: Mapping[str, Any] | None = None, *, state: PacingState | None = None):
+    """:func:`configure` for the duration of a ``with`` block; the previous setting comes back after."""
+    global _state, _overrides
+    with _setting_lock:
+        saved = (_overrides, _state)
+    configure(limits, state=state)
+    try:
+        yield
+    finally:
+        with _setting_lock:
+            _overrides, _state = saved
+
+
+def current_limits() -> dict[str, RateLimit]:
+    """The limits in effect in this process (defaults, environment, :func:`configure`)."""
+    return {**default_limits(), **_overrides}
+
+
+def current_state() -> PacingState:
+    """This process's pacing state (a MemoryState unless a sweep installed a shared one)."""
+    global _state
+    with _setting_lock:
+        if _state is None:
+            _state = MemoryState()
+        return _state
+
+
+def limiter_for(provider: str, base_url: str | None = None) -> Limiter | None:
+    """The limiter of a provider API, or None when it has no limit."""
+    key = limit_key(provider, base_url)
+    limit = current_limits().get(key)
+    if limit is None or limit.unlimited:
+        return None
+    return Limiter(key, limit, current_state())
+
+
+class Limiter:
+    """Paces the calls to one provider API through a shared :class:`PacingState`."""
+
+    def __init__(self, key: str, limit: RateLimit, state: PacingState):
+        self.key, self.limit, self.state = key, limit, state
+
+    def __repr__(self) -> str:
+        return (f"Limiter({self.key!r}, rpm={self.limit.requests_per_minute}, tpm={self.limit.tokens_per_minute}, "
+                f"{self.state!r})")
+
+    def acquire(self, tokens: float) -> float:
+        """Waits for this call's slot; returns how long it waited."""
+        delay = self.state.reserve(self.key, self.limit, tokens)
+        if delay > 0:
+            time.sleep(delay)
+        return max(delay, 0.0)
+
+    def settle(self, reserved: float, used: float) -> None:
+        self.state.settle(self.key, self.limit, used - reserved)
+
+    def throttled(self, retry_after: float | None = None) -> None:
+        self.state.throttle(self.key, retry_after)
+
+    def on_response(self, response) -> None:
+        """httpx response hook: a 429 slows the pace, whether or not the SDK then retries."""
+        if getattr(response, "status_code", None) == 429:
+            self.throttled(retry_after_seconds(response.headers))
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """Seconds from ``retry-after-ms`` or a numeric ``retry-after`` header; None when absent or a date."""
+    for name, scale in (("retry-after-ms", 1e-3), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            return float(value) * scale
+        except ValueError:
+            continue
+    return None
+
+
+def http_client(sdk, limiter: Limiter):
+    """The SDK's default HTTP client with a response hook that tells ``limiter`` about 429s."""
+    return sdk.DefaultHttpxClient(event_hooks={"response": [limiter.on_response]})
+
+
+def prompt_tokens(request: ModelRequest) -> int:
+    """The tokens a request's prompt is expected to take (what its slot reserves before the call)."""
+    return estimate_tokens(request.system) + sum(estimate_tokens(m.content) for m in request.messages)
+
+
+class RateLimitedModel:
+    """Wraps a provider model: each call waits for its slot, then reports the tokens it really used."""
+
+    def __init__(self, inner, limiter: Limiter):
+        self.inner = inner
+        self.limiter = limiter
+        self.provider = getattr(inner, "provider", None)
+        self.model = getattr(inner, "model", None)
+        self.base_url = getattr(inner, "base_url", None)
+
+    def __repr__(self) -> str:
+        return f"RateLimitedModel({self.inner!r}, {self.limiter!r})"
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        reserved = prompt_tokens(request)
+        self.limiter.acquire(reserved)
+        try:
+            response = self.inner.generate(request)
+        except RateLimitError:
+            self.limiter.throttled()
+            raise
+        self.limiter.settle(reserved, response.usage.total_tokens)
+        return response
+
+
+__all__ = [
+    "RATE_LIMITS_ENV", "Limiter", "MemoryState", "PacingState", "RateLimit", "RateLimitedModel", "RayState",
+    "SqliteState", "as_limit", "configure", "current_limits", "current_state", "default_limits", "http_client",
+    "limit_key", "limiter_for", "parse_limits", "prompt_tokens", "retry_after_seconds", "using",
+]

@@ -1,0 +1,162 @@
+"""Grids of trials: task x team x model x replicate, interleaved, resumable, on this machine or on Ray.
+
+>>> df = run_sweep({"task": ["debug"], "team": ["latte", "static"], "replicates": 3},
+...                out="runs/sweep", n_jobs=2)                       # doctest: +SKIP
+>>> print(dry_run({"task": "debug", "model": "openai/gpt-4o", "replicates": 10}, "runs/gpt"))  # doctest: +SKIP
+
+Each trial ends up in ``out`` exactly once (the layout is described in :mod:`latte_lab.rundir`): a
+finished trial is never run twice, so calling ``run_sweep`` again resumes where it stopped; an attempt
+that did not finish is kept as ``<trial_id>.failed-<N>`` and the trial runs again. One sweep at a time
+may work in a directory: a second gets a clear error naming the first one's process.
+
+- ``backend="local"``: ``n_jobs`` worker processes (1: in this process), which never outlive the sweep.
+- ``backend="ray"``: one task per trial on a Ray cluster; every run directory comes back to ``out`` on
+  the driver (see :mod:`latte_lab.sweep.distributed`).
+- Ctrl-C (a notebook's stop button) or SIGTERM: no queued trial starts, running ones are stopped and
+  recorded as interrupted, and the rows so far come back with a one-line summary.
+- Rate limits per provider API are shared by every trial (:mod:`latte_lab.models.ratelimit`); a budget
+  (``max_dollars``, ``max_billed_tokens``) stops the sweep from starting new trials and stops running ones
+  at their next model call (:mod:`latte_lab.models.budget`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from latte_lab import rundir, sweepdir
+from latte_lab.config import TrialConfig
+from latte_lab.errors import ConfigError, DataError
+from latte_lab.sweep.estimate import SweepPlan
+from latte_lab.sweep.grid import GRID_AXES, check_jobs, expand_grid, max_jobs
+
+BACKENDS = ("local", "ray")
+STATE_FILE = "state.sqlite"  # in <out>/.sweep: the sweep's rate-limit pacing and spend, shared by its workers
+
+__all__ = ["BACKENDS", "GRID_AXES", "SweepPlan", "check_jobs", "dry_run", "expand_grid", "max_jobs", "run_sweep"]
+
+
+def _budget_raised(path: Path, cfg: TrialConfig) -> bool:
+    """Whether ``cfg`` allows more than the budget that stopped the trial in ``path``."""
+    try:
+        before = rundir.read_config(path)
+    except DataError:
+        return True
+    for name in ("max_dollars", "max_billed_tokens"):
+        old, new = getattr(before, name), getattr(cfg, name)
+        if old is not None and (new is None or new > old):
+            return True
+    return False
+
+
+def _plan(configs: list[TrialConfig], out: Path, *, settle: bool) -> SweepPlan:
+    """Which trials of the grid are finished in ``out``. With ``settle`` (under the sweep's lock), a
+    directory in a trial's place that is not a finished trial, or a trial stopped by a budget that has
+    since been raised, is set aside as an attempt so the trial can run again."""
+    plan = SweepPlan(out, configs)
+    for cfg in configs:
+        path = out / cfg.trial_id
+        if not path.is_dir():
+            continue
+        try:
+            payload = rundir.read_result(path)
+        except DataError:
+            payload = None
+        if sweepdir.is_finished(payload) and not (payload["status"] == "budget" and _budget_raised(path, cfg)):
+            plan.done[cfg.trial_id] = payload["row"]
+        elif settle:
+            if payload is None:
+                sweepdir.mark_failed(path, "found without a readable result.json; set aside to run the trial again")
+            sweepdir.set_aside(path, out, cfg.trial_id)
+    return plan
+
+
+def dry_run(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path = "runs/sweep") -> SweepPlan:
+    """What :func:`run_sweep` would do, without running anything: the grid, the trials already finished
+    in ``out`` and an estimated cost of the rest (``print(dry_run(...))``, or ``.table()`` as a DataFrame)."""
+    out = Path(out)
+    return _plan(expand_grid(grid, out), out, settle=False)
+
+
+def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path = "runs/sweep", *,
+              n_jobs: int | str | None = None, backend: str = "local", progress: bool = True,
+              max_dollars: float | None = None, max_billed_tokens: int | None = None,
+              rate_limits: Mapping[str, Any] | None = None, ray_address: str | None = None):
+    """Runs every trial of ``grid`` not already finished in ``out``; returns one row per trial of the
+    grid that has one (finished earlier, or run now), in grid order, as a DataFrame. Its
+    ``attrs["summary"]`` is the one-line summary (printed with progress or when the sweep stopped early)
+    and ``attrs["stopped"]`` why it stopped early (``"interrupted"``, a budget message) or None.
+
+    ``grid``: see :func:`expand_grid`. ``n_jobs``: worker processes, 1 (the default, in this process) to
+    4 per CPU, or ``"auto"`` (one per CPU); with Ray, the most trials in flight (default: the cluster's
+    CPUs). ``max_dollars`` / ``max_billed_tokens``: what this call may bill in all; per-trial budgets are
+    TrialConfig fields, so grid keys. ``rate_limits``: ``{provider or base URL: (rpm, tpm)}`` on top of
+    the defaults (:mod:`latte_lab.models.ratelimit`). ``ray_address``: an existing cluster (``"auto"``,
+    ``"ray://host:10001"``); by default a running ``ray.init`` is used, else a local one is started.
+    """
+    import pandas as pd
+
+    from latte_lab.models import budget as budget_mod
+    from latte_lab.models import ratelimit
+    from latte_lab.sweep import local
+    from latte_lab.sweep.progress import SweepProgress, summary
+
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown sweep backend {backend!r}; use 'local' or 'ray'")
+    out = Path(out)
+    configs = expand_grid(grid, out)
+    if backend == "local":
+        jobs = check_jobs(1 if n_jobs is None else n_jobs, len(configs))
+    elif n_jobs is not None and n_jobs != "auto" and not (isinstance(n_jobs, int) and n_jobs >= 1):
+        raise ConfigError(f"with backend='ray', n_jobs is the most trials in flight: a whole number >= 1 or 'auto'; "
+                          f"got {n_jobs!r}")
+    sweep_budget = budget_mod.SweepBudget(max_dollars, max_billed_tokens)
+    limits = {str(k): ratelimit.as_limit(v, f"rate_limits[{k!r}]") for k, v in (rate_limits or {}).items()}
+    out.mkdir(parents=True, exist_ok=True)
+    new: dict[str, dict] = {}
+    with sweepdir.SweepLock(out), local.sigterm_stops_the_sweep():
+        sweepdir.recover_running(out)
+        plan = _plan(configs, out, settle=True)
+        todo = plan.todo
+        state_path = out / sweepdir.SWEEP_DIR / STATE_FILE
+        for suffix in ("", "-wal", "-shm"):  # this call's spend starts at zero
+            Path(f"{state_path}{suffix}").unlink(missing_ok=True)
+        settings = local.SweepSettings(limits, ratelimit.SqliteState(state_path), sweep_budget)
+        bar = SweepProgress(len(configs), list(plan.done.values()), enabled=progress and bool(todo))
+        stopped = None
+
+        def on_row(row: dict) -> None:
+            new[row.get("trial_id")] = row
+            bar.update(row)
+
+        def may_start() -> str | None:
+            return None if sweep_budget.unlimited else sweep_budget.reached(*settings.state.spend())
+
+        try:
+            if not todo:
+                pass
+            elif backend == "ray":
+                from latte_lab.sweep.distributed import RayRunner
+
+                runner = RayRunner(out, settings, n_jobs=n_jobs, address=ray_address)
+                settings_ray = runner.settings
+                stopped = runner.run(todo, on_row, lambda: None if sweep_budget.unlimited
+                                     else sweep_budget.reached(*settings_ray.state.spend()))
+            elif jobs == 1:
+                with settings.applied():
+                    stopped = local.run_serial(todo, out, on_row, may_start)
+            else:
+                stopped = local.LocalPool(jobs, out, settings).run(todo, on_row, may_start)
+        except KeyboardInterrupt:  # between trials, or while landing one
+            stopped = "interrupted"
+        finally:
+            bar.close()
+    rows = [plan.done.get(c.trial_id) or new.get(c.trial_id) for c in configs]
+    frame = pd.DataFrame([r for r in rows if r is not None])
+    line = summary(out, len(configs), list(plan.done.values()), list(new.values()), stopped)
+    frame.attrs["summary"] = line
+    frame.attrs["stopped"] = stopped
+    if progress or stopped:
+        print(line, flush=True)
+    return frame
