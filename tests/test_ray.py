@@ -66,7 +66,9 @@ def test_ray_cluster_gives_the_local_rows_lands_every_run_dir_on_the_driver_and_
         remote = ll.run_sweep(grid, out=out, backend="ray", progress=False)
         hits = server.hits
 
-        assert list(remote["trial_id"]) == list(local["trial_id"]) and (remote["status"] == "ok").all()
+        assert (local["status"] == "ok").all(), local[["trial_id", "status", "error"]].to_dict("records")
+        assert (remote["status"] == "ok").all(), remote[["trial_id", "status", "error"]].to_dict("records")
+        assert list(remote["trial_id"]) == list(local["trial_id"])
         for a, b in zip(remote.to_dict("records"), local.to_dict("records")):
             a, b = comparable_row(a), comparable_row(b)
             differ = {k: (a.get(k), b.get(k)) for k in set(a) | set(b) if a.get(k) != b.get(k)}

@@ -108,7 +108,7 @@ def _check_stopped(proc, out, signalled_at, finished_before):
     assert "interrupted:" in stdout and "run it again to resume" in stdout
     rows = _rows(stdout)
     interrupted = [r for r in rows if r["status"] != "ok"]
-    assert interrupted and all("interrupted" in (r["error"] or "") for r in interrupted), rows
+    assert interrupted and all(r["reason"] == "interrupted" for r in interrupted), rows
     assert len(rows) < 8  # queued trials never ran
     started = [p for p in out.iterdir() if not p.name.startswith(".")]
     assert len(started) <= finished_before + 2 + 2  # trials in flight at the signal, and nothing after
@@ -164,6 +164,6 @@ def test_an_interrupt_in_a_notebook_returns_the_rows_so_far(tmp_path, capsys):
     df = run_sweep({"task": "debug", "team": ["latte", "leader_worker"], "replicates": 4, "max_rounds": 12},
                    out=out, n_jobs=2, progress=False)
     assert time.monotonic() - sent["at"] < STOP_SECONDS
-    assert len(df) < 8 and (df["status"] != "ok").sum() >= 1
+    assert len(df) < 8 and (df["reason"] == "interrupted").sum() >= 1
     assert "interrupted" in df.attrs["summary"]
     assert df.attrs["summary"] in capsys.readouterr().out
