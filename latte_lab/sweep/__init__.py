@@ -139,7 +139,7 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
             elif backend == "ray":
                 from latte_lab.sweep.distributed import RayRunner
 
-                runner = RayRunner(out, settings, n_jobs=n_jobs, address=ray_address)
+                runner = RayRunner(out, settings, todo, n_jobs=n_jobs, address=ray_address)
                 settings_ray = runner.settings
                 stopped = runner.run(todo, on_row, lambda: None if sweep_budget.unlimited
                                      else sweep_budget.reached(*settings_ray.state.spend()))

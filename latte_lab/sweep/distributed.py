@@ -87,10 +87,13 @@ def import_ray():
     return ray
 
 
-def _entries() -> dict:
+def _entries(configs: list[TrialConfig]) -> dict:
+    """The user's registrations that the trials use (the nodes import their modules; others may not exist there)."""
     from latte_lab.registry import user_entries
 
-    entries = user_entries()
+    used = {"team": {c.team for c in configs}, "task": {c.task for c in configs}}
+    entries = {kind: [row for row in rows if row[0] in used.get(kind, ())] for kind, rows in user_entries().items()}
+    entries = {kind: rows for kind, rows in entries.items() if rows}
     in_main = [f"{kind} {name!r}" for kind, rows in entries.items() for name, module, _ in rows if module == "__main__"]
     if in_main:
         raise ConfigError(f"{', '.join(in_main)} is defined in __main__ (a notebook cell or script), which Ray's worker "
@@ -101,11 +104,11 @@ def _entries() -> dict:
 class RayRunner:
     """Runs a sweep's trials as Ray tasks and lands each run directory in ``out`` on the driver."""
 
-    def __init__(self, out: Path, settings: SweepSettings, *, n_jobs: int | str | None = None,
-                 address: str | None = None):
+    def __init__(self, out: Path, settings: SweepSettings, configs: list[TrialConfig], *,
+                 n_jobs: int | str | None = None, address: str | None = None):
         self.ray = import_ray()
         self.out = out
-        self.entries = _entries()
+        self.entries = _entries(configs)
         if not self.ray.is_initialized():
             if address is None:
                 self.ray.init(include_dashboard=False)
