@@ -57,7 +57,7 @@ def test_ray_cluster_gives_the_local_rows_lands_every_run_dir_on_the_driver_and_
         grid = [{"task": "debug", "team": team, "model": model, "max_rounds": 3, "seed": 1,
                  "base_url": None if model == "simulated" else server.openai_url}
                 for model in ("openai/gpt-4o-mini", "simulated") for team in ("latte", "leader_worker")]
-        # two single-CPU nodes: the first two trials (the server's) run at the same time, one on each node
+        # two single-CPU nodes: trials run on either, each in its node's temporary directory
         local = ll.run_sweep(grid, out=tmp_path / "local", n_jobs=2, progress=False)
 
         driver_cache = tmp_path / "driver-cache.sqlite"
@@ -83,11 +83,14 @@ def test_ray_cluster_gives_the_local_rows_lands_every_run_dir_on_the_driver_and_
             assert (run_dir / rundir.WORKSPACE_DIR / "signal_toolkit.py").is_file()
             assert rundir.read_result(run_dir)["row"]["run_dir"] == str(run_dir)
 
-        ran_on = {str(rundir.read_config(out / t).runs_dir).rpartition("/latte_lab-ray-")[0] for t in remote["trial_id"][:2]}
-        assert ran_on == {str(d) for d in cluster}  # in each node's temporary directory
-        node_keys = [_keys(d / "cache.sqlite") for d in cluster]
-        assert all(node_keys), "each node filled its own cache on its own disk"
-        assert _keys(driver_cache) == node_keys[0] | node_keys[1]  # the driver merged what the nodes fetched
+        # Ray places each trial on a free CPU; which node that is depends on timing, so the test asks only
+        # that every trial ran in some node's temporary directory and that each node used has its own cache
+        ran_on = {str(rundir.read_config(out / t).runs_dir).rpartition("/latte_lab-ray-")[0] for t in remote["trial_id"]}
+        disks = {str(d): d for d in cluster}
+        assert ran_on and ran_on <= set(disks), ran_on
+        node_keys = {d: _keys(disks[d] / "cache.sqlite") for d in ran_on if (disks[d] / "cache.sqlite").exists()}
+        assert node_keys and all(node_keys.values()), "each node that ran a server trial filled its own cache"
+        assert _keys(driver_cache) == set().union(*node_keys.values())  # the driver merged what the nodes fetched
         for disk in cluster:
             assert not list(disk.glob("latte_lab-ray-*")), "a node kept a staging directory"
 
