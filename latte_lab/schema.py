@@ -60,7 +60,8 @@ TRIAL_COLUMNS: dict[str, str] = {
     "seed": "seed of the trial (ours); NaN for published rows",
     "trial": "replicate index (published: the dispatcher's trial number)",
     "trial_id": "unique id of the trial (published: run directory basename or MetaGPT run name)",
-    "status": "'ok' or 'error' (published rows are all ok: crashed trials have no row)",
+    "status": "'ok', 'error', or 'budget' when a budget stopped it (published rows are all ok: crashed trials "
+    "have no row)",
     "error": "error message of a failed trial, else empty",
     "run_dir": "run directory (published: as written in results.csv)",
     "n_workers": "number of workers/peers besides the Lead (published n_teammates)",

@@ -118,3 +118,17 @@ def test_four_concurrent_trials_stay_under_60_requests_per_minute(tmp_path, monk
     assert times[-1] - times[0] >= len(times) - 1 - 0.5
     for i, t in enumerate(times):  # and no 10-second stretch holds more than 11
         assert sum(1 for u in times[i:] if u - t < 10.0) <= 11
+
+
+def test_a_long_wait_is_reported_once_so_a_low_limit_is_noticed(monkeypatch):
+    monkeypatch.setattr(ratelimit.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(ratelimit, "_warned", set())
+    limiter = ratelimit.Limiter("openai", RateLimit(None, 600), MemoryState())
+    limiter.acquire(100)  # 10 s of tokens at 600 a minute
+    with pytest.warns(RuntimeWarning, match=r"openai: a call waits 10 s for the rate limit \(600 tokens per minute\)"):
+        limiter.acquire(100)
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        limiter.acquire(100)  # once per API and process

@@ -35,6 +35,7 @@ import os
 import sqlite3
 import threading
 import time
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,7 @@ RECOVERY_PER_CALL = 0.05  # each successful call afterwards gives back 5% of the
 MIN_RATE_FACTOR = 1 / 16  # never slower than 1/16 of the configured limit: a provider outage is an error, not a crawl
 DEFAULT_HOLD_SECONDS = 1.0  # a 429 without Retry-After holds calls this long
 SQLITE_BUSY_MS = 30_000  # a worker waits this long for another's pacing transaction (each takes microseconds)
+LONG_WAIT_SECONDS = 5.0  # a wait this long is worth one warning: the limit may be below what the account allows
 
 
 @dataclass(frozen=True)
@@ -332,6 +334,7 @@ class RayState:
 
 _setting_lock = threading.Lock()
 _state: PacingState | None = None
+_warned: set[str] = set()  # APIs whose long waits this process has reported
 _overrides: dict[str, RateLimit] = {}
 
 
@@ -401,6 +404,12 @@ class Limiter:
     def acquire(self, tokens: float) -> float:
         """Waits for this call's slot; returns how long it waited."""
         delay = self.state.reserve(self.key, self.limit, tokens)
+        if delay > LONG_WAIT_SECONDS and self.key not in _warned:
+            _warned.add(self.key)
+            warnings.warn(
+                f"{self.key}: a call waits {delay:.0f} s for the rate limit ({_per_minute(self.limit)}); if your "
+                f"account allows more, raise it with run_sweep(rate_limits=...) or ${RATE_LIMITS_ENV}",
+                RuntimeWarning, stacklevel=3)
         if delay > 0:
             time.sleep(delay)
         return max(delay, 0.0)
@@ -415,6 +424,12 @@ class Limiter:
         """httpx response hook: a 429 slows the pace, whether or not the SDK then retries."""
         if getattr(response, "status_code", None) == 429:
             self.throttled(retry_after_seconds(response.headers))
+
+
+def _per_minute(limit: RateLimit) -> str:
+    parts = [f"{v:,.0f} {what} per minute" for v, what in ((limit.requests_per_minute, "requests"),
+                                                          (limit.tokens_per_minute, "tokens")) if v]
+    return " and ".join(parts)
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
