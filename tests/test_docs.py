@@ -12,7 +12,7 @@ import latte_lab
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(latte_lab.__file__).parent
-TASK_PAYLOADS = ("files", "hidden", "solution", "wrong")  # data the sandbox runs, not modules of latte_lab
+TASK_PAYLOADS = ("files", "hidden", "solution", "wrong")  # tasks/<task>/<these>: data the sandbox runs
 # Modules documented through the module that uses them, or implementation details of one feature.
 INTERNAL = {
     "latte_lab.cli.cache", "latte_lab.cli.figures", "latte_lab.cli.prices", "latte_lab.cli.trial",  # api/cli.md
@@ -29,7 +29,8 @@ def _modules() -> set[str]:
     for path in PACKAGE.rglob("*.py"):
         rel = path.relative_to(PACKAGE.parent).with_suffix("")
         parts = rel.parts
-        if any(p in TASK_PAYLOADS for p in parts) or any(p.startswith("_") and p != "__init__" for p in parts):
+        payload = parts[1:2] == ("tasks",) and len(parts) > 4 and parts[3] in TASK_PAYLOADS
+        if payload or any(p.startswith("_") and p != "__init__" for p in parts):
             continue
         names.add(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
     return names
