@@ -18,6 +18,7 @@ from typing import Any
 import griffe
 
 ROLE = re.compile(r":(?:py:)?(?:class|func|meth|mod|attr|data|exc|obj):`(?P<tilde>~?)(?P<target>[^`]+)`")
+TITLED = re.compile(r"^(?P<title>.*?)\s*<(?P<target>[^<>]+)>$")  # :attr:`shown text <target>`
 FENCE = re.compile(r"^\s*(```|~~~)[\w+-]*\s*$")  # a fence line holds the fence and a language only
 
 
@@ -36,7 +37,11 @@ def _qualify(target: str, obj: griffe.Object) -> str:
 def _roles(text: str, obj: griffe.Object) -> str:
     def link(match: re.Match) -> str:
         target = match["target"].strip()
-        shown = target.rsplit(".", 1)[-1] if match["tilde"] else target.lstrip(".")
+        titled = TITLED.match(target)
+        if titled:
+            shown, target = titled["title"], titled["target"]
+        else:
+            shown = target.rsplit(".", 1)[-1] if match["tilde"] else target.lstrip(".")
         return f'<autoref identifier="{_qualify(target, obj)}" optional><code>{shown}</code></autoref>'
 
     return ROLE.sub(link, text)

@@ -600,3 +600,40 @@ TestGraphMachine.settings = settings(max_examples=150, stateful_step_count=50, d
 def test_module_doctests():
     result = doctest.testmod(graph_module, optionflags=doctest.ELLIPSIS)
     assert result.attempted > 5 and result.failed == 0
+
+
+def test_discover_dependency_forms_and_repeats():
+    g = CoordinationGraph(on_unknown_dep="drop")
+    for i in range(12):
+        g.discover(f"n{i}", by="Lead")
+    many = [f"n{i % 12}" for i in range(40)] + ["ghost", "ghost"]  # past the point where Discover uses a set
+    g.discover("join", many, by="Lead")
+    assert g.deps("join") == [f"n{i}" for i in range(12)]
+    assert g.log[-1]["deps"] == [f"n{i}" for i in range(12)] and g.log[-1]["dropped_deps"] == ["ghost"]
+    g.discover("gen", (d for d in ["n1", "n0", "n1"]), by="Lead")  # any iterable of ids
+    assert g.deps("gen") == ["n1", "n0"]
+
+    class Id(str):
+        pass
+
+    g.discover(Id("sub"), [Id("n2")], title="", by="Lead")  # str subclasses are ids
+    assert g.deps("sub") == ["n2"] and g.successors("n2") == ["join", "sub"]
+    with pytest.raises(OperatorError, match="dependency ids must be strings"):
+        g.discover("bad", ["n1", 3], by="Lead")
+    with pytest.raises(OperatorError, match="cannot depend on itself"):
+        g.discover("self", ["n1", "self"], by="Lead")
+    assert "bad" not in g and "self" not in g
+
+
+def test_log_entries_are_fresh_plain_dicts():
+    g = CoordinationGraph()
+    g.discover("a", title="A", description="do a", by="Lead")
+    g.discover("b", ("a",), by="Dev1")
+    entry = g.log[1]
+    assert entry == {"op": "discover", "node": "b", "deps": ["a"], "title": "", "description": "", "by": "Dev1"}
+    entry["deps"].append("x")
+    entry["node"] = "changed"
+    assert g.log[1]["deps"] == ["a"] and g.log[1]["node"] == "b"
+    assert json.loads(json.dumps(g.log)) == g.log
+    rebuilt = CoordinationGraph.from_log(g.log)
+    assert rebuilt.log == g.log and rebuilt.snapshot() == g.snapshot()
