@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from latte_lab.teams import register
 from latte_lab.teams.engine import Agent, Outcome
-from latte_lab.teams.graph_team import GraphTeam
+from latte_lab.teams.graph_team import EXPLORE_ACTIONS, GraphTeam
 
 
 @register("static")
@@ -20,12 +20,18 @@ class StaticTeam(GraphTeam):
     lead_prompt = "static_lead"
     planning_prompt = "static_lead_planning"
     worker_prompt = "static_worker"
+    lead_at_start = True  # "the Lead was responsible for assigning every task at the start of execution" (A5.4)
 
     LEAD_PLANNING_ACTIONS = ("plan_task", "discover_task")
     LEAD_ACTIONS = ("assign_task", "broadcast", "run_tests", "run_script", "request_status", "close_task",
                     "synthesize")
     WORKER_ACTIONS = ("claim_task", "complete_task", "edit_file", "read_file", "run_script", "run_tests",
                       "broadcast")
+
+    def allowed_actions(self, agent: Agent) -> tuple[str, ...]:
+        if agent.role == "lead" and self.round == 0 and self.config.static_planning_explore:
+            return (*self.LEAD_PLANNING_ACTIONS, *EXPLORE_ACTIONS)  # the same planning phase as LATTE's
+        return super().allowed_actions(agent)
 
     def select_workers(self) -> list[Agent]:
         if self.config.dispatch == "released":
