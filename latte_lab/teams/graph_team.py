@@ -425,13 +425,6 @@ class GraphTeam(Team):
                 agent.receive(text)
             return False
 
-    def refuse(self, agent: Agent, event: str, operator: str, nid: str | None, text: str, **fields) -> None:
-        """An operator this team does not offer now: an event with reason ``static_graph`` and a message."""
-        if event == "operator_blocked":
-            fields["operator"] = operator
-        self.log.emit(event, agent=agent.name, task=nid, reason="static_graph", **fields)
-        agent.receive(text)
-
     def do_discover_task(self, agent: Agent, action) -> None:
         if action.id in self.graph:
             self.log.emit("discover_task_skipped", agent=agent.name, task=action.id, reason="duplicate_id")

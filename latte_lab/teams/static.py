@@ -44,22 +44,25 @@ class StaticTeam(GraphTeam):
 
     def do_discover_task(self, agent: Agent, action) -> None:
         if self.round > 0:
-            return self.refuse(agent, "operator_blocked", "discover_task", action.id,
-                               "⚠️ The task graph is fixed after planning in this run; new tasks cannot be added. "
-                               "Tell the Lead with <broadcast> if something is missing.")
+            self.log.emit("operator_blocked", agent=agent.name, operator="discover_task", task=action.id,
+                          reason="static_graph")
+            agent.receive("⚠️ The task graph is fixed after planning in this run; new tasks cannot be added. "
+                          "Tell the Lead with <broadcast> if something is missing.")
+            return
         super().do_discover_task(agent, action)
 
     def do_claim_task(self, agent: Agent, action) -> None:
         nid = action.id
         if nid not in self.graph or self.graph.agent(nid) != agent.name:  # accepting an assignment only
-            return self.refuse(agent, "claim_blocked", "claim_task", nid,
-                               "⚠️ Self-assignment is not available in this run. Wait for the lead to assign tasks.")
+            self.log.emit("claim_blocked", agent=agent.name, task=nid, reason="static_graph")
+            agent.receive("⚠️ Self-assignment is not available in this run. Wait for the lead to assign tasks.")
+            return
         super().do_claim_task(agent, action)
 
     def do_release_task(self, agent: Agent, action) -> None:
-        self.refuse(agent, "release_task_blocked", "release_task", action.id,
-                    "⚠️ Tasks cannot be released in this run: the graph is fixed after planning.")
+        self.log.emit("release_task_blocked", agent=agent.name, task=action.id, reason="static_graph")
+        agent.receive("⚠️ Tasks cannot be released in this run: the graph is fixed after planning.")
 
     def do_verify_task(self, agent: Agent, action) -> None:
-        self.refuse(agent, "verify_task_blocked", "verify_task", action.id,
-                    "⚠️ Verification tasks cannot be added in this run: the graph is fixed after planning.")
+        self.log.emit("verify_task_blocked", agent=agent.name, task=action.id, reason="static_graph")
+        agent.receive("⚠️ Verification tasks cannot be added in this run: the graph is fixed after planning.")
