@@ -81,6 +81,11 @@ def parse_model_spec(spec: str, *, base_url: str | None = None) -> tuple[str, st
     return provider, name.strip()
 
 
+def _switch(default, *, released, **kw):
+    """A protocol switch: a field whose value under ``TrialConfig.released()`` is ``released``."""
+    return Field(default, json_schema_extra={"released": released}, **kw)
+
+
 # Fields that say where things go or how calls are made, not what the trial is: left out of the trial id.
 _NON_IDENTITY_FIELDS = {"runs_dir", "cache", "max_retries", "timeout_s", "cache_path", "max_dollars",
                         "max_billed_tokens"}
@@ -116,7 +121,8 @@ class TrialConfig(BaseModel):
     top_p: float | None = Field(None, gt=0.0, le=1.0)
     """Nucleus sampling; None leaves the provider default."""
     heartbeat: int = Field(4, ge=1)
-    """H: rounds a worker may hold a task without editing or running a script before the Lead is told."""
+    """H (paper: 4): silent rounds before a worker is flagged to the Lead (``heartbeat_rule``), and the
+    Lead's idle limit unless ``lead_skip_limit`` is set."""
     planning_turns: int = Field(5, ge=1)
     """Lead turns allowed to produce the initial graph (graph teams)."""
     cache: CacheMode = DEFAULT_CACHE_MODE
@@ -138,27 +144,59 @@ class TrialConfig(BaseModel):
     """Characters of a file returned by read_file. The released code returned 4,000, which cut the
     debug module in half; 12,000 shows every task file whole."""
 
-    # --- switches for the released code's behaviour (defaults follow the paper) ---
-    dispatch: Literal["paper", "released"] = "paper"
-    """paper: busy workers act every round and static dispatches every worker every round;
-    released: a busy worker with no new message sits out every other round and static dispatch is
-    capped by the frontier like LATTE."""
-    lead_skip_limit: int | None = Field(None, ge=1)
+    # --- protocol switches: the paper's reading by default; every other reading is a value here, with the
+    # released code's value in `released` (TrialConfig.released() sets them all; docs/fidelity.md has one
+    # row per switch) ---
+    heartbeat_rule: Literal["paper", "released"] = _switch("paper", released="released")
+    """Which workers the heartbeat flags to the Lead. paper (Algorithm 1 step 1): a worker holding a task
+    that has emitted no action in the last H rounds, again after every further H silent rounds; released:
+    a task held >= H rounds with no edit or script run for >= H rounds, once per task."""
+    lead_triggers: Literal["paper", "released"] = _switch("paper", released="released")
+    """When the Lead runs. paper (Algorithm 1 step 3): the graph changed, a heartbeat fired, or the Lead has
+    been idle ``lead_idle_limit`` rounds (the static Lead also runs in round 1, to assign every task, A5.4);
+    released: also in round 1, whenever a message waits for it, and when nothing is ready and nobody works."""
+    graph_change: Literal["any", "counts"] = _switch("any", released="counts")
+    """What counts as "G_t has changed" for the Lead trigger. any: any operator applied since the Lead last
+    ran (claims, releases, assignments, new nodes and edges); counts: only the node count or the number
+    of finished nodes (released code)."""
+    dispatch: Literal["paper", "busy_every_round", "released"] = _switch("paper", released="released")
+    """Which workers run. paper (Algorithm 1 step 3): busy workers that received new context since their
+    last turn, plus min(|frontier|, idle) idle ones; no filler message. busy_every_round: every busy
+    worker every round, told "Continue working" when nothing is new, and one idle worker after a round
+    in which nobody ran. released: a busy worker with no new message sits out every other round,
+    otherwise as busy_every_round. The static team dispatches every worker every round (A5.4) unless
+    dispatch is released (frontier-capped like LATTE)."""
+    lead_skip_limit: int | None = _switch(None, released=6, ge=1)
     """Rounds the Lead may stay idle before it is invoked anyway; None = H (paper), released: 6."""
-    claim_resolution: Literal["order", "arrival"] = "order"
+    claim_resolution: Literal["order", "arrival"] = _switch("order", released="arrival")
     """order: contested claims resolved in the fixed processing order, losers get an error message;
     arrival: resolved in order of reply arrival (latency), losers get no message (released code)."""
-    roles: Literal["paper", "official"] = "paper"
-    """paper: Lead-only Assign/Release/Close/Verify, Worker-only Claim/Complete; official: looser rules."""
-    unknown_deps: Literal["reject", "drop"] = "reject"
+    roles: Literal["paper", "official"] = _switch("paper", released="official")
+    """paper: Lead-only Assign/Release/Close/Verify, Worker-only Claim/Complete, Assign only to a worker,
+    verified status after a review; official: the released code's looser rules and no verified status."""
+    unknown_deps: Literal["reject", "drop"] = _switch("reject", released="drop")
     """Discover with an unknown dependency: reject with a message, or drop the dependency (released)."""
-    file_lock: bool = False
+    verify_reroute: Literal["unstarted", "all", "none"] = _switch("unstarted", released="all")
+    """Successors of v that Verify(v) puts behind the review node: unstarted (pending/assigned; the Lead
+    prompt's "must complete before downstream tasks proceed"), all (released code), none (A3's literal
+    postcondition: only the edge v -> v-verify)."""
+    worker_context: Literal["paper", "own_task"] = _switch("paper", released="own_task")
+    """What a worker is shown of the graph with its task. paper (D4): its task and its direct
+    predecessors (title, description, who finished them, the files they changed); own_task: its task only
+    (released code)."""
+    static_planning_explore: bool = _switch(True, released=True)
+    """Static planning may run tests, read files and run scripts, as LATTE's (the same orchestrator, A5.4);
+    False forbids them (an older latte_lab reading)."""
+    edit_requires_task: bool = _switch(False, released=True)
+    """A graph-team worker without a task may not edit an existing file (released code); the paper sets no
+    such rule."""
+    file_lock: bool = _switch(False, released=True)
     """Released code: the first agent to write a file in a round owns it for the rest of the round."""
-    read_file_in_flat: bool = True
+    read_file_in_flat: bool = _switch(True, released=False)
     """Leader-Worker/decentralized: read_file works (the released code advertised it but ignored it)."""
-    flat_success: Literal["certified", "tests"] = "certified"
+    flat_success: Literal["certified", "tests"] = _switch("certified", released="tests")
     """Leader-Worker/decentralized success: tests green and an agent certifies (paper), or tests alone."""
-    dedupe_actions: bool = True
+    dedupe_actions: bool = _switch(True, released=True)
     """Drop exact duplicate actions within one reply (released behaviour; stops complete_task spam)."""
 
     @field_validator("task")
@@ -228,25 +266,25 @@ class TrialConfig(BaseModel):
         from latte_lab import tasks
 
         task = overrides.get("task")
-        values = dict(
-            max_tokens=8192,
-            dispatch="released",
-            lead_skip_limit=6,
-            claim_resolution="arrival",
-            roles="official",
-            unknown_deps="drop",
-            file_lock=True,
-            read_file_in_flat=False,
-            flat_success="tests",
-            read_file_cap=4000,
-        )
+        values = {name: extra["released"] for name, extra in _switches().items()}
+        values.update(max_tokens=8192, read_file_cap=4000)
         if task is not None and tasks.get(task).id == "debug":
             values["max_rounds"] = 35  # the released dispatcher's default for debug_sprint
         values.update(overrides)
         return cls(**values)
 
+    @classmethod
+    def switches(cls) -> dict[str, object]:
+        """Every protocol switch with its released-code value (field name -> value)."""
+        return {name: extra["released"] for name, extra in _switches().items()}
+
     def to_json(self) -> str:
         return json.dumps(self.model_dump(), indent=2, sort_keys=True)
+
+
+def _switches() -> dict[str, dict]:
+    return {name: f.json_schema_extra for name, f in TrialConfig.model_fields.items()
+            if isinstance(f.json_schema_extra, dict) and "released" in f.json_schema_extra}
 
 
 def _friendly(exc: ValidationError) -> str:

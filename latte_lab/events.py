@@ -190,8 +190,9 @@ register("planning_phase_end", "tasks_discovered turns reason", "planning ended 
 register("planning_failed", "message", "planning produced no task: the trial cannot start")
 register("lead_invoked", "reasons", "the Lead runs this round (graph changed, heartbeat, idle H rounds)")
 register("lead_skipped", "reason consecutive_skips", "the Lead does not run this round")
-register("heartbeat_alert", "agent task rounds_active last_activity_round rounds_without_activity",
-         "a worker has held a task for H rounds without editing or running anything")
+register("heartbeat_alert", "agent task rounds_active last_activity_round rounds_without_activity rule",
+         "a worker holding a task was flagged to the Lead (rule: paper = no action for H rounds; released = "
+         "no edit or script for H rounds)")
 register("fix_task_injected", "task", "all tasks were done but the tests failed: a fix task was added")
 # graph operators
 register("discover_task", "agent task title dependencies", "a node was added to the graph")
@@ -206,8 +207,8 @@ register("release_task", "task prev_owner requester reason", "a node went back t
 register("release_task_blocked", "agent task reason", "a release was refused")
 register("close_task", "task prev_owner agent", "the Lead force-completed a node")
 register("close_task_blocked", "agent task reason", "a close was refused")
-register("create_verify_node", "task verify_id requester successors_rerouted",
-         "the Lead asked for a review: a verify node was added")
+register("create_verify_node", "task verify_id requester successors_rerouted reroute",
+         "the Lead asked for a review: a verify node was added (reroute: which successors now wait for it)")
 register("verify_task_blocked", "agent task reason", "a verify was refused")
 register("task_verified", "task verify_id", "a verify node completed: its target is verified")
 register("operator_blocked", "agent operator task reason", "an operator this agent may not use now")

@@ -18,9 +18,16 @@ Two rule sets (``roles``):
 
 - ``"paper"`` (default): Appendix A3 with caller permissions. Assign/Release/Close/Verify are Lead-only,
   Claim/Complete worker-only, Discover open to everyone (the Lead, workers and ``"System"``).
-- ``"official"``: the looser rules of the authors' released code. Anyone may Assign, Release and Verify;
-  Close is Lead-only but also closes pending nodes; Complete accepts the owner's node in status assigned
-  as well as in_progress; Verify does not require the target to be done.
+- ``"official"``: the looser rules of the authors' released code. Anyone may Assign (to any name, a
+  worker or not), Release and Verify; Close is Lead-only but also closes pending nodes; Complete accepts
+  the owner's node in status assigned as well as in_progress; Verify does not require the target to be
+  done; and no node ever becomes verified (the released code has no such status).
+
+Verified (paper rules): when a verify node ``<v>-verify`` finishes, by Complete or by the Lead's Close,
+its target v becomes verified if it is done. Verify routes v's successors through the review node
+according to ``verify_reroute``: ``"unstarted"`` (pending or assigned successors wait for the review;
+the default), ``"all"`` (every successor, the released code) or ``"none"`` (only the edge v -> v-verify,
+Appendix A3's literal postcondition).
 
 Owners: Complete and Close keep the last owner in ``agent`` (the paper's lambda(v) <- (w, done)); the
 finisher is recorded in ``completed_by`` (and ``closed`` says the Lead force-completed the node).
@@ -73,6 +80,7 @@ __all__ = [
 
 ROLES = ("paper", "official")  # rule sets: the paper's Appendix A3, or the released code's looser rules
 UNKNOWN_DEP_POLICIES = ("reject", "drop")  # Discover: reject unknown deps (paper), or drop them (released)
+VERIFY_REROUTES = ("unstarted", "all", "none")  # which successors of v wait for v's review (module docstring)
 LEAD = "Lead"  # the Lead's agent name everywhere: teams, events, metrics, schedulers
 SYSTEM_AGENT = "System"  # the orchestrator's own name; it may Discover (fix-task injection) and nothing else
 VERIFY_SUFFIX = "-verify"  # Verify(v) adds node f"{v}{VERIFY_SUFFIX}", as in the released code
@@ -211,9 +219,16 @@ class CoordinationGraph:
         What Discover does with a dependency id that is not in the graph: ``"reject"`` (OperatorError,
         the paper) or ``"drop"`` (drop it and list it under ``"dropped_deps"`` in the operation's log entry,
         the released code). Each ``discover`` call may override it.
+    workers:
+        The team's worker names. Under the paper's rules Assign rejects any other name (A3: w in W);
+        None accepts any name but the Lead's and the orchestrator's.
+    verify_reroute:
+        Which successors of v Verify(v) puts behind the review node (module docstring); each ``verify``
+        call may override it.
     """
 
-    def __init__(self, roles: str = "paper", *, lead: str = LEAD, on_unknown_dep: str = "reject"):
+    def __init__(self, roles: str = "paper", *, lead: str = LEAD, on_unknown_dep: str = "reject",
+                 workers: Iterable[str] | None = None, verify_reroute: str = "unstarted"):
         if roles not in ROLES:
             raise LatteError(f"unknown roles {roles!r}; use one of {', '.join(ROLES)}")
         if on_unknown_dep not in UNKNOWN_DEP_POLICIES:
@@ -221,6 +236,12 @@ class CoordinationGraph:
                 f"unknown on_unknown_dep {on_unknown_dep!r}; use one of {', '.join(UNKNOWN_DEP_POLICIES)}")
         if not isinstance(lead, str) or not lead:
             raise LatteError("lead must be a non-empty agent name such as 'Lead'")
+        if verify_reroute not in VERIFY_REROUTES:
+            raise LatteError(f"unknown verify_reroute {verify_reroute!r}; use one of {', '.join(VERIFY_REROUTES)}")
+        self.workers = tuple(workers) if workers is not None else None
+        if self.workers is not None and (lead in self.workers or not all(isinstance(w, str) and w for w in self.workers)):
+            raise LatteError(f"workers must be non-empty names other than the Lead's, got {list(self.workers)!r}")
+        self.verify_reroute = verify_reroute
         self.roles = roles
         self.lead = lead
         self.on_unknown_dep = on_unknown_dep
@@ -249,6 +270,11 @@ class CoordinationGraph:
     def __repr__(self) -> str:
         counts = ", ".join(f"{s.value}={n}" for s, n in self._counts.items() if n)
         return f"<CoordinationGraph roles={self.roles!r} nodes={len(self)}{': ' + counts if counts else ''}>"
+
+    @property
+    def version(self) -> int:
+        """Number of operations applied so far: it changes exactly when V, E or an agent/status does."""
+        return len(self._log)
 
     @property
     def log(self) -> list[dict[str, Any]]:
@@ -495,6 +521,9 @@ class CoordinationGraph:
             raise OperatorError(op, node_id, f"the assignee must be a non-empty agent name, got {agent!r}")
         if self._paper and self._check_callers and agent in (self.lead, SYSTEM_AGENT):
             raise OperatorError(op, node_id, f"{agent!r} is not a worker; assign the node to a worker")
+        if self._paper and self._check_callers and self.workers is not None and agent not in self.workers:
+            raise OperatorError(op, node_id, f"{agent!r} is not a worker of this team; workers: "
+                                             f"{', '.join(self.workers)}")
         if n.status is not _PENDING:
             raise OperatorError(op, node_id, f"status is {n.status.value}; Assign needs pending "
                                              "(release it first to reassign)")
@@ -525,7 +554,7 @@ class CoordinationGraph:
     def complete(self, node_id: str, agent: str) -> None:
         """Complete(v) by its owner: in_progress -> done (official rules also accept assigned).
 
-        Completing a verify node marks its target verified (when the target is done).
+        Completing a verify node marks its target verified (paper rules, when the target is done).
         """
         op = "complete"
         n = self._op_node(op, node_id)
@@ -540,12 +569,17 @@ class CoordinationGraph:
         n.completed_by = agent
         self._transition(n, _DONE, agent)
         entry: dict[str, Any] = {"op": op, "node": node_id, "agent": agent}
-        if n.is_verify and n.verify_of is not None:
+        self._mark_verified(n, entry)
+        self._log.append(entry)
+
+    def _mark_verified(self, n: _Node, entry: dict[str, Any]) -> None:
+        """A finished verify node makes its done target verified (paper rules; the released code has no
+        verified status). ``roles``, not the precondition set: a replayed paper log must do the same."""
+        if self.roles == "paper" and n.is_verify and n.verify_of is not None:
             target = self._nodes[n.verify_of]
             if target.status is _DONE:
                 self._transition(target, _VERIFIED, target.agent)
                 entry["verified"] = target.id
-        self._log.append(entry)
 
     def release(self, node_id: str, by: str = "Lead") -> None:
         """Release(v): return an assigned/in_progress node to pending with no owner (Lead-only, paper)."""
@@ -563,7 +597,10 @@ class CoordinationGraph:
                           "prev_status": prev_status})
 
     def close(self, node_id: str, by: str = "Lead") -> None:
-        """Close(v): the Lead force-completes an assigned/in_progress node (official: any unfinished one)."""
+        """Close(v): the Lead force-completes an assigned/in_progress node (official: any unfinished one).
+
+        Closing a verify node marks its target verified, as completing it does.
+        """
         op = "close"
         n = self._op_node(op, node_id)
         self._require_lead(op, node_id, by)
@@ -575,16 +612,22 @@ class CoordinationGraph:
         n.completed_by = by
         n.closed = True
         self._transition(n, _DONE, n.agent)
-        self._log.append({"op": op, "node": node_id, "by": by, "prev_agent": prev_agent,
-                          "prev_status": prev_status})
+        entry = {"op": op, "node": node_id, "by": by, "prev_agent": prev_agent, "prev_status": prev_status}
+        self._mark_verified(n, entry)
+        self._log.append(entry)
 
-    def verify(self, node_id: str, by: str = "Lead") -> str:
-        """Verify(v): add pending node ``<v>-verify`` after v and in front of v's unstarted successors.
+    def verify(self, node_id: str, by: str = "Lead", *, reroute: str | None = None) -> str:
+        """Verify(v): add pending node ``<v>-verify`` after v, and in front of v's successors per ``reroute``.
 
-        Successors that are pending or assigned get an edge from the verify node, so they wait for the
-        review; started or finished successors are left alone. Returns the verify node's id.
+        ``"unstarted"`` (default of the graph's ``verify_reroute``): successors that are pending or
+        assigned get an edge from the verify node, so they wait for the review; started or finished ones
+        are left alone. ``"all"``: every successor gets the edge. ``"none"``: no successor does. Returns
+        the verify node's id.
         """
         op = "verify"
+        mode = self.verify_reroute if reroute is None else reroute
+        if mode not in VERIFY_REROUTES:
+            raise OperatorError(op, node_id, f"reroute must be one of {VERIFY_REROUTES}, got {mode!r}")
         n = self._op_node(op, node_id)
         if self._paper:
             self._require_lead(op, node_id, by)
@@ -594,7 +637,10 @@ class CoordinationGraph:
         vid = node_id + VERIFY_SUFFIX
         if vid in self._nodes:
             raise OperatorError(op, node_id, f"node {vid!r} already exists; the node was verified before")
-        reroute = [s for s in n.succ if s.status is _PENDING or s.status is _ASSIGNED]
+        if mode == "unstarted":
+            reroute = [s for s in n.succ if s.status is _PENDING or s.status is _ASSIGNED]
+        else:
+            reroute = list(n.succ) if mode == "all" else []
         description = (f"Review the work of task {node_id!r} ({n.title}): check correctness, edge cases "
                        f"and what downstream tasks expect; fix problems or broadcast them, then complete "
                        f"{vid!r}.")
@@ -612,7 +658,7 @@ class CoordinationGraph:
             if s.unfinished == 0 and s.status is _PENDING:
                 self._remove_ready(s)
             s.unfinished += 1
-        self._log.append({"op": op, "node": node_id, "by": by, "verify_id": vid,
+        self._log.append({"op": op, "node": node_id, "by": by, "verify_id": vid, "reroute": mode,
                           "rerouted": [s.id for s in reroute]})
         return vid
 
@@ -625,6 +671,8 @@ class CoordinationGraph:
             "roles": self.roles,
             "lead": self.lead,
             "on_unknown_dep": self.on_unknown_dep,
+            "workers": list(self.workers) if self.workers is not None else None,
+            "verify_reroute": self.verify_reroute,
             "nodes": [n.record() for n in self._nodes.values()],
         }
 
@@ -643,7 +691,8 @@ class CoordinationGraph:
             raise bad(f"format {snapshot.get('format')!r}, this version reads {SNAPSHOT_FORMAT}")
         try:
             g = cls(snapshot.get("roles", "paper"), lead=snapshot.get("lead", "Lead"),
-                    on_unknown_dep=snapshot.get("on_unknown_dep", "reject"))
+                    on_unknown_dep=snapshot.get("on_unknown_dep", "reject"), workers=snapshot.get("workers"),
+                    verify_reroute=snapshot.get("verify_reroute", "unstarted"))
         except LatteError as exc:
             raise bad(str(exc)) from None
         records = snapshot["nodes"]
@@ -711,14 +760,15 @@ class CoordinationGraph:
 
     @classmethod
     def from_log(cls, log: Iterable[dict[str, Any]], roles: str = "paper", *, lead: str = "Lead",
-                 on_unknown_dep: str = "reject") -> CoordinationGraph:
+                 on_unknown_dep: str = "reject", workers: Iterable[str] | None = None,
+                 verify_reroute: str = "unstarted") -> CoordinationGraph:
         """Rebuild a graph by replaying a log of applied operations (``g.log``).
 
         Replay skips caller permissions and uses the official (looser) preconditions, which accept every
         operation either rule set accepted, so a log from either ``roles`` replays; the rebuilt graph
         then takes the given settings. Pass the original ``lead``: node records keep caller names.
         """
-        g = cls(roles, lead=lead, on_unknown_dep=on_unknown_dep)
+        g = cls(roles, lead=lead, on_unknown_dep=on_unknown_dep, workers=workers, verify_reroute=verify_reroute)
         g._paper, g._check_callers = False, False
         entries = [dict(e) for e in log]
         try:
@@ -755,7 +805,7 @@ class CoordinationGraph:
         elif op == "close":
             self.close(e["node"], e["by"])
         elif op == "verify":
-            self.verify(e["node"], e["by"])
+            self.verify(e["node"], e["by"], reroute=e.get("reroute", "unstarted"))
         else:
             raise DataError(f"unknown operation {op!r} in the log")
 

@@ -29,14 +29,21 @@ The paper's intended definitions:
   (``agents``); ``team_agent_rounds``: sum of the team size (``initialize.agents``, else the largest
   n_total); ``inactive_agent_rounds`` = team - active; ``active_fraction`` = active / team.
 - ``n_completed_nodes``, ``node_completion_mean_s``, ``node_completion_p95_s``: virtual seconds from a
-  node's first assign/claim to its first complete/close after that (the first start, so a straggler
-  that is released and re-run counts its whole delay).
+  node's first claim (when a worker starts it: in_progress) to its first complete/close after that (the
+  first claim, so a straggler that is released and re-run counts its whole delay). §5.3's "node
+  execution time"; a node closed without ever being claimed has none.
+- ``node_completion_from_assign_mean_s``, ``node_completion_from_assign_p95_s``: the same from the
+  node's first assign or claim, whichever came first (queueing after an early Assign included: the
+  static team assigns every node in round 1).
+- ``planning_seconds``: virtual clock at ``planning_phase_end`` (0 without a planning phase).
 - ``op_<type>``: count of each operator event type (``OPERATOR_EVENT_TYPES``).
 - ``graph_size_initial`` / ``graph_size_final`` / ``graph_size_per_round``: node counts per snapshot
   (round order); NaN / empty without snapshots.
 - ``n_parse_errors``, ``heartbeat_alerts``, ``n_verify`` (create_verify_node), ``n_release``
   (release_task), ``fix_tasks`` (fix_task_injected): event counts.
-- ``lead_invocations``: rounds (>= 1) whose round_dispatch lists the Lead among the agents that ran.
+- ``lead_invocations``: rounds (>= 1) whose round_dispatch lists the Lead among the agents that ran;
+  ``lead_active_fraction`` = lead_invocations / total_rounds (A6.3's "Lead remains active in ... of
+  execution rounds"; NaN without rounds).
 
 >>> ev = [{"type": "edit_file", "agent": "A", "path": "f.py", "round": 1, "n_chars": 5},
 ...       {"type": "edit_file", "agent": "B", "path": "f.py", "round": 1, "n_chars": 7}]
@@ -56,7 +63,7 @@ from latte_lab.events import OPERATOR_EVENT_TYPES, REPLY_LOG_CHARS
 from latte_lab.graph import LEAD
 from latte_lab.history import GraphHistory
 
-NODE_START_EVENTS = ("assign_task", "claim_task")
+NODE_START_EVENTS = {"claim": ("claim_task",), "assign": ("assign_task", "claim_task")}
 NODE_END_EVENTS = ("complete_task", "close_task")
 
 __all__ = [
@@ -104,15 +111,19 @@ def operator_counts(events: Iterable[dict]) -> dict[str, int]:
     return {op: counts.get(op, 0) for op in OPERATOR_EVENT_TYPES}
 
 
-def node_completion_times(events: Iterable[dict]) -> dict[str, float]:
-    """Virtual seconds from each node's first assign/claim to its next complete/close."""
+def node_completion_times(events: Iterable[dict], start_at: str = "claim") -> dict[str, float]:
+    """Virtual seconds from each node's first claim (``start_at="claim"``) or first assign/claim
+    (``"assign"``) to its next complete/close."""
+    if start_at not in NODE_START_EVENTS:
+        raise ValueError(f"start_at must be one of {sorted(NODE_START_EVENTS)}, got {start_at!r}")
+    starts = NODE_START_EVENTS[start_at]
     start: dict[str, float] = {}
     done: dict[str, float] = {}
     for e in _records(events):
         kind, node = e.get("type"), e.get("task")
         if node is None or e.get("t") is None:
             continue
-        if kind in NODE_START_EVENTS and node not in start:
+        if kind in starts and node not in start:
             start[node] = float(e["t"])
         elif kind in NODE_END_EVENTS and node in start and node not in done:
             done[node] = float(e["t"]) - start[node]
@@ -184,7 +195,10 @@ def trial_metrics(events, final_files: Mapping[str, str] | None = None, snapshot
     team_rounds = team_size * len(dispatch)
     lead_rounds = sum(1 for d in dispatch if LEAD in (d.get("agents") or []) and (d.get("round") or 0) >= 1)
 
-    durations = list(node_completion_times(ev).values())
+    durations = list(node_completion_times(ev, "claim").values())
+    from_assign = list(node_completion_times(ev, "assign").values())
+    planned = _of(ev, "planning_phase_end")
+    rounds = len(_of(ev, "round_start"))
     broadcasts = _of(ev, "broadcast")
     sizes = _graph_sizes(snapshots) if snapshots is not None else []
 
@@ -200,7 +214,7 @@ def trial_metrics(events, final_files: Mapping[str, str] | None = None, snapshot
         "idle_agent_rounds": possible - dispatched,
         "idle_fraction": (possible - dispatched) / possible if possible else 0.0,
         "idle_fraction_released": (possible_rel - dispatched_rel) / possible_rel if possible_rel else 0.0,
-        "total_rounds": len(_of(ev, "round_start")),
+        "total_rounds": rounds,
         "function_overwrites": _adjacent_changes(by_symbol),
         "function_concurrent_writes": sum(1 for who in sym_writers.values() if len(who) >= 2),
         "discarded_chars": _discarded_chars(edits, final_files) if final_files is not None else math.nan,
@@ -213,11 +227,15 @@ def trial_metrics(events, final_files: Mapping[str, str] | None = None, snapshot
         "n_completed_nodes": len(durations),
         "node_completion_mean_s": sum(durations) / len(durations) if durations else math.nan,
         "node_completion_p95_s": _percentile(durations, 95),
+        "node_completion_from_assign_mean_s": sum(from_assign) / len(from_assign) if from_assign else math.nan,
+        "node_completion_from_assign_p95_s": _percentile(from_assign, 95),
+        "planning_seconds": float(planned[0].get("t") or 0.0) if planned else 0.0,
         "graph_size_initial": sizes[0] if sizes else math.nan,
         "graph_size_final": sizes[-1] if sizes else math.nan,
         "graph_size_per_round": sizes,
         "n_parse_errors": len(_of(ev, "parse_error")),
         "lead_invocations": lead_rounds,
+        "lead_active_fraction": lead_rounds / rounds if rounds else math.nan,
         "heartbeat_alerts": len(_of(ev, "heartbeat_alert")),
         "n_verify": len(_of(ev, "create_verify_node")),
         "n_release": len(_of(ev, "release_task")),

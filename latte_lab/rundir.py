@@ -473,7 +473,8 @@ def load_trial(run_dir: str | Path) -> TrialResult:
         error=payload.get("error"), success=bool(row.get("success")), accuracy=row.get("accuracy"),
         rounds=int(row.get("total_rounds") or 0), input_tokens=int(row.get("total_input_tokens") or 0),
         output_tokens=int(row.get("total_output_tokens") or 0),
-        virtual_seconds=float(row.get("wall_clock_seconds") or 0.0), real_seconds=float(row.get("real_seconds") or 0.0),
+        virtual_seconds=float(row.get("wall_clock_with_planning_seconds", row.get("wall_clock_seconds")) or 0.0),
+        real_seconds=float(row.get("real_seconds") or 0.0),
         reason=row.get("reason", ""), metrics=payload.get("metrics", {}), eval=payload.get("eval", {}), row=row,
         run_dir=run_dir, event_list=read_jsonl(run_dir / EVENTS_FILE), snapshots=read_snapshots(run_dir),
     )

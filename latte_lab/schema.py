@@ -77,8 +77,11 @@ TRIAL_COLUMNS: dict[str, str] = {
     "hidden_total": "hidden-suite tests run",
     "hidden_pass_rate": "hidden_passed / hidden_total; NaN when the suite could not score the run",
     # cost
-    "wall_clock_seconds": "wall clock in seconds (ours: virtual clock = model latency + tool time); "
-    "NaN where tokens are missing (the released analysis drops both)",
+    "wall_clock_seconds": "wall clock of the execution rounds in seconds, planning excluded, as the released "
+    "code measured it for Table 2 (ours: virtual clock = model latency + tool time); NaN where tokens are "
+    "missing (the released analysis drops both)",
+    "wall_clock_with_planning_seconds": "wall_clock_seconds plus the planning phase (ours only)",
+    "planning_seconds": "virtual seconds of the planning phase (0 for teams without one; A6.3)",
     "real_seconds": "real elapsed seconds of our trial (NaN for published rows)",
     "total_rounds": "number of round_start events (MetaGPT: its own round count)",
     "total_input_tokens": "input tokens of every call, planning included",
@@ -109,14 +112,19 @@ TRIAL_COLUMNS: dict[str, str] = {
     "team_agent_rounds": "sum over rounds of the team size (initialize.agents)",
     "inactive_agent_rounds": "team_agent_rounds - active_agent_rounds (agent-rounds nobody used)",
     "active_fraction": "active_agent_rounds / team_agent_rounds",
-    "n_completed_nodes": "nodes with a completion time (assign/claim then complete/close)",
-    "node_completion_mean_s": "mean virtual seconds from a node's first assign/claim to complete/close",
+    "n_completed_nodes": "nodes with a completion time (claimed, then completed or closed)",
+    "node_completion_mean_s": "node completion time (§5.3): mean virtual seconds from a node's first claim "
+    "to its complete/close",
     "node_completion_p95_s": "95th percentile of the same",
+    "node_completion_from_assign_mean_s": "mean virtual seconds from a node's first assign or claim to its "
+    "complete/close (includes waiting after an early Assign)",
+    "node_completion_from_assign_p95_s": "95th percentile of the same",
     "graph_size_initial": "nodes after planning (round 0 snapshot)",
     "graph_size_final": "nodes in the last snapshot",
     "graph_size_per_round": "list of node counts per snapshot round (object column)",
     "n_parse_errors": "parse_error events",
     "lead_invocations": "rounds in which the Lead ran (round_dispatch.agents)",
+    "lead_active_fraction": "lead_invocations / total_rounds (A6.3: share of execution rounds with the Lead)",
     "heartbeat_alerts": "heartbeat_alert events",
     "n_verify": "create_verify_node events",
     "n_release": "release_task events",

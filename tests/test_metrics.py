@@ -90,10 +90,13 @@ def test_intended_definitions(log):
     # team of 3; round 1 all three ran, round 2 only Dev2
     assert (m["active_agent_rounds"], m["team_agent_rounds"], m["inactive_agent_rounds"]) == (4, 6, 2)
     assert m["active_fraction"] == pytest.approx(4 / 6)
-    # t1: assign at 1 -> complete at 11 = 10 s; t2: first claim at 2 -> close at 32 = 30 s
-    assert m["n_completed_nodes"] == 2
-    assert m["node_completion_mean_s"] == pytest.approx(20.0)
-    assert m["node_completion_p95_s"] == pytest.approx(10 + 0.95 * 20)
+    # from the claim: t1 was never claimed (none); t2: first claim at 2 -> close at 32 = 30 s
+    assert m["n_completed_nodes"] == 1
+    assert m["node_completion_mean_s"] == m["node_completion_p95_s"] == pytest.approx(30.0)
+    # from the assign: t1: assign at 1 -> complete at 11 = 10 s; t2: 30 s
+    assert m["node_completion_from_assign_mean_s"] == pytest.approx(20.0)
+    assert m["node_completion_from_assign_p95_s"] == pytest.approx(10 + 0.95 * 20)
+    assert m["planning_seconds"] == 0.0 and m["lead_active_fraction"] == pytest.approx(0.5)
     assert m["graph_size_per_round"] == [2, 2, 3]  # sorted by round
     assert (m["graph_size_initial"], m["graph_size_final"]) == (2, 3)
     assert m["n_parse_errors"] == 1 and m["heartbeat_alerts"] == 1
@@ -132,4 +135,7 @@ def test_operator_counts_and_completion_times(log):
     counts = metrics.operator_counts(log)
     assert set(counts) == set(metrics.OPERATOR_EVENT_TYPES)
     assert counts["release_task"] == 1 and counts["create_verify_node"] == 1
-    assert metrics.node_completion_times(log) == {"t1": 10.0, "t2": 30.0}
+    assert metrics.node_completion_times(log) == {"t2": 30.0}
+    assert metrics.node_completion_times(log, "assign") == {"t1": 10.0, "t2": 30.0}
+    with pytest.raises(ValueError, match="start_at"):
+        metrics.node_completion_times(log, "discover")

@@ -7,17 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from trial_helpers import WAIT, of, requests_of, script
+from trial_helpers import WAIT, by_round, discover, of, requests_of, script
 
 import latte_lab as ll
 from latte_lab.models.scripted import ScriptedModel
 from latte_lab.trial import VOLATILE_ROW_FIELDS, comparable_events, comparable_row, load_trial, replay, run_trial
-
-
-def discover(*nodes: tuple[str, str]) -> str:
-    return "Planning the work.\n" + "\n".join(
-        f'<discover_task id="{nid}" title="Task {nid}" dependencies="{deps}">Do {nid}.</discover_task>'
-        for nid, deps in nodes)
 
 
 def run(tmp_path, model, team="latte", rounds=8, **kw):
@@ -39,65 +33,12 @@ def last_user_text(req) -> str:
 # ---------------------------------------------------------------- heartbeat and Lead invocation
 
 
-def test_heartbeat_fires_at_h_and_once_per_task(tmp_path):
-    model = script({
-        "Lead": {0: discover(("a", ""), ("b", "")), 1: '<assign_task id="a" to="Dev1" />'},
-        "Dev1": {1: '<claim_task id="a" />'},  # call 0 is the planning-less intro? no: first call claims
-    })
-    # Dev1's first call happens in round 1 (after the Lead assigned a); make it claim there.
-    model = script({
-        "Lead": {0: discover(("a", ""), ("b", "")), 1: '<assign_task id="a" to="Dev1" />'},
-        "Dev1": {0: '<claim_task id="a" />'},
-    })
-    res = run(tmp_path, model, rounds=10)
-    alerts = of(res, "heartbeat_alert")
-    assert len(alerts) == 1, alerts
-    alert = alerts[0]
-    assert (alert["agent"], alert["task"]) == ("Dev1", "a")
-    assert alert["round"] == 5  # task taken in round 1: 4 rounds held and 4 rounds without an edit
-    assert alert["rounds_active"] == 4
-    invoked = of(res, "lead_invoked", round=5)
-    assert invoked and "heartbeat" in invoked[0]["reasons"]
-    lead_round5 = [r for r in requests_of(model, "Lead") if r.view.round == 5]
-    assert any("Heartbeat: Dev1" in m.content for m in lead_round5[0].messages)
-    assert lead_round5[0].view.alerts == [{"agent": "Dev1", "task": "a", "rounds_active": 4}]
-
-
-def test_heartbeat_not_fired_while_the_worker_edits(tmp_path):
-    sol = ll.tasks.get("debug").reference_solution()["signal_toolkit.py"]
-    edit = f'<edit_file path="signal_toolkit.py">{sol}</edit_file>'
-    model = script({
-        "Lead": {0: discover(("a", ""))},
-        "Dev1": {0: '<claim_task id="a" />', **{k: edit for k in range(1, 12)}},
-    })
-    res = run(tmp_path, model, rounds=8)
-    assert of(res, "heartbeat_alert") == []
-
-
-def test_lead_invoked_exactly_under_the_stated_conditions(tmp_path):
-    model = script({
-        "Lead": {0: discover(("a", ""), ("b", ""), ("c", ""))},
-        "Dev1": {0: '<claim_task id="a" />', 1: '<complete_task id="a" />'},  # graph changes in round 2
-        "Dev2": {0: '<claim_task id="b" />', 4: "<broadcast>Need help with b</broadcast>"},
-    })
-    res = run(tmp_path, model, rounds=10, heartbeat=10)
-    invoked = {e["round"]: e["reasons"] for e in of(res, "lead_invoked")}
-    skipped = sorted(e["round"] for e in of(res, "lead_skipped"))
-    assert invoked[1][0] == "first_round"  # (the project intro is also an unread message)
-    assert invoked[3] == ["graph_changed"]  # Dev1 completed a in round 2
-    assert "messages" in invoked[6]  # Dev2's broadcast arrived in round 5
-    # idle limit: with heartbeat=10 the Lead may stay idle 10 rounds; nothing else happens after round 6
-    assert set(invoked) == {1, 3, 6}
-    assert skipped == [2, 4, 5, 7, 8, 9, 10]
-    assert [e["consecutive_skips"] for e in of(res, "lead_skipped")][:3] == [1, 1, 2]
-
-
 def test_lead_idle_limit_invokes_after_h_skipped_rounds(tmp_path):
     model = script({"Lead": {0: discover(("a", ""))}})
     res = run(tmp_path, model, rounds=11)
     invoked = {e["round"]: e["reasons"] for e in of(res, "lead_invoked")}
-    assert set(invoked) == {1, 6, 11}
-    assert invoked[6] == ["idle_limit"] and invoked[11] == ["idle_limit"]
+    assert invoked == {5: ["idle_limit"], 10: ["idle_limit"]}  # idle since planning: rounds 1-4, then 6-9
+    assert [e["consecutive_skips"] for e in of(res, "lead_skipped")][:4] == [1, 2, 3, 4]
 
 
 # ---------------------------------------------------------------- dispatch
@@ -110,17 +51,12 @@ def test_dispatch_busy_plus_min_frontier_idle(tmp_path):
     })
     res = run(tmp_path, model, rounds=3)
     d = {e["round"]: e for e in of(res, "round_dispatch")}
-    # round 1: frontier {a, b}, 4 idle workers -> Dev1, Dev2 dispatched
-    assert d[1]["n_dispatched"] == 2 and d[1]["agents"] == ["Lead", "Dev1", "Dev2"]
-    # round 2: Dev1 busy with a (always re-engaged in paper mode), frontier {b} -> one idle worker
-    assert d[2]["agents"][-2:] == ["Dev1", "Dev2"] and d[2]["n_dispatched"] == 2 and d[2]["n_total"] == 4
-
-
-def test_released_dispatch_skips_busy_worker_without_new_context(tmp_path):
-    model = script({"Lead": {0: discover(("a", ""))}, "Dev1": {0: '<claim_task id="a" />'}})
-    res = run(tmp_path, model, rounds=5, dispatch="released")
-    rounds_dev1 = [e["round"] for e in of(res, "round_dispatch") if "Dev1" in e["agents"]]
-    assert rounds_dev1 == [1, 3, 5]  # busy and silent: every other round (2 and 4 skipped)
+    # round 1: frontier {a, b}, 4 idle workers -> Dev1, Dev2 dispatched (the Lead: nothing changed yet)
+    assert d[1]["n_dispatched"] == 2 and d[1]["agents"] == ["Dev1", "Dev2"]
+    # round 2: Dev1 busy with a (new to it), frontier {b} -> one idle worker; the claim invoked the Lead
+    assert d[2]["agents"] == ["Lead", "Dev1", "Dev2"] and d[2]["n_dispatched"] == 2 and d[2]["n_total"] == 4
+    # round 3: Dev1 has nothing new; b is still ready for Dev2
+    assert d[3]["agents"] == ["Dev2"]
 
 
 # ---------------------------------------------------------------- claims, verify, release
@@ -174,16 +110,14 @@ def test_verify_holds_back_downstream_until_review_completes(tmp_path):
 
 
 def test_release_returns_node_to_frontier(tmp_path):
-    model = script({
-        "Lead": {0: discover(("a", "")), 1: '<assign_task id="a" to="Dev1" />', 2: '<release_task id="a" />'},
-        "Dev1": {0: '<claim_task id="a" />', 1: "<broadcast>stuck on a</broadcast>"},
-    })
-    res = run(tmp_path, model, rounds=4)
-    rel = of(res, "release_task", task="a")
-    assert rel and rel[0]["prev_owner"] == "Dev1" and rel[0]["round"] == 3
-    snap3 = {n["id"]: n for n in res.snapshots[3]["graph"]["nodes"]}
-    assert snap3["a"]["status"] == "pending" and snap3["a"]["agent"] is None
-    dev1_after = [r for r in requests_of(model, "Dev1") if r.view.round == 3][0]
+    model = by_round({"Lead": {0: discover(("a", "")), 2: '<release_task id="a" />'},
+                      "Dev1": {1: '<claim_task id="a" />'}})
+    res = run(tmp_path, model, rounds=3)
+    rel = of(res, "release_task", task="a")  # the Lead ran in round 2 because of the claim
+    assert rel and rel[0]["prev_owner"] == "Dev1" and rel[0]["round"] == 2
+    snap2 = {n["id"]: n for n in res.snapshots[2]["graph"]["nodes"]}
+    assert snap2["a"]["status"] == "pending" and snap2["a"]["agent"] is None
+    dev1_after = [r for r in requests_of(model, "Dev1") if r.view.round == 2][0]
     assert dev1_after.view.current_task is None
     assert any(n["id"] == "a" for n in dev1_after.view.frontier)
     assert "released" in last_user_text(dev1_after)
@@ -236,18 +170,18 @@ def test_static_rejects_discovery_claims_release_verify_after_planning(tmp_path)
         "Dev1": {0: '<claim_task id="a" />'},
         "Dev2": {0: '<discover_task id="d" title="Mine">y</discover_task>'},
     })
-    res = run(tmp_path, model, team="static", rounds=2)
+    res = run(tmp_path, model, team="static", rounds=6)
     assert of(res, "claim_blocked", agent="Dev1", task="a", reason="static_graph")
     blocked_ops = {(e["agent"], e["operator"]) for e in of(res, "operator_blocked")}
     assert ("Lead", "discover_task") in blocked_ops
     assert ("Lead", "release_task") in blocked_ops and ("Lead", "verify_task") in blocked_ops
     assert ("Dev2", "discover_task") in blocked_ops
     assert "c" not in [n["id"] for n in res.snapshots[-1]["graph"]["nodes"]]
-    lead_r2 = [r for r in requests_of(model, "Lead") if r.view.round == 2]
+    lead_next = [r for r in requests_of(model, "Lead") if r.view.round > 1]
     dev1_r2 = [r for r in requests_of(model, "Dev1") if r.view.round == 2][0]
     assert "Self-assignment is not available" in last_user_text(dev1_r2)
-    # the Lead's refusals are delivered to it (it has messages -> invoked in round 2)
-    assert lead_r2 and "not available" in last_user_text(lead_r2[0])
+    # the Lead's refusals wait in its buffer until it next runs (nothing changed: the idle limit, round 6)
+    assert lead_next[0].view.round == 6 and "not available" in last_user_text(lead_next[0])
     # the assigned claim (accepting an assignment) works in static
     assert res.snapshots[-1]["graph"]["nodes"][1]["agent"] == "Dev2"
 
@@ -292,11 +226,11 @@ def test_a_failing_model_gives_an_error_result_with_partial_events(tmp_path):
 
 
 def test_parse_errors_are_sent_back_to_the_agent(tmp_path):
-    model = script({"Lead": {0: discover(("a", "")), 1: '<assign_task id="a" />'}})
-    res = run(tmp_path, model, rounds=2)
-    assert of(res, "parse_error", agent="Lead")
-    lead_r2 = [r for r in requests_of(model, "Lead") if r.view.round == 2][0]
-    assert "Could not read your <assign_task>" in last_user_text(lead_r2)
+    model = by_round({"Lead": {0: discover(("a", ""))}, "Dev1": {1: '<claim_task id="a" />', 2: "<complete_task />"}})
+    res = run(tmp_path, model, rounds=3)
+    assert of(res, "parse_error", agent="Dev1", round=2)
+    dev1_r3 = [r for r in requests_of(model, "Dev1") if r.view.round == 3][0]  # the error is new context
+    assert "Could not read your <complete_task>" in last_user_text(dev1_r3)
 
 
 def test_worker_sees_only_its_own_task(tmp_path):
@@ -310,7 +244,9 @@ def test_worker_sees_only_its_own_task(tmp_path):
 
 
 def test_history_windows_lead_10_workers_20(tmp_path):
-    model = script({"Lead": {0: discover(("a", ""))}, "Dev1": {0: '<claim_task id="a" />'}})
+    # heartbeat=1: the Lead is invoked every round; Dev1 runs the tests every round (new context each time)
+    model = by_round({"Lead": {0: discover(("a", ""))},
+                      "Dev1": {1: '<claim_task id="a" />', **{r: "<run_tests />" for r in range(2, 15)}}})
     run(tmp_path, model, rounds=14, heartbeat=1)
     assert max(len(r.messages) for r in requests_of(model, "Lead")) <= 11
     assert max(len(r.messages) for r in requests_of(model, "Dev1")) <= 21
@@ -336,6 +272,8 @@ def _latte_solving_model():
             if t["status"] == "assigned":
                 return f'<claim_task id="{t["id"]}" />'
             return f'<edit_file path="signal_toolkit.py">{sol}</edit_file><run_tests /><complete_task id="{t["id"]}" />'
+        if v.frontier:  # self-scheduling: each idle worker claims its own pick of the ready tasks
+            return f'<claim_task id="{v.frontier[int(v.agent[3:]) % len(v.frontier)]["id"]}" />'
         return WAIT
 
     return ScriptedModel(policy, latency_s=1.5)

@@ -28,3 +28,23 @@ def of(res, type_: str, **match) -> list[dict]:
 def requests_of(model: ScriptedModel, agent: str) -> list:
     """Every request the scripted model received from ``agent``, in order."""
     return [r for r in model.calls if r.scope.agent == agent]
+
+
+def by_round(by_agent: dict[str, dict[int, str]], default: str = WAIT, latency_s: float = 0.0) -> ScriptedModel:
+    """A scripted model: per agent, the reply it gives in round r (0 = planning), whenever it runs then."""
+
+    def reply(req):
+        return by_agent.get(req.scope.agent, {}).get(req.view.round, default)
+
+    return ScriptedModel(reply, latency_s=latency_s)
+
+
+def rounds_run(res, agent: str) -> list[int]:
+    """Rounds (>= 1) in which ``agent`` ran, from round_dispatch."""
+    return [e["round"] for e in res.event_list if e["type"] == "round_dispatch" and agent in e["agents"]]
+
+
+def discover(*nodes: tuple[str, str], tag: str = "discover_task") -> str:
+    """A planning reply discovering ``(id, comma-separated deps)`` nodes."""
+    return "Planning the work.\n" + "\n".join(
+        f'<{tag} id="{nid}" title="Task {nid}" dependencies="{deps}">Do {nid}.</{tag}>' for nid, deps in nodes)

@@ -65,7 +65,8 @@ class Agent:
     test_output: str | None = None
     test_failures: tuple[str, ...] = ()
     tests_passed: bool | None = None
-    last_activity_round: int = 0  # latest round with a successful edit or script run
+    last_activity_round: int = 0  # latest round with a successful edit or script run (released heartbeat)
+    last_action_round: int = 0  # latest round in which a reply of the agent carried any action (paper heartbeat)
     dispatched_last_round: bool = False
     alerts: list[dict] = field(default_factory=list)
 
@@ -302,7 +303,10 @@ class Team:
 
     def apply(self, agent: Agent, text: str) -> None:
         """Parses one reply and applies its actions in document order."""
-        for action in self.parse(agent, text):
+        actions = self.parse(agent, text)
+        if actions:
+            agent.last_action_round = self.round
+        for action in actions:
             tag = action_tag(action)
             if tag not in self.allowed_actions(agent):
                 self.log.emit("operator_blocked", agent=agent.name, operator=tag,
@@ -332,7 +336,8 @@ class Team:
         return [a for a, _ in order]
 
     # ----- common action handlers -----
-    def do_edit_file(self, agent: Agent, action) -> None:
+    def do_edit_file(self, agent: Agent, action):
+        """Writes the file; returns the workspace's write record, or None when the edit was refused."""
         path = action.path
         if self.config.file_lock:
             owner = self.written_this_round.get(path)
@@ -340,18 +345,19 @@ class Team:
                 self.log.emit("edit_blocked", agent=agent.name, path=path, reason=f"file_locked_by_{owner}")
                 agent.receive(f"⚠️ Edit to '{path}' blocked: {owner} already wrote this file this round. "
                               "Retry next round.")
-                return
+                return None
         try:
             record = self.ws.write(path, action.content, agent=agent.name, round=self.round)
         except WorkspaceError as exc:
             self.log.emit("edit_blocked", agent=agent.name, path=path, reason=str(exc))
             agent.receive(f"⚠️ Edit to '{path}' refused: {exc}")
-            return
+            return None
         self.written_this_round.setdefault(path, agent.name)
         agent.files_read[record.path] = action.content  # it knows what it wrote
         agent.last_activity_round = self.round
         self.log.emit("edit_file", agent=agent.name, path=record.path, n_chars=record.n_chars,
                       symbols=list(record.symbols), created=record.created, content=action.content)
+        return record
 
     def do_read_file(self, agent: Agent, action) -> None:
         try:

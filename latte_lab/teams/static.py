@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from latte_lab.teams import register
 from latte_lab.teams.engine import Agent, Outcome
-from latte_lab.teams.graph_team import GraphTeam
+from latte_lab.teams.graph_team import EXPLORE_ACTIONS, GraphTeam
 
 
 @register("static")
@@ -20,12 +20,18 @@ class StaticTeam(GraphTeam):
     lead_prompt = "static_lead"
     planning_prompt = "static_lead_planning"
     worker_prompt = "static_worker"
+    lead_at_start = True  # "the Lead was responsible for assigning every task at the start of execution" (A5.4)
 
     LEAD_PLANNING_ACTIONS = ("plan_task", "discover_task")
     LEAD_ACTIONS = ("assign_task", "broadcast", "run_tests", "run_script", "request_status", "close_task",
                     "synthesize")
     WORKER_ACTIONS = ("claim_task", "complete_task", "edit_file", "read_file", "run_script", "run_tests",
                       "broadcast")
+
+    def allowed_actions(self, agent: Agent) -> tuple[str, ...]:
+        if agent.role == "lead" and self.round == 0 and self.config.static_planning_explore:
+            return (*self.LEAD_PLANNING_ACTIONS, *EXPLORE_ACTIONS)  # the same planning phase as LATTE's
+        return super().allowed_actions(agent)
 
     def select_workers(self) -> list[Agent]:
         if self.config.dispatch == "released":
@@ -38,22 +44,25 @@ class StaticTeam(GraphTeam):
 
     def do_discover_task(self, agent: Agent, action) -> None:
         if self.round > 0:
-            return self.refuse(agent, "operator_blocked", "discover_task", action.id,
-                               "⚠️ The task graph is fixed after planning in this run; new tasks cannot be added. "
-                               "Tell the Lead with <broadcast> if something is missing.")
+            self.log.emit("operator_blocked", agent=agent.name, operator="discover_task", task=action.id,
+                          reason="static_graph")
+            agent.receive("⚠️ The task graph is fixed after planning in this run; new tasks cannot be added. "
+                          "Tell the Lead with <broadcast> if something is missing.")
+            return
         super().do_discover_task(agent, action)
 
     def do_claim_task(self, agent: Agent, action) -> None:
         nid = action.id
         if nid not in self.graph or self.graph.agent(nid) != agent.name:  # accepting an assignment only
-            return self.refuse(agent, "claim_blocked", "claim_task", nid,
-                               "⚠️ Self-assignment is not available in this run. Wait for the lead to assign tasks.")
+            self.log.emit("claim_blocked", agent=agent.name, task=nid, reason="static_graph")
+            agent.receive("⚠️ Self-assignment is not available in this run. Wait for the lead to assign tasks.")
+            return
         super().do_claim_task(agent, action)
 
     def do_release_task(self, agent: Agent, action) -> None:
-        self.refuse(agent, "release_task_blocked", "release_task", action.id,
-                    "⚠️ Tasks cannot be released in this run: the graph is fixed after planning.")
+        self.log.emit("release_task_blocked", agent=agent.name, task=action.id, reason="static_graph")
+        agent.receive("⚠️ Tasks cannot be released in this run: the graph is fixed after planning.")
 
     def do_verify_task(self, agent: Agent, action) -> None:
-        self.refuse(agent, "verify_task_blocked", "verify_task", action.id,
-                    "⚠️ Verification tasks cannot be added in this run: the graph is fixed after planning.")
+        self.log.emit("verify_task_blocked", agent=agent.name, task=action.id, reason="static_graph")
+        agent.receive("⚠️ Verification tasks cannot be added in this run: the graph is fixed after planning.")
