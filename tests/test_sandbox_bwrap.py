@@ -4,6 +4,7 @@ same results as the local backend for every task suite and for a whole trial."""
 from __future__ import annotations
 
 import socket
+import sys
 import warnings
 
 import pytest
@@ -209,3 +210,16 @@ def test_a_trial_runs_the_same_in_bubblewrap(tmp_path):
 def test_bwrap_availability_is_probed_once():
     assert bwrap.probe() is bwrap.probe()
     assert bwrap.probe()[0] is BWRAP_WORKS
+
+
+@needs_bwrap
+def test_a_run_in_a_throwaway_copy_hands_back_only_what_was_asked(tmp_path):
+    from latte_lab.sandbox import run_sandboxed
+
+    (tmp_path / "keep.txt").write_text("mine\n")
+    script = "open('report.txt', 'w').write('r')\nopen('other.txt', 'w').write('o')\nimport os\nos.remove('keep.txt')\n"
+    (tmp_path / "s.py").write_text(script)
+    run = run_sandboxed([sys.executable, "s.py"], tmp_path, timeout=60, sandbox="bwrap", export_names=["report.txt"])
+    assert run.ok, run.stderr
+    assert (tmp_path / "report.txt").read_text() == "r" and (tmp_path / "keep.txt").exists()
+    assert not (tmp_path / "other.txt").exists()

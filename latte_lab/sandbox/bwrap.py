@@ -150,8 +150,9 @@ def _size(limit: int | None) -> list[str]:
     return ["--size", str(limit)] if limit is not None else []
 
 
-def apply_export(stream, root: Path) -> None:
-    """Make ``root`` hold exactly the files of the tar ``stream`` (the sandbox's workspace at its end).
+def apply_export(stream, root: Path, names: list[str] | None = None) -> None:
+    """Make ``root`` hold exactly the files of the tar ``stream`` (the sandbox's workspace at its end);
+    with ``names``, only those top-level entries of ``root`` are touched.
 
     Members that would land outside ``root`` (absolute names, ``..``, links pointing out) and special
     files are skipped; unchanged files are not rewritten.
@@ -159,7 +160,7 @@ def apply_export(stream, root: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="latte_lab-export-") as tmp:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
             tar.extractall(tmp, filter=_safe)
-        _mirror(Path(tmp), root)
+        _mirror(Path(tmp), root, names)
 
 
 def _safe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
@@ -169,8 +170,9 @@ def _safe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
         return None
 
 
-def _mirror(src: Path, dst: Path) -> None:
-    """Make ``dst`` equal to ``src`` (files, symlinks, directories), touching only what differs."""
+def _mirror(src: Path, dst: Path, names: list[str] | None = None) -> None:
+    """Make ``dst`` equal to ``src`` (files, symlinks, directories; with ``names`` only those top-level
+    entries), touching only what differs."""
     wanted: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(src):
         rel_dir = Path(dirpath).relative_to(src)
@@ -197,7 +199,7 @@ def _mirror(src: Path, dst: Path) -> None:
         rel_dir = Path(dirpath).relative_to(dst)
         for name in dirnames + filenames:
             rel = (rel_dir / name).as_posix()
-            if rel not in wanted:
+            if rel not in wanted and (names is None or rel.split("/", 1)[0] in names):
                 _remove(dst / rel)
 
 

@@ -375,7 +375,7 @@ def run_sandboxed(
     if stopped != "processes":
         notes += limit_notes(stderr, returncode, limits, rlimits["cpu"], stopped == "timeout")
     if spool is not None:
-        notes += _hand_back(proc, spool, root, limits, stderr)
+        notes += _hand_back(proc, spool, root, limits, stderr, export_names)
     truncated = out.elided > 0 or err.elided > 0
     if truncated:
         notes.append(
@@ -408,7 +408,8 @@ def _mib(n: int | None) -> str:
     return "no limit" if n is None else f"{n / 2**20:g} MiB"
 
 
-def _hand_back(proc: local.ReaperRun, spool: _Spool, root: Path, limits: SandboxLimits, stderr: str) -> list[str]:
+def _hand_back(proc: local.ReaperRun, spool: _Spool, root: Path, limits: SandboxLimits, stderr: str,
+               names: list[str] | None) -> list[str]:
     """Write the workspace a bwrap sandbox returned into ``root``; notes on what the run ran into."""
     notes = []
     report = proc.report
@@ -428,7 +429,7 @@ def _hand_back(proc: local.ReaperRun, spool: _Spool, root: Path, limits: Sandbox
         return [*notes, "the workspace the run left was too large to hand back: files changed by this run are lost"]
     spool.file.seek(0)
     try:
-        bwrap.apply_export(spool.file, root)
+        bwrap.apply_export(spool.file, root, names)
     except (OSError, tarfile.TarError) as exc:
         notes.append(f"the workspace could not be written back: {exc}")
     finally:
