@@ -208,7 +208,7 @@ def _start(argv: list[str], limits: dict) -> int:
 
 def _signal_run(pid1: bool, child: int, sig: int) -> None:
     try:
-        if pid1:
+        if pid1 and os.getpid() == 1:
             os.kill(-1, sig)  # from a namespace's init: every other process of the namespace
         else:
             os.killpg(child, sig)
@@ -253,6 +253,8 @@ def _wait_for_child(child: int, pid1: bool, control: int | None, grace: float) -
 
 def _end_namespace() -> None:
     """As a namespace's init: kill every other process and reap them all."""
+    if os.getpid() != 1:  # not the init of a PID namespace: kill(-1) would reach the whole machine
+        return
     deadline = time.monotonic() + END_DEADLINE_SECONDS
     while time.monotonic() < deadline:
         try:
