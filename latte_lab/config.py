@@ -85,8 +85,7 @@ def parse_model_spec(spec: str, *, base_url: str | None = None) -> tuple[str, st
 
 # Fields that say where things go or how calls are made, not what the trial is: left out of the trial id.
 _NON_IDENTITY_FIELDS = {"runs_dir", "cache", "max_retries", "timeout_s", "cache_path", "max_dollars",
-                        "max_billed_tokens",
-                        "sandbox"}
+                        "max_billed_tokens", "sandbox"}
 
 
 class TrialConfig(BaseModel):
