@@ -24,6 +24,7 @@ $(STAMP): pyproject.toml uv.lock | $(UV)
 	@$(UV) sync --locked --all-extras --quiet || { \
 	  echo "make: uv.lock does not match pyproject.toml (or could not be installed); run 'make lock'," \
 	       "then commit uv.lock with the dependency change" >&2; exit 1; }
+	@sh .ci/bubblewrap
 	@touch $(STAMP)
 
 # Refresh uv.lock after editing dependencies in pyproject.toml; `make lock UPGRADE=1` also moves every

@@ -1,4 +1,4 @@
-"""Seconds for 20 repeated ``run_tests()`` of one unchanged small workspace, with and without the memo.
+"""Local backend. Seconds for 20 repeated ``run_tests()`` of one unchanged small workspace, with and without the memo.
 
 The workspace: a small module and three test files with 30 tests in all (a few fail, as mid-trial
 workspaces do). Also prints the cost of the sandbox itself (a trivial script) and of hashing the tree
@@ -49,7 +49,7 @@ def _test_file(name: str, n: int) -> str:
 
 
 def build(root: Path, memo: bool) -> Workspace:
-    ws = Workspace(root, memo=memo)
+    ws = Workspace(root, memo=memo, sandbox="local")
     ws.setup_file("toolkit.py", MODULE)
     for name in ("Clip", "Mean", "Rms"):
         ws.setup_file(f"test_{name.lower()}.py", _test_file(name, TESTS_PER_FILE))
@@ -71,7 +71,7 @@ def debug_distinct_runs(root: Path, use_zygote: bool) -> tuple[list[float], list
     """REPEATS memo-missing runs of the debug task's public suite (the module differs by a comment)."""
     zygote.USE_ZYGOTE = use_zygote
     task = ll.tasks.get("debug")
-    ws = Workspace(root, memo=True)
+    ws = Workspace(root, memo=True, sandbox="local")
     task.setup(ws)
     module = task.required_outputs[0]
     base = ws.read(module)
@@ -92,7 +92,7 @@ def bench_zygote(tmp: Path) -> None:
     by_exec, exec_outcomes = debug_distinct_runs(tmp / "debug-exec", use_zygote=False)
     zygote.USE_ZYGOTE = True
     start = time.perf_counter()
-    run_pytest(tmp / "debug-exec", ["--collect-only"], timeout=60)  # starts the zygote
+    run_pytest(tmp / "debug-exec", ["--collect-only"], timeout=60, sandbox="local")  # starts the zygote
     first = time.perf_counter() - start
     by_zygote, zygote_outcomes = debug_distinct_runs(tmp / "debug-zygote", use_zygote=True)
     assert exec_outcomes == zygote_outcomes, "exec path and zygote disagree"

@@ -50,7 +50,7 @@ _LAZY = {
     "make_model": "latte_lab.models",
 }
 _SUBMODULES = {"tasks", "analysis", "viz", "models", "metrics", "teams", "scheduling", "sweep", "workspace", "events",
-               "rundir", "sweepdir", "schema", "teaching"}
+               "rundir", "sweepdir", "schema", "teaching", "sandbox"}
 
 
 def __getattr__(name: str):

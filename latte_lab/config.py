@@ -22,6 +22,8 @@ TASK_ALIASES = {"simple_eda": "eda", "debug_sprint": "debug"}
 # --- defaults of the model layer (models/ imports them from here) ---
 CacheMode = Literal["read_write", "replay", "off"]
 CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
+Sandbox = Literal["auto", "bwrap", "local"]  # where agent code runs (latte_lab.sandbox.run.resolve_sandbox)
+SANDBOXES: tuple[str, ...] = get_args(Sandbox)
 DEFAULT_CACHE_MODE = "read_write"
 DEFAULT_TEMPERATURE = 0.7  # the paper's sampling temperature (A4.4)
 DEFAULT_MAX_TOKENS = 4096  # the paper's output cap per call (A4.4); the released code used 8,192
@@ -88,7 +90,7 @@ def _switch(default, *, released, **kw):
 
 # Fields that say where things go or how calls are made, not what the trial is: left out of the trial id.
 _NON_IDENTITY_FIELDS = {"runs_dir", "cache", "max_retries", "timeout_s", "cache_path", "max_dollars",
-                        "max_billed_tokens"}
+                        "max_billed_tokens", "sandbox"}
 
 
 class TrialConfig(BaseModel):
@@ -140,6 +142,9 @@ class TrialConfig(BaseModel):
     (list prices, latte_lab.models.budget); None = no limit. Not part of the trial id."""
     max_billed_tokens: int | None = Field(None, ge=1)
     """Budget in billed tokens (input + output of calls not served from a cache); None = no limit."""
+    sandbox: Sandbox = "auto"
+    """Where agent code runs: bwrap (a bubblewrap sandbox: no network, no view of the host), local (as
+    this user, with limits only), auto: bwrap wherever it works, else local (said once per process)."""
     read_file_cap: int = Field(12000, ge=100)
     """Characters of a file returned by read_file. The released code returned 4,000, which cut the
     debug module in half; 12,000 shows every task file whole."""

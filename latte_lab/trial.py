@@ -99,7 +99,7 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     bar = None
     with _sigterm_stops_the_trial() as sigterm:
         try:
-            ws = Workspace(writer.workspace)
+            ws = Workspace(writer.workspace, sandbox=config.sandbox)
             task.setup(ws)
             team_obj = team_class(config.team)(config, task, ws, recorder, log, seed=config.seed, trial_id=trial_id)
             clock_box["team"] = team_obj

@@ -58,7 +58,7 @@ def test_exec_path_and_zygote_give_the_same_test_run(project, monkeypatch):
     for mode, disabled in (("exec", "1"), ("zygote", "0")):
         monkeypatch.setenv(zygote.ZYGOTE_DISABLE_VAR, disabled)
         assert zygote.zygote_enabled() is (mode == "zygote")
-        runs[mode] = run_pytest(project.root, ["test_suite.py"], timeout=60)
+        runs[mode] = run_pytest(project.root, ["test_suite.py"], timeout=60, sandbox="local")
     fields = ("returncode", "passed", "failed", "errors", "failed_tests", "timed_out", "notes")
     assert [getattr(runs["exec"], f) for f in fields] == [getattr(runs["zygote"], f) for f in fields]
     assert runs["exec"].failed_tests == ("test_suite.py::TestDouble::test_zero", "test_suite.py::test_neg")

@@ -1,5 +1,5 @@
-"""The pytest fork server (zygote): parity with the exec path on every task suite, the sandbox
-guarantees with the zygote on, fallback, restart, shutdown and concurrency."""
+"""The pytest fork server (zygote) of the local backend: parity with the exec path on every task suite,
+the sandbox guarantees with the zygote on, fallback, restart, shutdown and concurrency."""
 
 from __future__ import annotations
 
@@ -108,7 +108,7 @@ def _task_runs(name: str, root: Path, monkeypatch) -> dict[str, object]:
     task = ll.tasks.get(name)
     workspaces = {}
     for state in ("start", "reference"):
-        ws = Workspace(root / state, memo=False)
+        ws = Workspace(root / state, memo=False, sandbox="local")
         task.setup(ws)
         if state == "reference":
             for path, text in task.reference_solution().items():
@@ -180,7 +180,7 @@ def test_probe():
 
 
 def test_process_state_matches_a_fresh_interpreter(tmp_path, monkeypatch, launches):
-    ws = Workspace(tmp_path / "ws", memo=False, limits=SandboxLimits(cpu_seconds=50, file_size_bytes=2**22))
+    ws = Workspace(tmp_path / "ws", memo=False, limits=SandboxLimits(cpu_seconds=50, file_size_bytes=2**22), sandbox="local")
     ws.setup_file("test_probe.py", PROBE)
 
     def probe():
@@ -203,7 +203,7 @@ def test_process_state_matches_a_fresh_interpreter(tmp_path, monkeypatch, launch
 def test_workspace_modules_never_leak_between_runs(tmp_path, launches):
     runs = []
     for value in (1, 2, 3):
-        ws = Workspace(tmp_path / f"ws{value}", memo=False)
+        ws = Workspace(tmp_path / f"ws{value}", memo=False, sandbox="local")
         ws.setup_file("mod.py", f"VALUE = {value}\n")
         ws.setup_file("test_mod.py", f"import mod\n\ndef test_value():\n    assert mod.VALUE == {value}\n")
         runs.append(ws.run_tests(("test_mod.py",), timeout=30))
@@ -211,7 +211,7 @@ def test_workspace_modules_never_leak_between_runs(tmp_path, launches):
 
 
 def test_collection_errors_and_timeouts_match(tmp_path, monkeypatch, launches):
-    ws = Workspace(tmp_path / "ws", memo=False)
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("mod.py", "def double(x:\n")
     ws.setup_file("test_mod.py", "from mod import double\n\ndef test_d():\n    assert double(1) == 2\n")
     by_exec, by_zygote = both_ways(monkeypatch, lambda: ws.run_tests(("test_mod.py",), timeout=30))
@@ -229,7 +229,7 @@ def test_no_key_reaches_the_zygote_or_the_run(tmp_path, monkeypatch, launches, i
     monkeypatch.setenv("OPENAI_API_KEY", "sk-zygote-test")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_zygote")
     monkeypatch.setattr(runmod, "ENV_ALLOWLIST", (*runmod.ENV_ALLOWLIST, "OPENAI_API_KEY"))
-    ws = Workspace(tmp_path / "ws", memo=False)
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_env.py", "import os\n\ndef test_env():\n    print(sorted(os.environ))\n    assert 0\n")
     run = ws.run_tests(("test_env.py",), timeout=30)
     assert run.failed == 1 and launches.zygote == 1
@@ -262,7 +262,7 @@ def test_tree():
 
 @pytest.mark.parametrize("timeout", [True, False])
 def test_run_leaves_nothing_behind(tmp_path, launches, timeout):
-    ws = Workspace(tmp_path / "ws", memo=False)
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_tree.py", TREE.format(tail="time.sleep(100)" if timeout else "assert True"))
     run = ws.run_tests(("test_tree.py",), timeout=2 if timeout else 30)
     assert run.timed_out is timeout and launches.zygote == 1
@@ -295,7 +295,7 @@ def test_bomb():
 
 
 def test_fork_bomb_is_contained(tmp_path, launches):
-    ws = Workspace(tmp_path / "ws", memo=False, limits=SandboxLimits(max_processes=lim.MAX_PROCESSES))
+    ws = Workspace(tmp_path / "ws", memo=False, limits=SandboxLimits(max_processes=lim.MAX_PROCESSES), sandbox="local")
     ws.setup_file("test_bomb.py", BOMB)
     run = ws.run_tests(("test_bomb.py",), timeout=10)
     assert not run.ok and run.errors >= 1 and launches.zygote == 1
@@ -305,7 +305,7 @@ def test_fork_bomb_is_contained(tmp_path, launches):
 
 
 def test_memory_limit_and_huge_output(tmp_path, monkeypatch, launches):
-    ws = Workspace(tmp_path / "ws", memo=False)
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file(
         "test_limits.py",
         "import sys\n\n"
@@ -328,7 +328,7 @@ def test_concurrent_runs_from_threads(tmp_path, launches):
     results: dict[int, TestRun] = {}
 
     def work(i: int) -> None:
-        ws = Workspace(tmp_path / f"ws{i}", memo=False)
+        ws = Workspace(tmp_path / f"ws{i}", memo=False, sandbox="local")
         ws.setup_file("mod.py", f"N = {i}\n")
         ws.setup_file("test_n.py", "import mod\n\ndef test_n():\n    assert mod.N % 2 == 0\n")
         results[i] = ws.run_tests(("test_n.py",), timeout=60)
@@ -350,7 +350,7 @@ SIMPLE = "def test_ok():\n    assert True\n"
 
 
 def test_switches_select_the_exec_path(tmp_path, monkeypatch, launches):
-    ws = Workspace(tmp_path / "ws", memo=False)
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_ok.py", SIMPLE)
     monkeypatch.setenv(zyg.ZYGOTE_DISABLE_VAR, "1")
     assert not zyg.zygote_enabled()
@@ -366,7 +366,7 @@ def test_failed_start_falls_back_with_one_warning(tmp_path, monkeypatch, launche
     broken.write_text("import sys\nsys.stderr.write('zygote exploded\\n')\nsys.exit(3)\n")
     monkeypatch.setattr(zyg, "ZYGOTE_SCRIPT", str(broken))
     monkeypatch.setattr(zyg, "ZYGOTE_MAX_START_FAILURES", 2)
-    ws = Workspace(tmp_path / "ws", memo=False)
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_ok.py", SIMPLE)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -379,7 +379,7 @@ def test_failed_start_falls_back_with_one_warning(tmp_path, monkeypatch, launche
 
 
 def test_dead_zygote_is_restarted_transparently(tmp_path, launches, isolated_zygote_state):
-    ws = Workspace(tmp_path / "ws", memo=False)
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_ok.py", SIMPLE)
     assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
     (first,) = zyg._ZYGOTES.values()
@@ -399,7 +399,7 @@ def test_zygote_stops_when_the_parent_exits(tmp_path):
     script = textwrap.dedent(
         f"""
         from latte_lab.sandbox import run_pytest, zygote
-        run = run_pytest({str(ws_dir)!r}, ["test_ok.py"], timeout=30)
+        run = run_pytest({str(ws_dir)!r}, ["test_ok.py"], timeout=30, sandbox="local")
         (z,) = zygote._ZYGOTES.values()
         print(run.passed, z.pid, z.home)
         """
@@ -413,17 +413,18 @@ def test_zygote_stops_when_the_parent_exits(tmp_path):
 
 def test_memo_and_run_tests_unchanged(tmp_path, launches):
     clear_memo()
-    ws = Workspace(tmp_path / "ws")
+    ws = Workspace(tmp_path / "ws", sandbox="local")
     ws.setup_file("test_ok.py", SIMPLE)
     first = ws.run_tests(("test_ok.py",), timeout=30)
     second = ws.run_tests(("test_ok.py",), timeout=30)
     assert not first.cached and second.cached and launches.zygote == 1
-    hidden = run_pytest(ws.root, ["test_h.py"], timeout=30, extra_files={"test_h.py": "def test_h():\n    assert 0\n"})
+    hidden = run_pytest(ws.root, ["test_h.py"], timeout=30, extra_files={"test_h.py": "def test_h():\n    assert 0\n"},
+                        sandbox="local")
     assert hidden.failed == 1 and not (ws.root / "test_h.py").exists() and launches.zygote == 2
 
 
 def _forked_worker(ws_dir: str, queue) -> None:
-    run = run_pytest(ws_dir, ["test_ok.py"], timeout=30)
+    run = run_pytest(ws_dir, ["test_ok.py"], timeout=30, sandbox="local")
     (zygote,) = zyg._ZYGOTES.values()
     queue.put((run.passed, zygote.pid))
 
@@ -431,7 +432,7 @@ def _forked_worker(ws_dir: str, queue) -> None:
 def test_forked_process_starts_its_own_zygote(tmp_path, launches):
     import multiprocessing
 
-    ws = Workspace(tmp_path / "ws", memo=False)
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_ok.py", SIMPLE)
     assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
     (mine,) = zyg._ZYGOTES.values()

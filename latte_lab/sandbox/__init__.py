@@ -1,5 +1,6 @@
-"""Running untrusted agent code: limits, process-tree control, the generic runner, the pytest runner
-(JUnit results and a content memo) and the pytest fork server.
+"""Running untrusted agent code: limits, process-tree control, the generic runner with its two backends
+(``bwrap``: a bubblewrap sandbox; ``local``: this user, with limits), the pytest runner (JUnit results and a
+content memo), the pytest fork server, and probes that measure what a backend stops.
 
 >>> import sys, tempfile
 >>> run = run_sandboxed([sys.executable, "-c", "print(6 * 7)"], tempfile.mkdtemp(), timeout=30)
@@ -18,7 +19,7 @@ from latte_lab.sandbox.pytest import (
     run_pytest,
     tree_digest,
 )
-from latte_lab.sandbox.run import OutputCapture, RunResult, run_sandboxed
+from latte_lab.sandbox.run import OutputCapture, RunResult, resolve_sandbox, run_sandboxed
 from latte_lab.sandbox.zygote import shutdown_zygotes
 
 __all__ = [
@@ -30,6 +31,7 @@ __all__ = [
     "memo_key",
     "outcomes_by_class",
     "parse_junit",
+    "resolve_sandbox",
     "run_pytest",
     "run_sandboxed",
     "sandbox_processes",

@@ -1,23 +1,44 @@
-"""Set resource limits on this process, then replace it with the sandboxed command.
+"""The first process of every sandboxed run: set the limits, start the command, reap what it leaves.
 
-Usage: ``python -I -S _child.py '<limits json>' -- <argv...>`` (also runnable as
+Usage: ``python -I -S _child.py '<config json>' -- <argv...>`` (also runnable as
 ``python -m latte_lab.sandbox._child ...``).
 
-Why a wrapper module instead of ``preexec_fn``: ``preexec_fn`` runs Python code between ``fork`` and
-``exec`` in a possibly multi-threaded parent, which can deadlock; ``subprocess`` documents it as unsafe
-with threads. Here the limits are set by a fresh interpreter that then ``execv``s the target, so the
-limits apply to the target and are inherited by everything it spawns.
+Why a wrapper instead of ``preexec_fn``: ``preexec_fn`` runs Python code between ``fork`` and ``exec``
+in a possibly multi-threaded parent, which can deadlock; ``subprocess`` documents it as unsafe with
+threads. Here a fresh interpreter forks the command, sets its limits and ``exec``s it, so the limits
+apply to the command and are inherited by everything it spawns.
 
-The sandbox calls this file by path with ``-I -S`` (isolated mode, no ``site``): the workspace
-directory is never on ``sys.path`` (a workspace file called ``resource.py`` cannot shadow the module we
-need) and start-up stays at a few milliseconds. Only the standard library is imported, and this file's
-own directory is removed from ``sys.path`` before any import.
+The sandbox calls this file by path with ``-I -S`` (isolated mode, no ``site``): the workspace directory
+is never on ``sys.path`` (a workspace file called ``resource.py`` cannot shadow the module we need) and
+start-up stays at a few milliseconds. Only the standard library is imported, and this file's own
+directory is removed from ``sys.path`` before any import.
 
-Limits json keys (each optional; ``null`` or absent means "leave as is"):
-``cpu`` seconds (RLIMIT_CPU), ``as`` bytes (RLIMIT_AS), ``fsize`` bytes (RLIMIT_FSIZE), ``nproc``
-processes (RLIMIT_NPROC; the parent adds what the user already runs, because the kernel counts all of
-the user's processes and threads, not only the sandbox's). The kernel does not enforce RLIMIT_NPROC for
-root, so the parent also counts the sandbox's processes while it runs (see ``latte_lab.sandbox.run``).
+The wrapper is the run's *reaper*: it ignores SIGTERM (so it outlives the parent's SIGTERM round and dies
+in the SIGKILL round with the rest) and, on Linux, is a child subreaper, so every process the run leaves
+behind, even a double-forked ``setsid()`` daemon with a scrubbed environment, is re-parented to it and
+stays in the tree the parent stops. As PID 1 of a bubblewrap sandbox (``pid1``) it is the namespace's
+init: nothing in the sandbox can signal it, and when the command ends it kills every other process of
+the namespace itself.
+
+Config json keys (each optional):
+
+* limits: ``cpu`` seconds (RLIMIT_CPU), ``as`` bytes (RLIMIT_AS), ``fsize`` bytes (RLIMIT_FSIZE),
+  ``nproc`` processes (RLIMIT_NPROC, absolute: the parent adds what the user already runs);
+  ``null`` or absent leaves a limit as it is;
+* ``status_fd``: write one json line ``{"status": <wait status>, "orphans": bool, ...}`` there when the
+  command ended (without it the wrapper exits with the command's status, as a shell would);
+* ``pid1``: act as the init of a PID namespace (see above);
+* ``copy_in``: ``[[src, dst], ...]`` directory trees copied before the command starts;
+* ``export_fd`` and ``export_dir``: once every process of the sandbox is gone, a tar stream of
+  ``export_dir`` is written to ``export_fd``;
+* ``control_fd``: end of file on it is a request to stop the run (SIGTERM, a grace period, SIGKILL);
+* ``grace``: that grace period in seconds;
+* ``no_loopback``: move into a network namespace of its own first, whose loopback interface is down
+  (needs CAP_SYS_ADMIN in the sandbox's user namespace, dropped right after).
+
+Before the command runs, capabilities are dropped (bounding set, ambient, permitted) and
+``no_new_privs`` is set: agent code run as root cannot read other processes' memory or environment
+through CAP_SYS_PTRACE, and no set-uid program gives privileges back.
 """
 
 import sys
@@ -28,9 +49,23 @@ sys.path[:] = [p for p in sys.path if p not in ("", _HERE)]
 import json
 import os
 import resource
+import select
+import signal
+import time
 
 EXIT_SETUP_FAILED = 126  # the shell's "found but could not be executed" code
 CPU_HARD_SLACK_SECONDS = 2  # hard CPU limit above the soft one: SIGXCPU (reportable) comes first
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+LINUX_CAPABILITY_VERSION_3 = 0x20080522
+MAX_CAPABILITIES = 64  # capability numbers probed for the bounding-set drop (Linux has 41 today)
+CLONE_NEWNET = 0x40000000  # linux/sched.h
+STOP_POLL_SECONDS = 0.02  # how often a stopping run's processes are reaped
+FULL_MARGIN_BYTES = 64 * 1024  # a tmpfs with less room than this left was filled by the run
+END_DEADLINE_SECONDS = 5.0  # killing a namespace's processes: give up after this (D state)
 
 
 def _set(kind: int, value: int, hard_extra: int = 0) -> None:
@@ -42,7 +77,7 @@ def _set(kind: int, value: int, hard_extra: int = 0) -> None:
 
 
 def apply_limits(limits: dict) -> list[str]:
-    """Apply the limits dict (see the module docstring) to the current process.
+    """Apply the limits of the config dict (see the module docstring) to the current process.
 
     Returns warnings for limits the platform refused (e.g. RLIMIT_AS on macOS); the run goes on
     without them rather than not at all. A malformed dict raises ValueError.
@@ -74,24 +109,227 @@ def apply_limits(limits: dict) -> list[str]:
     return warnings
 
 
+def _libc():
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+
+
+def drop_privileges() -> None:
+    """Drop every capability this process holds and set ``no_new_privs`` (Linux; elsewhere nothing).
+
+    Order matters: the bounding set can only be reduced while CAP_SETPCAP is still effective.
+    """
+    libc = _libc()
+    if libc is None:
+        return
+    import ctypes
+
+    for cap in range(MAX_CAPABILITIES):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0 and ctypes.get_errno() == 22:  # EINVAL: no such cap
+            break
+    libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+    header, data = Header(LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
+    libc.capset(ctypes.byref(header), data)
+    libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+
+
+def _leave_network() -> None:
+    """Move into a network namespace of our own: a new one has only a loopback interface, and it is down."""
+    libc = _libc()
+    if libc is None or libc.unshare(CLONE_NEWNET) != 0:
+        import ctypes
+
+        raise OSError(ctypes.get_errno() if libc is not None else 0, "unshare(CLONE_NEWNET) failed")
+
+
+def _copy_in(src: str, dst: str) -> bool:
+    """Copy the tree ``src`` into ``dst``; False (after a message) when not every file made it."""
+    import shutil
+
+    try:
+        os.makedirs(dst, exist_ok=True)
+        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+    except (OSError, shutil.Error) as exc:
+        sys.stderr.write(f"sandbox: could not copy the workspace into the sandbox: {str(exc)[:500]}\n")
+        return False
+    return True
+
+
+def _export(fd: int, directory: str, names: list | None) -> None:
+    """A tar stream of ``directory`` (or of its entries ``names``) on ``fd``."""
+    import tarfile
+
+    with os.fdopen(fd, "wb") as stream, tarfile.open(fileobj=stream, mode="w|") as tar:
+        for name in sorted(os.listdir(directory)):
+            if names is None or name in names:
+                tar.add(os.path.join(directory, name), arcname=name)
+
+
+def _full(path: str) -> bool:
+    """Whether the file system of ``path`` has (nearly) no room left: writes were refused."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return False
+    return st.f_bavail * st.f_frsize < FULL_MARGIN_BYTES
+
+
+def _start(argv: list[str], limits: dict) -> int:
+    """Fork the command: a new session, default signals, no inherited descriptor but 0-2, the limits."""
+    pid = os.fork()
+    if pid:
+        return pid
+    try:
+        os.setsid()
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGCHLD, signal.SIGPIPE):
+            signal.signal(sig, signal.SIG_DFL)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536)
+        for warning in apply_limits(limits):
+            sys.stderr.write(f"sandbox: warning: {warning}\n")
+        os.execv(argv[0], argv)
+    except OSError as exc:
+        sys.stderr.write(f"sandbox: could not start {argv[0]!r}: {exc}\n")
+    os._exit(EXIT_SETUP_FAILED)
+
+
+def _signal_run(pid1: bool, child: int, sig: int) -> None:
+    try:
+        if pid1 and os.getpid() == 1:
+            os.kill(-1, sig)  # from a namespace's init: every other process of the namespace
+        else:
+            os.killpg(child, sig)
+    except OSError:
+        pass
+
+
+def _reap() -> tuple[list[tuple[int, int]], bool]:
+    """(children that ended, whether any child is left)."""
+    done = []
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return done, False
+        if pid == 0:
+            return done, True
+        done.append((pid, status))
+
+
+def _wait_for_child(child: int, pid1: bool, control: int | None, grace: float) -> int:
+    """The command's wait status; with ``control``, end of file on it stops the run first."""
+    wakeup_r, wakeup_w = os.pipe()
+    os.set_blocking(wakeup_w, False)
+    signal.set_wakeup_fd(wakeup_w)
+    stopping_at = None
+    while True:
+        ended, _left = _reap()
+        for pid, status in ended:
+            if pid == child:
+                return status
+        fds = [wakeup_r] + ([control] if control is not None and stopping_at is None else [])
+        readable = select.select(fds, [], [], STOP_POLL_SECONDS if stopping_at is not None else None)[0]
+        if wakeup_r in readable:
+            os.read(wakeup_r, 512)
+        if control in readable and not os.read(control, 64):  # the parent asks for a stop
+            stopping_at = time.monotonic()
+            _signal_run(pid1, child, signal.SIGTERM)
+        if stopping_at is not None and time.monotonic() > stopping_at + grace:
+            _signal_run(pid1, child, signal.SIGKILL)
+
+
+def _end_namespace() -> None:
+    """As a namespace's init: kill every other process and reap them all."""
+    if os.getpid() != 1:  # not the init of a PID namespace: kill(-1) would reach the whole machine
+        return
+    deadline = time.monotonic() + END_DEADLINE_SECONDS
+    while time.monotonic() < deadline:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        _ended, left = _reap()
+        if not left:
+            return
+        time.sleep(STOP_POLL_SECONDS / 4)
+
+
+def _mirror(status: int) -> int:
+    """Exit the way the command did (its code, or the signal that killed it)."""
+    code = os.waitstatus_to_exitcode(status)
+    if code < 0:
+        signal.signal(-code, signal.SIG_DFL)
+        os.kill(os.getpid(), -code)
+    return code & 0xFF if code >= 0 else 128 - code
+
+
+def run(config: dict, argv: list[str]) -> int:
+    pid1 = bool(config.get("pid1"))
+    if config.get("no_loopback"):
+        try:
+            _leave_network()
+        except OSError as exc:
+            sys.stderr.write(f"sandbox: warning: the loopback interface stays up: {exc}\n")
+    drop_privileges()
+    copied = all([_copy_in(src, dst) for src, dst in config.get("copy_in") or ()])
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, in the SIGKILL round
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the select of _wait_for_child
+    libc = _libc()
+    if libc is not None and not pid1:
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    child = _start(argv, config)
+    status = _wait_for_child(child, pid1, config.get("control_fd"), float(config.get("grace", 1.0)))
+    if pid1:
+        _end_namespace()
+    orphans = False if pid1 else _reap()[1]
+    report = {"status": status, "orphans": orphans}
+    if config.get("export_fd") is not None:
+        report["disk_full"] = _full(config["export_dir"])
+        report["tmp_full"] = _full(config["tmp_dir"]) if config.get("tmp_dir") else False
+        if copied:  # a partial copy must never replace the workspace
+            _export(int(config["export_fd"]), config["export_dir"], config.get("export_names"))
+        report["exported"] = copied
+    if config.get("status_fd") is None:
+        return _mirror(status)
+    os.write(int(config["status_fd"]), (json.dumps(report) + "\n").encode())
+    os.close(int(config["status_fd"]))
+    while orphans:  # processes the run left behind, until the parent stops them
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+    return 0
+
+
 def main(argv: list[str]) -> int:
     if len(argv) < 3 or argv[1] != "--":
-        sys.stderr.write("usage: _child.py '<limits json>' -- <command...>\n")
+        sys.stderr.write("usage: _child.py '<config json>' -- <command...>\n")
         return EXIT_SETUP_FAILED
     try:
-        warnings = apply_limits(json.loads(argv[0]))
-    except (ValueError, TypeError, AttributeError) as exc:
+        config = json.loads(argv[0])
+        if not isinstance(config, dict):
+            raise ValueError("not a json object")
+    except ValueError as exc:
         sys.stderr.write(f"sandbox: invalid limits {argv[0]!r}: {exc}\n")
         return EXIT_SETUP_FAILED
-    for warning in warnings:
-        sys.stderr.write(f"sandbox: warning: {warning}\n")
-    target = argv[2:]
     try:
-        os.execv(target[0], target)
+        return run(config, argv[2:])
     except OSError as exc:
-        sys.stderr.write(f"sandbox: could not start {target[0]!r}: {exc}\n")
+        sys.stderr.write(f"sandbox: could not set up the run: {exc}\n")
         return EXIT_SETUP_FAILED
-    return EXIT_SETUP_FAILED  # pragma: no cover - execv does not return
 
 
 if __name__ == "__main__":

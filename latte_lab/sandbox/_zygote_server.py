@@ -28,7 +28,8 @@ descendant of it, where the parent's process-tree kill finds it (a forked proces
 initial environment in ``/proc/<pid>/environ``, so the run marker cannot find those). The reaper ignores
 SIGTERM so that it survives the parent's SIGTERM round and is only SIGKILLed together with the rest.
 
-The child calls ``setsid()``, sets the rlimits (:func:`_child.apply_limits`), points fds 0/1/2
+The child calls ``setsid()``, sets the rlimits (:func:`_child.apply_limits`), drops every capability
+and sets ``no_new_privs`` (:func:`_child.drop_privileges`), points fds 0/1/2
 at ``/dev/null`` and the two pipes, closes every other descriptor, ``chdir``s into the workspace,
 replaces ``os.environ`` with the run's environment, rebuilds ``sys.path`` as ``python -m pytest`` would
 (the working directory, then ``PYTHONPATH``, then the interpreter's own path), drops the modules only the
@@ -77,15 +78,16 @@ MAX_MESSAGE_BYTES = 2**20  # one request (env + args); SOCK_SEQPACKET keeps mess
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 
 
-def _load_limits():
-    """``apply_limits`` of ``_child.py`` (beside this file), imported by path, not by name."""
+def _load_child():
+    """``_child.py`` (beside this file), imported by path, not by name."""
     spec = importlib.util.spec_from_file_location("_latte_lab_sandbox_child", os.path.join(_HERE or ".", "_child.py"))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    return module.apply_limits
+    return module
 
 
-apply_limits = _load_limits()
+_CHILD = _load_child()
+apply_limits, drop_privileges = _CHILD.apply_limits, _CHILD.drop_privileges
 
 
 def _send(sock: socket.socket, obj: dict) -> None:
@@ -167,6 +169,7 @@ def _run_child(request: dict, out_fd: int, err_fd: int) -> None:
         os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536)
         for warning in apply_limits(request["limits"]):
             sys.stderr.write(f"sandbox: warning: {warning}\n")
+        drop_privileges()
         cwd = request["cwd"]
         os.chdir(cwd)
         cwd = os.getcwd()

@@ -15,6 +15,8 @@ ADDRESS_SPACE_BYTES = 2 * 2**30  # RLIMIT_AS: numpy+pandas+matplotlib+pytest fit
 FILE_SIZE_BYTES = 64 * 2**20  # RLIMIT_FSIZE: no task deliverable is anywhere near this size
 MAX_PROCESSES = 128  # room for a multiprocessing pool; a fork bomb beyond this is stopped
 OUTPUT_CAPTURE_BYTES = 2**20  # per stream kept in memory (head half + tail half), the rest elided
+DISK_BYTES = 256 * 2**20  # a workspace's files; task workspaces hold well under 1 MiB, data dumps a few MiB
+TMP_BYTES = 64 * 2**20  # a run's temporary directory (pytest's tmp_path, matplotlib's font cache)
 
 
 @dataclass(frozen=True)
@@ -33,9 +35,17 @@ class SandboxLimits:
     """Bytes kept per output stream (first half + last half)."""
     sigterm_grace_seconds: float = SIGTERM_GRACE_SECONDS
     """Time between SIGTERM and SIGKILL at a timeout."""
+    disk_bytes: int | None = DISK_BYTES
+    """Size of the workspace during a run: a hard cap (tmpfs) in the bubblewrap sandbox; on the local
+    backend the run is stopped when the workspace grows past it (checked a few times a second)."""
+    tmp_bytes: int | None = TMP_BYTES
+    """Size of the run's temporary directory, capped the same way."""
+    loopback: bool = False
+    """Bubblewrap only: keep the sandbox's own loopback interface up, for tasks whose code talks to a
+    server it starts itself. The host's network, its loopback included, stays out of reach either way."""
 
     def __post_init__(self) -> None:
-        for name in ("cpu_seconds", "address_space_bytes", "file_size_bytes", "max_processes"):
+        for name in ("cpu_seconds", "address_space_bytes", "file_size_bytes", "max_processes", "disk_bytes", "tmp_bytes"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value <= 0):
                 raise ConfigError(f"SandboxLimits.{name} must be a positive int or None, got {value!r}")

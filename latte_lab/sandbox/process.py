@@ -10,8 +10,11 @@ to the leader and stays a descendant, so nothing escapes.
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import os
 import signal
+import sys
 import time
 from collections.abc import Iterable
 
@@ -147,3 +150,24 @@ def user_task_count(uid: int) -> int:
         if uids is not None and uids.real == uid:
             total += threads or 1
     return total
+
+
+PR_SET_DUMPABLE = 4  # linux/prctl.h
+
+
+def make_undumpable() -> bool:
+    """Make this process non-dumpable (Linux): its ``/proc/<pid>/environ``, ``mem`` and ``fd`` can then
+    be read only with CAP_SYS_PTRACE, which sandboxed code never holds. Call it in a process that holds
+    API keys before it starts agent code. Returns whether it took effect (False elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = _libc()
+    return libc is not None and libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0
+
+
+@functools.cache
+def _libc():
+    try:
+        return ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None

@@ -38,7 +38,7 @@ PYTEST_DISABLE_PLUGIN_AUTOLOAD = True
 JUNIT_NAME = ".latte_lab-junit.xml"
 JUNIT_OPTIONS = ("-o", "junit_family=xunit1")  # xunit1 records each test's file, which node ids need
 JUNIT_MAX_BYTES = 16 * 2**20  # a larger report was not written by pytest for a task suite: unreadable
-MEMO_SCHEMA_VERSION = 2  # bump when TestRun or the key changes, to invalidate on-disk memos
+MEMO_SCHEMA_VERSION = 3  # bump when TestRun or the key changes, to invalidate on-disk memos
 CACHE_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
 OUTCOMES = ("passed", "failed", "error", "skipped")
 PYTEST_NORMAL_EXITS = (0, 1, 2, 5)  # all passed, some failed, interrupted by errors, no tests collected
@@ -215,11 +215,13 @@ def run_pytest(
     timeout: float = TEST_TIMEOUT_SECONDS,
     limits: SandboxLimits | None = None,
     extra_files: Mapping[str, str] | None = None,
+    sandbox: str = "auto",
 ) -> TestRun:
-    """Run ``python -m pytest -q -rfE -p no:cacheprovider <args>`` in ``cwd``, sandboxed.
+    """Run ``python -m pytest -q -rfE -p no:cacheprovider <args>`` in ``cwd``, sandboxed (``sandbox``:
+    the backend, see :func:`~latte_lab.sandbox.run.resolve_sandbox`).
 
-    With the zygote enabled the pytest process is forked from a pre-warmed server instead of exec'd;
-    the result is the same (:mod:`latte_lab.sandbox.zygote`).
+    On the local backend with the zygote enabled the pytest process is forked from a pre-warmed server
+    instead of exec'd; the result is the same (:mod:`latte_lab.sandbox.zygote`).
 
     With ``extra_files`` ({relative path: text}, e.g. a hidden suite) the run happens in a temporary
     copy of ``cwd`` with those files added, so they never appear in ``cwd``. Timeouts, crashes and
@@ -230,7 +232,7 @@ def run_pytest(
     if not _pytest_available():
         return _pytest_missing(timeout)
     if not extra_files:
-        return _run_in(Path(cwd), args, timeout, limits)
+        return _run_in(Path(cwd), args, timeout, limits, sandbox, None)
     with tempfile.TemporaryDirectory(prefix="latte_lab-eval-") as tmp:
         copy = Path(tmp) / "repo"
         copy_tree(Path(cwd), copy)
@@ -238,10 +240,11 @@ def run_pytest(
             full = confined(copy, path)
             full.parent.mkdir(parents=True, exist_ok=True)
             full.write_text(text, encoding="utf-8")
-        return _run_in(copy, args, timeout, limits)
+        return _run_in(copy, args, timeout, limits, sandbox, [JUNIT_NAME])  # the copy itself is thrown away
 
 
-def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None) -> TestRun:
+def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None, sandbox: str,
+            export_names: list[str] | None) -> TestRun:
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if PYTEST_DISABLE_PLUGIN_AUTOLOAD else {}
     report = root.resolve() / JUNIT_NAME
     report.unlink(missing_ok=True)
@@ -253,6 +256,8 @@ def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits |
         limits=limits,
         env=env,
         pytest_args=pytest_args,
+        sandbox=sandbox,
+        export_names=export_names,
     )
     return _test_run_from(run, _read_report(report))
 
@@ -308,10 +313,12 @@ def tree_digest(root: Path | str) -> list[tuple[str, str]]:
     return entries
 
 
-def memo_key(root: Path | str, args: Iterable[str], limits: SandboxLimits) -> str:
-    """SHA-256 over the test arguments, every file's content hash, the limits and the interpreter."""
+def memo_key(root: Path | str, args: Iterable[str], limits: SandboxLimits, sandbox: str = "local") -> str:
+    """SHA-256 over the test arguments, every file's content hash, the limits, the backend (``"bwrap"``
+    or ``"local"``: what a test can reach differs) and the interpreter."""
     payload = {
         "v": MEMO_SCHEMA_VERSION,
+        "sandbox": sandbox,
         "python": sys.executable,
         "args": list(args),
         "limits": dataclasses.asdict(limits),

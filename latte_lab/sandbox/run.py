@@ -1,68 +1,81 @@
-"""Run one untrusted command: allowlisted environment, rlimits, capped output, a timeout that kills the tree.
+"""Run one untrusted command: allowlisted environment, rlimits, capped output, a timeout that kills the
+tree, on one of two backends chosen through one interface (``sandbox="bwrap" | "local" | "auto"``).
 
 Everything agents run goes through :func:`run_sandboxed`:
 
-* a new session (``start_new_session=True``) so the whole process group can be signalled;
 * resource limits (CPU, address space, file size, processes) set *in the child* by the small wrapper
-  ``_child.py``, which then ``execv``s the target (no ``preexec_fn``);
+  ``_child.py``, the run's reaper (no ``preexec_fn``), which also drops every capability and sets
+  ``no_new_privs`` before the command starts;
 * an environment built from an allowlist; no variable whose name contains KEY, SECRET or TOKEN ever
-  reaches the child, even when allowlisted;
+  reaches the child, even when allowlisted, and the process that starts agent code is the reaper,
+  started with that environment: its ``/proc/<pid>/environ`` holds no key either;
 * stdin from ``/dev/null``; stdout/stderr read in chunks while the child runs, keeping only the first
   and last half of ``SandboxLimits.output_bytes`` per stream, so printing 100 MB costs no memory;
 * a wall-clock timeout that sends SIGTERM to every process of the run, waits a short grace period,
-  then SIGKILLs whatever is left (:mod:`latte_lab.sandbox.process` finds them). Processes a script
-  leaves behind when it exits normally are stopped too: a run is a discrete step, nothing survives it.
+  then SIGKILLs whatever is left. Processes a script leaves behind when it exits normally are stopped
+  too: a run is a discrete step, nothing survives it;
+* a cap on the workspace's size (``SandboxLimits.disk_bytes``) and the temporary directory's.
+
+Backends. ``bwrap`` (:mod:`latte_lab.sandbox.bwrap`) runs each command in its own bubblewrap sandbox:
+new namespaces, a read-only system, no network, no view of other processes, a tmpfs workspace capped in
+size; it is the default wherever it works ("auto": chosen once per process and said once). ``local``
+runs the command as this user on the real file system, with the limits above; what it does not stop
+is listed in the README (reading files by absolute path, writing anywhere the user can, the network,
+other processes of the user that hold keys in their initial environment). Test runs on the local backend
+may be forked from the pytest fork server (:mod:`latte_lab.sandbox.zygote`), with the same guarantees.
 
 Fork bombs: RLIMIT_NPROC is not enforced by the kernel for root, so while a run is going the parent
 also counts the run's processes every :data:`PROCESS_CHECK_INTERVAL_SECONDS` and stops the whole run
 when it exceeds ``SandboxLimits.max_processes``; the CPU limit bounds busy loops whose parent is gone;
 the timeout bounds everything else.
-
-The wrapper is started as ``python -I -S .../latte_lab/sandbox/_child.py <limits json> -- <argv>``
-(the file path, equivalent to ``-m latte_lab.sandbox._child`` but immune to a workspace file or
-directory named ``latte_lab`` or ``resource`` on the path, and ~20 ms faster). Test runs may instead be
-forked from the pytest fork server (:mod:`latte_lab.sandbox.zygote`), with the same guarantees.
-
-What this sandbox is *not*: a security boundary against a deliberately hostile script. Agent code runs
-as the same user with the same file system: it cannot see API keys through its environment, but it
-could read files by absolute path (a ``.env``) or, as the same user, other processes' ``/proc/<pid>/
-environ`` (a shell or Jupyter server that exported a key). For untrusted models beyond "buggy", run
-trials in a container or as a separate user.
 """
 
 from __future__ import annotations
 
 import fcntl
-import json
+import logging
 import math
 import os
 import selectors
 import signal
 import subprocess
 import sys
+import tarfile
 import tempfile
+import threading
 import time
 import uuid
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from latte_lab.config import SANDBOXES
 from latte_lab.errors import ConfigError, WorkspaceError
-from latte_lab.sandbox import zygote
+from latte_lab.sandbox import bwrap, local, zygote
 from latte_lab.sandbox.limits import CPU_LIMIT_SLACK_SECONDS, OUTPUT_CAPTURE_BYTES, SandboxLimits
-from latte_lab.sandbox.process import MARKER_VAR, count_processes, stop_sandbox, user_task_count
+from latte_lab.sandbox.process import (
+    MARKER_VAR,
+    count_processes,
+    make_undumpable,
+    stop_sandbox,
+    user_task_count,
+)
 
 PIPE_DRAIN_SECONDS = 1.0  # after the child exits, how long to keep reading what is still buffered
 PROCESS_CHECK_INTERVAL_SECONDS = 0.2  # how often a running sandbox's process count is checked
+DISK_CHECK_INTERVAL_SECONDS = 0.05  # how often the local backend sizes the workspace (~0.1 ms for a task's)
 READ_CHUNK_BYTES = 2**16  # one pipe read
 PIPE_BUFFER_BYTES = 2**20  # requested pipe capacity (Linux F_SETPIPE_SZ) for fewer wake-ups
+EXPORT_SECONDS = 30.0  # after a stop request: time for a bwrap sandbox to stop and hand back its files
+EXPORT_SPOOL_BYTES = 8 * 2**20  # a returned workspace is kept in memory up to this, then in a file
+SANDBOX_VAR = "LATTE_LAB_SANDBOX"  # what "auto" means when set: bwrap or local
 
 # Environment: only these names are copied from the parent (and only if their name contains none of
 # FORBIDDEN_ENV_WORDS); the variables in sandbox_env() are then set explicitly.
 ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TERM", "SYSTEMROOT")
 FORBIDDEN_ENV_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL")
 
-CHILD_SCRIPT = str(Path(__file__).with_name("_child.py"))
 OUTSIDE_WORKSPACE = "path {path!r} is outside the workspace; use a path relative to the project root"
 
 
@@ -138,7 +151,8 @@ def confined(root: Path, rel: str) -> Path:
     return full
 
 
-def sandbox_env(root: Path, home: str, marker: str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+def sandbox_env(root: Path, home: str, marker: str, extra: Mapping[str, str] | None = None,
+                mplconfig: str | None = None) -> dict[str, str]:
     """The whole environment of a run in ``root``: the allowlist, fixed settings, ``extra``, the marker;
     never a variable whose name contains one of :data:`FORBIDDEN_ENV_WORDS`."""
     env = {name: os.environ[name] for name in ENV_ALLOWLIST if name in os.environ}
@@ -154,7 +168,7 @@ def sandbox_env(root: Path, home: str, marker: str, extra: Mapping[str, str] | N
         PYTHONUNBUFFERED="1",  # output printed before a timeout is not lost in a buffer
         PYTHONIOENCODING="utf-8",
         MPLBACKEND="Agg",
-        MPLCONFIGDIR=str(Path(tempfile.gettempdir()) / f"latte_lab-mplconfig-{os.getuid()}"),
+        MPLCONFIGDIR=mplconfig or host_mplconfig(),
         OMP_NUM_THREADS="1",  # BLAS thread pools reserve address space; one thread fits the AS limit
         OPENBLAS_NUM_THREADS="1",
         MKL_NUM_THREADS="1",
@@ -163,6 +177,11 @@ def sandbox_env(root: Path, home: str, marker: str, extra: Mapping[str, str] | N
     env.update(extra or {})
     env[MARKER_VAR] = marker
     return {k: v for k, v in env.items() if not any(word in k.upper() for word in FORBIDDEN_ENV_WORDS)}
+
+
+def host_mplconfig() -> str:
+    """matplotlib's font cache shared by local runs (rebuilding it costs a second per run)."""
+    return str(Path(tempfile.gettempdir()) / f"latte_lab-mplconfig-{os.getuid()}")
 
 
 def child_limits(limits: SandboxLimits, timeout: float) -> dict[str, int | None]:
@@ -197,6 +216,95 @@ def limit_notes(stderr: str, returncode: int, limits: SandboxLimits, cpu: int | 
     return notes
 
 
+_CHOICE: dict[str, str] = {}
+_CHOICE_LOCK = threading.Lock()
+log = logging.getLogger("latte_lab.sandbox")
+
+
+def resolve_sandbox(sandbox: str = "auto") -> str:
+    """The backend a run with ``sandbox`` uses: ``"bwrap"`` or ``"local"``.
+
+    ``"auto"`` (or ``$LATTE_LAB_SANDBOX``) is bwrap wherever a bubblewrap sandbox can start here, else
+    local; the choice is made and said once per process. Asking for ``"bwrap"`` where it cannot run is
+    a :class:`ConfigError` that says why.
+    """
+    if sandbox == "auto":
+        sandbox = os.environ.get(SANDBOX_VAR, "").strip().lower() or "auto"
+    if sandbox not in SANDBOXES:
+        raise ConfigError(f"unknown sandbox {sandbox!r}; use one of {', '.join(SANDBOXES)}")
+    if sandbox == "local":
+        return "local"
+    works, why, _ = bwrap.probe()
+    if sandbox == "bwrap":
+        if not works:
+            raise ConfigError(f"sandbox='bwrap' cannot run here: {why}; install bubblewrap or use sandbox='local'")
+        return "bwrap"
+    with _CHOICE_LOCK:
+        if "auto" in _CHOICE:
+            return _CHOICE["auto"]
+        _CHOICE["auto"] = "bwrap" if works else "local"
+    if works:
+        log.info("latte_lab: agent code runs in bubblewrap sandboxes (sandbox='auto' chose 'bwrap')")
+    else:
+        warnings.warn(f"latte_lab: agent code runs on the local sandbox backend, without isolation: {why}. "
+                      "See the README for what the local backend does not stop.", RuntimeWarning, stacklevel=3)
+    return _CHOICE["auto"]
+
+
+def _hide_secrets() -> None:
+    """A process that holds keys and starts agent code keeps its memory and environment unreadable."""
+    if any(word in name.upper() for name in os.environ for word in FORBIDDEN_ENV_WORDS):
+        make_undumpable()
+
+
+class _Spool:
+    """The returned workspace (a tar stream), in memory up to a point, then in a file; capped."""
+
+    def __init__(self, limit: int):
+        self.file = tempfile.SpooledTemporaryFile(max_size=EXPORT_SPOOL_BYTES)
+        self.limit = limit
+        self.total = 0
+
+    @property
+    def overflow(self) -> bool:
+        return self.total > self.limit
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        if not self.overflow:
+            self.file.write(chunk)
+
+
+def tree_bytes(path: Path) -> int:
+    """Bytes of the files under ``path`` (symlinks not followed)."""
+    total, stack = 0, [str(path)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    total += entry.stat(follow_symlinks=False).st_size  # what was written, even before it hits the disk
+            except OSError:
+                continue
+    return total
+
+
+def _disk_caps(root: Path, home: Path, limits: SandboxLimits) -> list[tuple[Path, int]]:
+    """The local backend's watched directories with their caps. A workspace already over its cap (left
+    so by an earlier run) may not grow further, but a run that cleans it up is not stopped."""
+    caps = []
+    if limits.disk_bytes is not None:
+        caps.append((root, max(limits.disk_bytes, tree_bytes(root))))
+    if limits.tmp_bytes is not None:
+        caps.append((home, limits.tmp_bytes))
+    return caps
+
+
 def run_sandboxed(
     argv: list[str],
     cwd: Path | str,
@@ -205,61 +313,69 @@ def run_sandboxed(
     limits: SandboxLimits | None = None,
     env: Mapping[str, str] | None = None,
     pytest_args: list[str] | None = None,
+    sandbox: str = "auto",
+    export_names: list[str] | None = None,
 ) -> RunResult:
     """Run ``argv`` in ``cwd`` inside the sandbox described in the module docstring.
 
     ``env`` adds variables to the allowlisted environment (names with KEY/SECRET/TOKEN are still
-    dropped). With ``pytest_args`` (``argv`` being ``python -m pytest *pytest_args``) the run is forked
-    from the zygote when it is enabled and up, else ``argv`` is exec'd as usual. Never raises for
-    anything the child does (timeouts, limits, crashes, huge output); raises :class:`ConfigError` for a
-    non-positive timeout and :class:`WorkspaceError` if ``cwd`` is missing.
+    dropped). With ``pytest_args`` (``argv`` being ``python -m pytest *pytest_args``) a local run is
+    forked from the zygote when it is enabled and up. ``export_names``: in a bwrap sandbox only these
+    top-level entries of ``cwd`` are handed back (a run in a throwaway copy needs only its report).
+    Never raises for anything the child does (timeouts, limits, crashes, huge output); raises
+    :class:`ConfigError` for a non-positive timeout or an unknown sandbox and :class:`WorkspaceError` if
+    ``cwd`` is missing.
     """
     limits = limits or SandboxLimits()
     if not isinstance(timeout, (int, float)) or not timeout > 0 or math.isinf(timeout):
         raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    root = Path(cwd)
+    root = Path(cwd).resolve()
     if not root.is_dir():
-        raise WorkspaceError(f"cannot run in {str(root)!r}: the directory does not exist")
+        raise WorkspaceError(f"cannot run in {str(cwd)!r}: the directory does not exist")
+    backend = resolve_sandbox(sandbox)
+    _hide_secrets()
     marker = uuid.uuid4().hex
     rlimits = child_limits(limits, timeout)
-    wrapper = [sys.executable, "-I", "-S", CHILD_SCRIPT, json.dumps(rlimits), "--", *argv]
     out, err = OutputCapture(limits.output_bytes), OutputCapture(limits.output_bytes)
-    notes: list[str] = []
-    timed_out = too_many = False
+    spool = _Spool(2 * (limits.disk_bytes or 2**40) + 2**20) if backend == "bwrap" else None
     with tempfile.TemporaryDirectory(prefix="latte_lab-home-") as home:
-        run_env = sandbox_env(root.resolve(), home, marker, env)
         start = time.monotonic()
-        proc: subprocess.Popen | zygote.ZygoteRun | None = None
-        if pytest_args is not None and zygote.zygote_enabled():
-            proc = zygote.launch(root, run_env, rlimits, pytest_args)
-        if proc is None:
-            proc = subprocess.Popen(
-                wrapper,
-                cwd=root,
-                env=run_env,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                start_new_session=True,
-                close_fds=True,
-            )
+        proc: local.ReaperRun | zygote.ZygoteRun | None = None
+        if backend == "bwrap":
+            run_env = sandbox_env(root, bwrap.TMP_PATH, marker, env, mplconfig=bwrap.MPL_PATH)
+            mpl = host_mplconfig()
+            proc = local.launch(argv, root, run_env, {**rlimits, **bwrap.init_config(root, limits, mpl, export_names)},
+                                command=bwrap.command(root, limits, local.CHILD_SCRIPT, mpl), control=True,
+                                export=True, reaper_processes=2)
+        else:
+            run_env = sandbox_env(root, home, marker, env)
+            if pytest_args is not None and zygote.zygote_enabled():
+                proc = zygote.launch(root, run_env, rlimits, pytest_args)
+            if proc is None:
+                proc = local.launch(argv, root, run_env, rlimits)
+        watched = [] if backend == "bwrap" else _disk_caps(root, Path(home), limits)
+        stopped = ""
         try:
-            timed_out, too_many = _pump(proc, out, err, start + timeout, limits)
+            stopped = _pump(proc, out, err, spool, start + timeout, limits, watched)
+            if backend == "bwrap" and proc.poll() is None:
+                proc.request_stop()  # its init stops every process, then hands back the workspace
+                _pump(proc, out, err, spool, time.monotonic() + limits.sigterm_grace_seconds + EXPORT_SECONDS,
+                      limits, [])
         finally:
             # Stop the run (at a timeout) or whatever it left behind (after a normal exit).
-            grace = limits.sigterm_grace_seconds if (timed_out or proc.poll() is None) else 0.0
+            grace = limits.sigterm_grace_seconds if (stopped or proc.poll() is None) else 0.0
             stop_sandbox(proc.pid, marker, grace)
-            _drain(proc, out, err)
+            _drain(proc, out, err, spool)
             returncode = proc.wait()
+            if isinstance(proc, local.ReaperRun):
+                proc.close()
         seconds = time.monotonic() - start
-    if too_many:
-        notes.append(
-            f"process limit exceeded: the script started more than {limits.max_processes} processes "
-            "(fork bomb?); all of them were stopped"
-        )
     stdout, stderr = out.text(), err.text()
-    if not too_many:
-        notes += limit_notes(stderr, returncode, limits, rlimits["cpu"], timed_out)
+    notes = _stop_notes(stopped, limits)
+    if stopped != "processes":
+        notes += limit_notes(stderr, returncode, limits, rlimits["cpu"], stopped == "timeout")
+    if spool is not None:
+        notes += _hand_back(proc, spool, root, limits, stderr, export_names)
     truncated = out.elided > 0 or err.elided > 0
     if truncated:
         notes.append(
@@ -271,11 +387,54 @@ def run_sandboxed(
         stdout=stdout,
         stderr=stderr,
         seconds=round(seconds, 6),
-        timed_out=timed_out,
+        timed_out=stopped == "timeout",
         truncated=truncated,
         notes=tuple(dict.fromkeys(notes)),
         timeout=float(timeout),
     )
+
+
+def _stop_notes(stopped: str, limits: SandboxLimits) -> list[str]:
+    if stopped == "processes":
+        return [f"process limit exceeded: the script started more than {limits.max_processes} processes "
+                "(fork bomb?); all of them were stopped"]
+    if stopped == "disk":
+        return [f"disk limit exceeded: the workspace grew past {_mib(limits.disk_bytes)} (or the temporary "
+                f"directory past {_mib(limits.tmp_bytes)}); the run was stopped"]
+    return []
+
+
+def _mib(n: int | None) -> str:
+    return "no limit" if n is None else f"{n / 2**20:g} MiB"
+
+
+def _hand_back(proc: local.ReaperRun, spool: _Spool, root: Path, limits: SandboxLimits, stderr: str,
+               names: list[str] | None) -> list[str]:
+    """Write the workspace a bwrap sandbox returned into ``root``; notes on what the run ran into."""
+    notes = []
+    report = proc.report
+    if report.get("disk_full") or (not report and "No space left on device" in stderr):
+        notes.append(f"disk limit reached: the workspace holds at most {_mib(limits.disk_bytes)}; writes beyond it "
+                     "failed with 'No space left on device'")
+    if report.get("tmp_full"):
+        notes.append(f"disk limit reached: the temporary directory holds at most {_mib(limits.tmp_bytes)}")
+    if not report.get("exported"):
+        if report:  # the copy into the sandbox failed: the workspace stays as it was
+            notes.append(f"the workspace did not fit the sandbox's disk limit ({_mib(limits.disk_bytes)}); "
+                         "it was left unchanged")
+        else:
+            notes.append("the sandbox ended before it handed back the workspace: files changed by this run are lost")
+        return notes
+    if spool.overflow:
+        return [*notes, "the workspace the run left was too large to hand back: files changed by this run are lost"]
+    spool.file.seek(0)
+    try:
+        bwrap.apply_export(spool.file, root, names)
+    except (OSError, tarfile.TarError) as exc:
+        notes.append(f"the workspace could not be written back: {exc}")
+    finally:
+        spool.file.close()
+    return notes
 
 
 def _enlarge_pipe(fd: int) -> None:
@@ -286,38 +445,54 @@ def _enlarge_pipe(fd: int) -> None:
             pass  # above /proc/sys/fs/pipe-max-size for unprivileged users: keep the default
 
 
+def _streams(proc, out: OutputCapture, err: OutputCapture, spool: _Spool | None) -> list[tuple[int, object]]:
+    streams = [(s.fileno(), c) for s, c in ((proc.stdout, out), (proc.stderr, err)) if s is not None and not s.closed]
+    if spool is not None and getattr(proc, "export_fd", None) is not None:
+        streams.append((proc.export_fd, spool))
+    return streams
+
+
 def _pump(
-    proc: subprocess.Popen | zygote.ZygoteRun,
+    proc: local.ReaperRun | zygote.ZygoteRun,
     out: OutputCapture,
     err: OutputCapture,
+    spool: _Spool | None,
     deadline: float,
     limits: SandboxLimits,
-) -> tuple[bool, bool]:
-    """Read both pipes until the child exits or the deadline passes. Returns (timed_out, too_many)."""
+    watched: list[tuple[Path, int]],
+) -> str:
+    """Read the run's pipes until it ends or must be stopped. Returns why it must be stopped: "timeout",
+    "processes" (more than allowed), "disk" (a watched directory grew past its limit), or ""."""
     overhead = getattr(proc, "reaper_processes", 0)
     sel = selectors.DefaultSelector()
-    for stream, capture in ((proc.stdout, out), (proc.stderr, err)):
-        _enlarge_pipe(stream.fileno())
-        sel.register(stream.fileno(), selectors.EVENT_READ, capture)
-    next_check = time.monotonic() + PROCESS_CHECK_INTERVAL_SECONDS
+    for fd, sink in _streams(proc, out, err, spool):
+        _enlarge_pipe(fd)
+        sel.register(fd, selectors.EVENT_READ, sink)
+    next_disk_check = time.monotonic()
+    next_check = next_disk_check + PROCESS_CHECK_INTERVAL_SECONDS
     try:
         while True:
             now = time.monotonic()
             if now >= deadline:
-                return True, False
+                return "timeout"
             if proc.poll() is not None:
-                return False, False
-            if limits.max_processes is not None and now >= next_check:
+                return ""
+            if now >= next_check:
                 next_check = now + PROCESS_CHECK_INTERVAL_SECONDS
-                if count_processes(proc.pid) - overhead > limits.max_processes:
-                    return False, True
-            if not sel.get_map():  # both pipes closed: only the exit (or the deadline) is left to wait for
+                if limits.max_processes is not None and count_processes(proc.pid) - overhead > limits.max_processes:
+                    return "processes"
+            if watched and now >= next_disk_check:
+                next_disk_check = now + DISK_CHECK_INTERVAL_SECONDS
+                if any(tree_bytes(path) > cap for path, cap in watched):
+                    return "disk"
+            soonest = min(next_check, next_disk_check) if watched else next_check
+            wait = max(min(deadline - now, soonest - now, 0.1), 0.001)
+            if not sel.get_map():  # every pipe closed: only the exit (or the deadline) is left to wait for
                 try:
-                    proc.wait(timeout=max(min(deadline - now, next_check - now, 0.1), 0.001))
+                    proc.wait(timeout=wait)
                 except subprocess.TimeoutExpired:
                     pass
                 continue
-            wait = max(min(deadline - now, next_check - now, 0.1), 0.0)
             for key, _ in sel.select(wait):
                 chunk = os.read(key.fd, READ_CHUNK_BYTES)
                 if chunk:
@@ -328,12 +503,11 @@ def _pump(
         sel.close()
 
 
-def _drain(proc: subprocess.Popen | zygote.ZygoteRun, out: OutputCapture, err: OutputCapture) -> None:
+def _drain(proc, out: OutputCapture, err: OutputCapture, spool: _Spool | None) -> None:
     """Read what is left in the pipes (bounded in time: a stray writer cannot hold us)."""
     sel = selectors.DefaultSelector()
-    for stream, capture in ((proc.stdout, out), (proc.stderr, err)):
-        if stream is not None and not stream.closed:
-            sel.register(stream.fileno(), selectors.EVENT_READ, capture)
+    for fd, sink in _streams(proc, out, err, spool):
+        sel.register(fd, selectors.EVENT_READ, sink)
     deadline = time.monotonic() + PIPE_DRAIN_SECONDS
     try:
         while sel.get_map() and time.monotonic() < deadline:

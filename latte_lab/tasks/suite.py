@@ -82,6 +82,7 @@ def run_hidden_suite(
         workspace.root,
         [suite_path],
         extra_files={**NEUTRAL_CONFIG, **hidden},
+        sandbox=workspace.backend,
         **({"timeout": timeout} if timeout is not None else {}),
     )
     outcomes = outcomes_by_class(run.cases)

@@ -17,10 +17,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from latte_lab.errors import WorkspaceError
+from latte_lab.config import SANDBOXES
+from latte_lab.errors import ConfigError, WorkspaceError
 from latte_lab.sandbox.limits import SCRIPT_TIMEOUT_SECONDS, TEST_TIMEOUT_SECONDS, SandboxLimits
 from latte_lab.sandbox.pytest import CACHE_DIR_NAMES, TestRun, memo_get, memo_key, memo_put, run_pytest
-from latte_lab.sandbox.run import OUTSIDE_WORKSPACE, RunResult, run_sandboxed
+from latte_lab.sandbox.run import OUTSIDE_WORKSPACE, RunResult, resolve_sandbox, run_sandboxed
 from latte_lab.workspace.symbols import changed_symbols
 
 SNAPSHOT_MAX_FILE_BYTES = 4 * 2**20  # snapshot_files skips larger files (data dumps, not deliverables)
@@ -60,6 +61,7 @@ class Workspace:
         memo: bool = True,
         memo_dir: Path | str | None = None,
         limits: SandboxLimits | None = None,
+        sandbox: str = "auto",
     ):
         self.root = Path(root).expanduser()
         self.root.mkdir(parents=True, exist_ok=True)
@@ -67,12 +69,22 @@ class Workspace:
         self.memo = memo
         self.memo_dir = Path(memo_dir) if memo_dir is not None else None
         self.limits = limits or SandboxLimits()
+        if sandbox not in SANDBOXES:
+            raise ConfigError(f"unknown sandbox {sandbox!r}; use one of {', '.join(SANDBOXES)}")
+        self.sandbox = sandbox
+        if sandbox == "bwrap":
+            resolve_sandbox(sandbox)  # an unusable explicit choice fails here, not at the first run
         self.test_args: tuple[str, ...] = ()
         self.writes: list[WriteRecord] = []
         self._protected: dict[str, bytes] = {}
 
     def __repr__(self) -> str:
         return f"<Workspace {self.root}>"
+
+    @property
+    def backend(self) -> str:
+        """The sandbox backend the runs use: ``"bwrap"`` or ``"local"`` (``sandbox="auto"`` resolved)."""
+        return resolve_sandbox(self.sandbox)
 
     # ---- paths ---------------------------------------------------------------------------------
 
@@ -257,7 +269,8 @@ class Workspace:
             raise WorkspaceError(
                 f"script {rel!r} does not exist in the workspace; near names: {self._near_names(rel)}"
             )
-        run = run_sandboxed([sys.executable, rel], self.root, timeout=timeout, limits=self.limits)
+        run = run_sandboxed([sys.executable, rel], self.root, timeout=timeout, limits=self.limits,
+                            sandbox=self.backend)
         return self._with_restore_note(run)
 
     def run_tests(
@@ -267,15 +280,15 @@ class Workspace:
         test_args = tuple(str(a) for a in (self.test_args if args is None else args))
         key = None
         if self.memo:
-            key = memo_key(self.root, test_args, self.limits)
+            key = memo_key(self.root, test_args, self.limits, self.backend)
             hit = memo_get(self.memo_dir, key)
             if hit is not None:
                 return dataclasses.replace(hit, cached=True)
-        run = run_pytest(self.root, test_args, timeout=timeout, limits=self.limits)
+        run = run_pytest(self.root, test_args, timeout=timeout, limits=self.limits, sandbox=self.backend)
         run = self._with_restore_note(run)  # type: ignore[assignment]
         storable = key is not None and not run.timed_out and "pytest is not installed" not in run.stdout
         # Only when the run itself changed no file: otherwise the result belongs to no stable state.
-        if storable and memo_key(self.root, test_args, self.limits) == key:
+        if storable and memo_key(self.root, test_args, self.limits, self.backend) == key:
             memo_put(self.memo_dir, key, run)
         return run  # type: ignore[return-value]
 

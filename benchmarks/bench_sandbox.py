@@ -1,0 +1,85 @@
+"""What the isolating backend costs and what each backend stops.
+
+Cost: median seconds of one memo-missing ``run_tests()`` of the debug task's public suite, of a no-op
+script and of ``python -c pass``, on the local backend (exec path and pytest fork server) and in a
+bubblewrap sandbox. Stops: the five hostile probes of ``latte_lab.sandbox.probes`` on each backend.
+Run: ``.venv/bin/python benchmarks/bench_sandbox.py``.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import latte_lab as ll
+from latte_lab.sandbox import bwrap, clear_memo, run_sandboxed, zygote
+from latte_lab.sandbox.probes import PROBES, run_probe
+from latte_lab.workspace import Workspace
+
+REPEATS = 10  # runs per condition
+
+
+def median_ms(fn, repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def run_costs(tmp: Path, backend: str, use_zygote: bool = True) -> dict[str, float]:
+    zygote.USE_ZYGOTE = use_zygote
+    clear_memo()
+    task = ll.tasks.get("debug")
+    ws = Workspace(tmp / f"{backend}-{use_zygote}", memo=True, sandbox=backend)
+    task.setup(ws)
+    module = task.required_outputs[0]
+    base = ws.read(module)
+    ws.run_tests()  # the fork server's start-up, once per process, is not a per-run cost
+    edits = iter(range(10**6))
+
+    def distinct_run() -> None:
+        ws.setup_file(module, f"{base}\n# edit {next(edits)}\n")
+        assert not ws.run_tests().cached
+
+    ws.setup_file("noop.py", "pass\n")
+    return {
+        "tests": median_ms(distinct_run),
+        "script": median_ms(lambda: ws.run_script("noop.py")),
+        "python": median_ms(lambda: run_sandboxed([sys.executable, "-c", "pass"], ws.root, timeout=60, sandbox=backend)),
+    }
+
+
+def main() -> None:
+    works, why, _ = bwrap.probe()
+    with tempfile.TemporaryDirectory() as tmp:
+        rows = {"local, exec path": run_costs(Path(tmp), "local", use_zygote=False),
+                "local, fork server": run_costs(Path(tmp), "local")}
+        if works:
+            rows["bwrap"] = run_costs(Path(tmp), "bwrap")
+    print(f"median of {REPEATS} runs, milliseconds")
+    print(f"{'backend':<20} {'debug run_tests':>16} {'no-op script':>13} {'python -c pass':>15}")
+    for name, row in rows.items():
+        print(f"{name:<20} {row['tests']:>16.0f} {row['script']:>13.0f} {row['python']:>15.0f}")
+    if works:
+        extra = rows["bwrap"]["tests"] - rows["local, fork server"]["tests"]
+        print(f"bwrap costs {extra:+.0f} ms per memo-missing test run against the local default "
+              f"({rows['bwrap']['tests'] / rows['local, fork server']['tests']:.2f}x), "
+              f"{rows['bwrap']['tests'] - rows['local, exec path']['tests']:+.0f} ms against the local exec path")
+    else:
+        print(f"bwrap: not measured ({why})")
+    backends = ["local", "bwrap"] if works else ["local"]
+    print("\nwhat each backend stops (probe: stopped? / detail)")
+    for name in PROBES:
+        for backend in backends:
+            result = run_probe(name, backend)
+            verdict = "stopped" if result.stopped else "NOT stopped"
+            print(f"{name:<9} {backend:<6} {verdict:<12} workspace ok: {result.workspace_ok!s:<5} {result.detail}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""The isolating backend: every run in its own bubblewrap sandbox (Linux).
+
+What a run sees and may do:
+
+* new user, PID, network, IPC, UTS and mount namespaces; a fresh ``/proc`` that shows only the run's
+  own processes (no other process's environment, hence no key, is visible), no ``/sys``;
+* a read-only view of the system (``/usr``, ``/bin``, ``/lib*``, a few files of ``/etc``) and of the
+  Python installation; nothing else of the host's file system: not the user's home, not the project
+  directory, not a ``.env``;
+* the workspace at its own path as a size-capped tmpfs (``SandboxLimits.disk_bytes``) holding a copy of
+  the workspace's files, and ``/tmp`` as a second size-capped tmpfs; when the run ends, the workspace's
+  files are written back to the host (the only way anything leaves the sandbox);
+* no network: its own network namespace, whose loopback interface is down unless
+  ``SandboxLimits.loopback`` (then the run can reach servers it starts itself, still nothing outside);
+* no capabilities, ``no_new_privs``, no nested user namespaces;
+* its first process (``_child.py``) is the namespace's init: when the command ends, or the parent asks
+  for a stop at a timeout, it kills every process of the namespace, so nothing outlives the run, and
+  the whole sandbox dies with the parent (``--die-with-parent``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import site
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+from pathlib import Path
+
+from latte_lab.sandbox.limits import SandboxLimits
+
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+# What of /etc a Python run needs: user names, time zone, the dynamic linker's cache, certificates,
+# fonts (matplotlib). Never all of /etc, which holds host secrets (shadow, ssh keys).
+ETC_ENTRIES = (
+    "/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/hosts", "/etc/localtime", "/etc/timezone",
+    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/ssl", "/etc/ca-certificates",
+    "/etc/alternatives", "/etc/fonts", "/etc/mime.types",
+)
+SANDBOX_DIR = "/run/latte_lab"  # where the run's own files appear inside the sandbox
+CHILD_PATH = f"{SANDBOX_DIR}/child.py"
+INPUT_PATH = f"{SANDBOX_DIR}/workspace"  # the workspace's files at the start of the run, read-only
+MPL_INPUT_PATH = f"{SANDBOX_DIR}/mplconfig"  # the host's matplotlib cache (fonts), read-only
+TMP_PATH = "/tmp"
+MPL_PATH = f"{TMP_PATH}/matplotlib"
+SHM_BYTES = 64 * 2**20  # /dev/shm (multiprocessing's semaphores and shared arrays)
+PROBE_TIMEOUT_SECONDS = 20.0  # bwrap's first start on a loaded machine
+BWRAP_VAR = "LATTE_LAB_BWRAP"  # path of the bwrap binary, when not on PATH
+
+
+def executable() -> str | None:
+    return os.environ.get(BWRAP_VAR) or shutil.which("bwrap")
+
+
+def python_dirs() -> list[str]:
+    """Directories the interpreter needs: its prefixes and site-packages (never the project itself)."""
+    found = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    found.add(str(Path(os.path.realpath(sys.executable)).parent.parent))
+    found.update(site.getsitepackages())
+    if site.ENABLE_USER_SITE and site.getusersitepackages() in sys.path:
+        found.add(site.getusersitepackages())
+    dirs = sorted({os.path.realpath(d) for d in found if os.path.isdir(d)} | {d for d in found if os.path.isdir(d)})
+    return [d for d in dirs if not d.startswith(tuple(s + "/" for s in SYSTEM_DIRS))]
+
+
+def _system_args() -> list[str]:
+    args: list[str] = []
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            args += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            args += ["--ro-bind", path, path]
+    for path in ETC_ENTRIES:
+        args += ["--ro-bind-try", path, path]
+    for path in python_dirs():
+        args += ["--ro-bind", path, path]
+    return args
+
+
+_PROBE: dict[str, object] = {}
+_PROBE_LOCK = threading.Lock()
+
+
+def probe() -> tuple[bool, str, tuple[str, ...]]:
+    """(works, why not, extra namespace flags) for this machine, found once per process by starting a
+    real sandbox that runs this interpreter."""
+    with _PROBE_LOCK:
+        if "result" in _PROBE:
+            return _PROBE["result"]  # type: ignore[return-value]
+        result = _probe()
+        _PROBE["result"] = result
+        return result
+
+
+def _probe() -> tuple[bool, str, tuple[str, ...]]:
+    if not sys.platform.startswith("linux"):
+        return False, f"bubblewrap needs Linux (this is {sys.platform})", ()
+    binary = executable()
+    if binary is None:
+        return False, "the bwrap program is not installed (Debian/Ubuntu: apt-get install bubblewrap)", ()
+    error = ""
+    for extra in (("--unshare-user", "--disable-userns"), ()):
+        argv = [binary, "--unshare-all", *extra, "--die-with-parent", "--as-pid-1", "--cap-drop", "ALL",
+                *_system_args(), "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/",
+                sys.executable, "-I", "-S", "-c", "print('ok')"]
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=PROBE_TIMEOUT_SECONDS,
+                                 stdin=subprocess.DEVNULL, env={"PATH": os.defpath})
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            error = str(exc)
+            continue
+        if out.returncode == 0 and out.stdout.strip() == "ok":
+            return True, "", extra
+        error = (out.stderr.strip().splitlines() or [f"exit code {out.returncode}"])[-1]
+    return False, f"bwrap cannot start a sandbox here ({error})", ()
+
+
+def command(cwd: Path, limits: SandboxLimits, child_script: str, mpl_dir: str | None) -> list[str]:
+    """The bwrap command line, up to the config of ``_child.py`` (the sandbox's init), for a run in
+    ``cwd``: the workspace's files are copied into a tmpfs at the same path."""
+    _ok, _why, extra = probe()
+    args = [executable() or "bwrap", "--unshare-all", *extra, "--die-with-parent", "--as-pid-1",
+            "--new-session", "--cap-drop", "ALL"]
+    if not limits.loopback:
+        args += ["--cap-add", "CAP_SYS_ADMIN"]  # for the init to leave for a network without loopback
+    args += _system_args()
+    args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
+             "--remount-ro", "/dev"]
+    args += [*_size(limits.tmp_bytes), "--tmpfs", TMP_PATH]
+    args += ["--ro-bind", str(cwd), INPUT_PATH, "--ro-bind", child_script, CHILD_PATH]
+    if mpl_dir and os.path.isdir(mpl_dir):
+        args += ["--ro-bind", mpl_dir, MPL_INPUT_PATH]
+    args += [*_size(limits.disk_bytes), "--tmpfs", str(cwd), "--remount-ro", "/", "--chdir", str(cwd)]
+    return [*args, sys.executable, "-I", "-S", CHILD_PATH]
+
+
+def init_config(cwd: Path, limits: SandboxLimits, mpl_dir: str | None, export_names: list[str] | None) -> dict:
+    """What ``_child.py`` does as the sandbox's init besides running the command."""
+    copy_in = [[INPUT_PATH, str(cwd)]]
+    if mpl_dir and os.path.isdir(mpl_dir):
+        copy_in.append([MPL_INPUT_PATH, MPL_PATH])
+    return {"pid1": True, "no_loopback": not limits.loopback, "copy_in": copy_in, "export_dir": str(cwd),
+            "export_names": export_names, "tmp_dir": TMP_PATH, "grace": limits.sigterm_grace_seconds}
+
+
+def _size(limit: int | None) -> list[str]:
+    return ["--size", str(limit)] if limit is not None else []
+
+
+def apply_export(stream, root: Path, names: list[str] | None = None) -> None:
+    """Make ``root`` hold exactly the files of the tar ``stream`` (the sandbox's workspace at its end);
+    with ``names``, only those top-level entries of ``root`` are touched.
+
+    Members that would land outside ``root`` (absolute names, ``..``, links pointing out) and special
+    files are skipped; unchanged files are not rewritten.
+    """
+    with tempfile.TemporaryDirectory(prefix="latte_lab-export-") as tmp:
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            tar.extractall(tmp, filter=_safe)
+        _mirror(Path(tmp), root, names)
+
+
+def _safe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
+    try:
+        return tarfile.data_filter(member, dest)
+    except tarfile.FilterError:
+        return None
+
+
+def _mirror(src: Path, dst: Path, names: list[str] | None = None) -> None:
+    """Make ``dst`` equal to ``src`` (files, symlinks, directories; with ``names`` only those top-level
+    entries), touching only what differs."""
+    wanted: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(src):
+        rel_dir = Path(dirpath).relative_to(src)
+        for name in dirnames + filenames:
+            rel = rel_dir / name
+            wanted.add(rel.as_posix())
+            s, d = src / rel, dst / rel
+            if s.is_symlink():
+                if not d.is_symlink() or os.readlink(d) != os.readlink(s):
+                    _remove(d)
+                    os.symlink(os.readlink(s), d)
+            elif s.is_dir():
+                if d.is_symlink() or (d.exists() and not d.is_dir()):
+                    _remove(d)
+                d.mkdir(exist_ok=True)
+            else:
+                if d.is_symlink() or d.is_dir():
+                    _remove(d)
+                if not d.exists() or d.stat().st_size != s.stat().st_size or d.read_bytes() != s.read_bytes():
+                    shutil.copyfile(s, d)
+                os.chmod(d, s.stat().st_mode & 0o777)
+        dirnames[:] = [n for n in dirnames if not (src / rel_dir / n).is_symlink()]
+    for dirpath, dirnames, filenames in os.walk(dst, topdown=False):
+        rel_dir = Path(dirpath).relative_to(dst)
+        for name in dirnames + filenames:
+            rel = (rel_dir / name).as_posix()
+            if rel not in wanted and (names is None or rel.split("/", 1)[0] in names):
+                _remove(dst / rel)
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)

@@ -1,0 +1,151 @@
+"""The local backend's exec path: a fresh interpreter runs ``_child.py``, the run's reaper, which sets the
+limits, starts the command and reports its exit status on a pipe.
+
+The reaper is the leader of the run's process tree (a Linux child subreaper that ignores SIGTERM), so
+every process the run leaves behind, even a double-forked ``setsid()`` daemon that scrubbed its
+environment, stays below it until the parent stops the tree. The bubblewrap backend starts the same
+reaper as the init of its PID namespace and talks to it through the same :class:`ReaperRun`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+CHILD_SCRIPT = str(Path(__file__).with_name("_child.py"))
+REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
+STATUS_MAX_BYTES = 2**16  # one status line
+
+
+class ReaperRun:
+    """A run started through ``_child.py``, with the part of ``subprocess.Popen`` the sandbox uses.
+
+    ``pid`` is the tree's leader for :func:`~latte_lab.sandbox.process.stop_sandbox`; ``returncode``
+    is the command's, from the reaper's status line (``report`` holds the rest of that line).
+    """
+
+    def __init__(self, popen: subprocess.Popen, status_fd: int, *, reaper_processes: int = 1,
+                 control_fd: int | None = None, export_fd: int | None = None):
+        self.popen = popen
+        self.pid = popen.pid
+        self.stdout, self.stderr = popen.stdout, popen.stderr
+        self.reaper_processes = reaper_processes  # processes of the tree that are not the run's own
+        self.export_fd = export_fd
+        self.report: dict = {}
+        self.returncode: int | None = None
+        self._status_fd: int | None = status_fd
+        self._control_fd = control_fd
+        self._buffer = b""
+
+    def request_stop(self) -> None:
+        """Ask the reaper to stop the run itself (end of file on its control pipe)."""
+        if self._control_fd is not None:
+            os.close(self._control_fd)
+            self._control_fd = None
+
+    def _close_status(self) -> None:
+        if self._status_fd is not None:
+            os.close(self._status_fd)
+            self._status_fd = None
+
+    def _receive(self, timeout: float | None) -> None:
+        if self.returncode is not None or self._status_fd is None:
+            return
+        if not select.select([self._status_fd], [], [], timeout)[0]:
+            return
+        chunk = os.read(self._status_fd, STATUS_MAX_BYTES)
+        self._buffer += chunk
+        if b"\n" in self._buffer:
+            try:
+                self.report = json.loads(self._buffer.split(b"\n", 1)[0])
+                self.returncode = os.waitstatus_to_exitcode(int(self.report["status"]))
+            except (ValueError, KeyError, TypeError):
+                self.returncode = -signal.SIGKILL
+            if not self.report.get("orphans"):
+                # The reaper exits right after reporting; wait for that so the kill step finds nothing.
+                if select.select([self._status_fd], [], [], REAPER_EXIT_SECONDS)[0]:
+                    os.read(self._status_fd, STATUS_MAX_BYTES)
+            self._close_status()
+        elif not chunk:
+            # End of file without a status: the reaper failed to start the run, or was killed with it.
+            try:
+                code = self.popen.wait(timeout=REAPER_EXIT_SECONDS)
+            except subprocess.TimeoutExpired:
+                code = None
+            self.returncode = code if code is not None and code > 0 else -signal.SIGKILL
+            self._close_status()
+
+    def poll(self) -> int | None:
+        self._receive(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        if timeout is not None:
+            self._receive(timeout)
+            if self.returncode is None:
+                raise subprocess.TimeoutExpired(self.popen.args, timeout)
+        while self.returncode is None:
+            self._receive(None)
+        try:
+            self.popen.wait(timeout=REAPER_EXIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass  # still being stopped; the caller's process-tree kill reaps it
+        return self.returncode
+
+    def close(self) -> None:
+        self.request_stop()
+        self._close_status()
+        if self.export_fd is not None:
+            os.close(self.export_fd)
+            self.export_fd = None
+
+
+def launch(argv: Sequence[str], cwd: Path, env: Mapping[str, str], config: dict, *, command: Sequence[str] | None = None,
+           control: bool = False, export: bool = False, reaper_processes: int = 1) -> ReaperRun:
+    """Start ``_child.py`` with ``config`` (limits and options) to run ``argv`` in ``cwd``.
+
+    ``command`` replaces the default ``python -I -S _child.py <config> -- argv`` (the bubblewrap
+    backend wraps it); ``control`` and ``export`` open the stop and workspace pipes of that backend.
+    """
+    status_r, status_w = os.pipe()
+    passed, mine = [status_w], []
+    config = {**config, "status_fd": status_w}
+    control_w = export_r = None
+    if control:
+        control_r, control_w = os.pipe()
+        passed.append(control_r)
+        config["control_fd"] = control_r
+    if export:
+        export_r, export_w = os.pipe()
+        passed.append(export_w)
+        config["export_fd"] = export_w
+    mine = [fd for fd in (status_r, control_w, export_r) if fd is not None]
+    if command is None:
+        command = [sys.executable, "-I", "-S", CHILD_SCRIPT, json.dumps(config), "--", *argv]
+    else:
+        command = [*command, json.dumps(config), "--", *argv]
+    try:
+        popen = subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            close_fds=True,
+            pass_fds=passed,
+        )
+    except BaseException:
+        for fd in (*passed, *mine):
+            os.close(fd)
+        raise
+    for fd in passed:
+        os.close(fd)
+    return ReaperRun(popen, status_r, reaper_processes=reaper_processes, control_fd=control_w, export_fd=export_r)
