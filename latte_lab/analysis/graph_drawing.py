@@ -74,7 +74,7 @@ def wrap_title(title: str, width: int = TITLE_WRAP, lines: int = TITLE_LINES) ->
     """The title in at most ``lines`` lines of about ``width`` characters, the last ending in … when cut.
 
     >>> wrap_title("Create config.py (COLUMN_MAP + feature lists) prerequisite for findings.json")
-    ['Create config.py (COLUMN_MAP +', 'feature lists) prerequisite…']
+    ['Create config.py', '(COLUMN_MAP + feature…']
     """
     out = textwrap.wrap(str(title or ""), width, break_long_words=True) or [""]
     if len(out) > lines:

@@ -7,7 +7,7 @@ text below :data:`MIN_FONT_PT` points at that size (a journal's usual floor).
 
 >>> with theme():
 ...     fig, ax = figure("one", 2.2)
->>> round(fig.get_figwidth(), 2), fig.get_figwidth() <= TWO_COLUMN
+>>> float(fig.get_figwidth()), bool(fig.get_figwidth() <= TWO_COLUMN)
 (3.35, True)
 >>> panel_label(ax, "A").get_text()
 'A'

@@ -16,7 +16,7 @@ is :mod:`latte_lab.analysis.graph_drawing` (shared with the paper's Figure 3C).
 'round 1 · 5 nodes · 1 done'
 >>> fig = ll.viz.graph_panels(res, rounds=[0, 2, 4])
 >>> [ax.get_title(loc="left") for ax in fig.axes][:2]
-['round 0 · 0/5 done', 'round 2 · 2/5 done']
+['round 0 · 0/5 done', 'round 2 · 1/5 done']
 >>> d = ll.viz.draw(res)                        # displays itself in Jupyter; hover a node for its details
 >>> "<title>" in d._repr_html_()
 True
