@@ -28,6 +28,9 @@ PANEL_LABEL_PT = 10  # the bold A, B, C of multi-panel figures
 FIG_DPI = 200  # PNG resolution of saved figures (PDFs are vector)
 
 RC = {
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "axes.axisbelow": True,
     "font.size": FONT_PT,
     "axes.titlesize": TITLE_PT,
     "axes.labelsize": FONT_PT,
@@ -106,19 +109,13 @@ def pyplot():
 def theme() -> Iterator[None]:
     """The figure style for the figures created inside the block; the caller's settings are restored."""
     plt = pyplot()
-    import seaborn as sns
-
-    with plt.rc_context(sns.axes_style("whitegrid")), plt.rc_context(RC):
+    with plt.rc_context(RC):
         yield
 
 
 def apply_theme() -> None:
     """Make :func:`theme` the session's default (for your own figures beside latte_lab's)."""
-    plt = pyplot()
-    import seaborn as sns
-
-    sns.set_theme(style="whitegrid")
-    plt.rcParams.update(RC)
+    pyplot().rcParams.update(RC)
 
 
 def width_inches(width: str | float) -> float:

@@ -29,7 +29,7 @@ from latte_lab.viz import graph as graphmod
 __all__ = ["TrialAnimation", "animate"]
 
 INTERVAL_MS = 800  # one round on screen: long enough to read the round's lines
-PLAYER_DPI = 110  # frames in the notebook player: 7 pt labels come out about 11 px high
+PLAYER_DPI = 100  # frames in the notebook player: 7 pt labels come out about 10 px high
 EVENTS_LINE_IN = 0.16  # one line of the events panel
 TOKENS_PANEL_IN = 2.0  # width of the running-tokens chart
 MIN_FRAME_WIDTH_IN = 7.5
