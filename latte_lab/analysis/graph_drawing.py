@@ -46,6 +46,11 @@ COLUMN_GAP_IN = {"beside": 0.42, "compact": 0.30, "none": 0.30}  # between one d
 ROW_GAP_IN = {"beside": 0.10, "compact": 0.06, "none": 0.05}
 MAX_ROWS = {"beside": 14, "compact": 10, "none": 40}  # a taller depth column wraps into side-by-side sub-columns
 STATUS_WORDS = {"in_progress": "in progress"}
+TITLE_IN = 0.32  # room above a drawing for its title
+LEGEND_ROW_IN = 0.19  # one row of legend entries
+LEGEND_ENTRY_IN = 1.25  # width budget of one legend entry
+MARGIN_IN = 0.12
+KEY_COLUMN_CHARS = 40  # one entry of the id -> title key under small multiples (longer titles wrap)
 
 
 def _text_width_in(text: str, size: float = LABEL_PT) -> float:
@@ -160,9 +165,9 @@ def collect_edges(snapshots: Iterable[dict]) -> list[tuple[str, str]]:
     return list(edges)
 
 
-def plan(snapshots: Iterable[dict], *, mode: str | None = None) -> GraphPlan:
+def plan(snapshots: Iterable[dict], *, mode: str | None = None, short: dict[str, str] | None = None) -> GraphPlan:
     """Lay out every node of ``snapshots`` (see the module docstring); ``mode`` defaults to ``"beside"``
-    up to :data:`LABELS_MAX_NODES` nodes and ``"none"`` above."""
+    up to :data:`LABELS_MAX_NODES` nodes and ``"none"`` above. ``short`` overrides the short ids."""
     snapshots = list(snapshots)
     nodes, order = collect_nodes(snapshots)
     edges = [e for e in collect_edges(snapshots) if e[0] in nodes]
@@ -175,7 +180,7 @@ def plan(snapshots: Iterable[dict], *, mode: str | None = None) -> GraphPlan:
     for d, n in edges:
         deps[n].append(d)
     depth = dag.depths(deps)
-    short = short_ids(nodes, order)
+    short = {**short_ids(nodes, order), **(short or {})}
     node_in = SMALL_NODE_IN if mode == "none" else NODE_IN
     lines: dict[str, list[str]] = {}
     label_w: dict[str, float] = {}
@@ -360,3 +365,90 @@ def legend_handles(p: GraphPlan, *, statuses=None, new: bool | str = False) -> l
                               markeredgecolor=style.NEW_NODE_EDGE, markeredgewidth=1.5,
                               label=new if isinstance(new, str) else "new this round"))
     return handles
+
+
+def at_round(snaps: list[dict], round: int | None) -> dict:
+    """The last snapshot at or before ``round`` (the last one when ``round`` is None)."""
+    if round is None:
+        return snaps[-1]
+    best = snaps[0]
+    for s in snaps:
+        if s["round"] <= round:
+            best = s
+    return best
+
+
+def legend_rows(n: int, width: float) -> tuple[int, int]:
+    """(columns, rows) of a legend of ``n`` entries under a figure ``width`` inches wide."""
+    ncol = max(1, min(n, int(width // LEGEND_ENTRY_IN)))
+    return ncol, -(-n // ncol)
+
+
+def key_lines(p: GraphPlan, width: float) -> list[str]:
+    """The short id -> title key in as many columns as fit ``width`` inches of monospaced 7 pt text; a long
+    title wraps under itself, never cut."""
+    chars = int((width - 2 * MARGIN_IN) / (LABEL_PT * 0.6 / 72))
+    per_col = KEY_COLUMN_CHARS + 2
+    ncol = max(1, chars // per_col)
+    blocks = [textwrap.wrap(f"{s:>4} {t}", KEY_COLUMN_CHARS, subsequent_indent=" " * 5) or [s] for s, t in p.key()]
+    nrows = -(-sum(len(b) for b in blocks) // ncol)
+    cols: list[list[str]] = [[]]
+    for b in blocks:  # an entry stays in one column
+        if len(cols[-1]) + len(b) > nrows and cols[-1]:
+            cols.append([])
+        cols[-1].extend(b)
+    nrows = max(len(c) for c in cols)
+    return ["".join((c[r] if r < len(c) else "").ljust(per_col) for c in cols).rstrip() for r in range(nrows)]
+
+
+def _panel_title(snap: dict, r: int, added: int) -> str:
+    nodes = snap["graph"]["nodes"]
+    done = sum(n.get("status") in ("done", "verified") for n in nodes)
+    return f"round {r} · {done}/{len(nodes)} done"
+
+
+def panels(snaps: list[dict], rounds: list[int], *, ncols: int = 4, max_width: float | None = None, title=None,
+           short: dict[str, str] | None = None):
+    """Small multiples of ``snaps`` at ``rounds`` on one compact plan (see ``ll.viz.graph_panels``);
+    ``title(snapshot, round, nodes added)`` names a panel; with ``max_width`` the panels wrap into rows
+    that fit it. Returns the Figure."""
+    plt = style.pyplot()
+    title = title or _panel_title
+    mode = "compact" if len(collect_nodes(snaps)[1]) <= LABELS_MAX_NODES else "none"
+    p = plan(snaps, mode=mode, short=short)
+    picked = [at_round(snaps, r) for r in rounds]
+    titles, previous = [], None
+    for r, snap in zip(rounds, picked):
+        present = {n["id"] for n in snap["graph"]["nodes"]}
+        titles.append(title(snap, r, len(present - previous) if previous is not None else len(present)))
+        previous = present
+    cell_w = max(p.width + 0.2, max(_text_width_in(t, style.FONT_PT) for t in titles) + 0.15)
+    if max_width:
+        ncols = max(1, min(ncols, int(max_width // cell_w)))
+    ncols = max(1, min(ncols, len(rounds)))
+    nrows = -(-len(rounds) // ncols)
+    cell_h = p.height + TITLE_IN
+    width = max(cell_w * ncols, 3.0) if not max_width else max_width
+    handles = legend_handles(p, new="new since the previous panel" if len(rounds) > 1 else False)
+    ncol_leg, rows_leg = legend_rows(len(handles), width)
+    key = key_lines(p, width) if mode == "compact" else []
+    key_h = len(key) * LINE_IN + (0.1 if key else 0)
+    height = cell_h * nrows + rows_leg * LEGEND_ROW_IN + 0.1 + key_h + MARGIN_IN
+    with style.theme():
+        fig = plt.figure(figsize=(width, height))
+        previous = None
+        for k, snap in enumerate(picked):
+            row, col = divmod(k, ncols)
+            x0 = (width - cell_w * ncols) / 2 + col * cell_w + 0.1
+            y0 = height - (row + 1) * cell_h
+            ax = fig.add_axes((x0 / width, y0 / height, p.width / width, p.height / height))
+            present = {n["id"] for n in snap["graph"]["nodes"]}
+            render(ax, p, snap, new=present - previous if previous is not None else ())
+            ax.set_title(titles[k], fontsize=style.FONT_PT, loc="left")
+            previous = present
+        fig.legend(handles=handles, loc="lower center", ncol=ncol_leg, frameon=False, fontsize=LABEL_PT,
+                   bbox_to_anchor=(0.5, key_h / height))
+        for i, line in enumerate(key):
+            fig.text(MARGIN_IN / width, (key_h - (i + 0.5) * LINE_IN) / height, line, fontsize=LABEL_PT,
+                     family="DejaVu Sans Mono", va="center")
+    return fig

@@ -36,11 +36,9 @@ from latte_lab.errors import DataError
 __all__ = ["STATUS_COLORS", "GraphDrawing", "Layout", "draw", "draw_graph", "graph_panels", "layout"]
 
 STATUS_COLORS = style.STATUS_COLORS
-TITLE_IN = 0.32  # room above a drawing for its title
-LEGEND_ROW_IN = 0.19  # one row of legend entries
-LEGEND_ENTRY_IN = 1.25  # width budget of one legend entry
-MARGIN_IN = 0.12
-KEY_COLUMN_CHARS = 38  # one entry of the id -> title key under small multiples
+TITLE_IN = gd.TITLE_IN
+LEGEND_ROW_IN = gd.LEGEND_ROW_IN
+MARGIN_IN = gd.MARGIN_IN
 NO_SNAPSHOTS = ("this result has no graph snapshots to draw (teams without a task graph record none); "
                 "ll.viz.flow and ll.viz.gantt show what their agents did")
 
@@ -88,13 +86,7 @@ def at_round(snaps: list[dict], round: int | None) -> dict:
     """The last snapshot at or before ``round`` (the last one when ``round`` is None)."""
     if not snaps:
         raise DataError(NO_SNAPSHOTS)
-    if round is None:
-        return snaps[-1]
-    best = snaps[0]
-    for s in snaps:
-        if s["round"] <= round:
-            best = s
-    return best
+    return gd.at_round(snaps, round)
 
 
 def round_title(snap: dict) -> str:
@@ -103,9 +95,7 @@ def round_title(snap: dict) -> str:
     return f"round {snap['round']} · {len(nodes)} nodes" + (f" · {done} done" if done else "")
 
 
-def _legend_rows(n: int, width: float) -> tuple[int, int]:
-    ncol = max(1, min(n, int(width // LEGEND_ENTRY_IN)))
-    return ncol, -(-n // ncol)
+_legend_rows = gd.legend_rows
 
 
 def _plan_of(snaps: list[dict], pos, mode: str | None) -> gd.GraphPlan:
@@ -248,72 +238,14 @@ def draw(obj, round: int | None = None, *, mode: str | None = None, title: str |
 def graph_panels(obj, rounds: Iterable[int] | None = None, *, ncols: int = 4):
     """Small multiples of the graph at several rounds with one fixed layout: short ids in the nodes,
     owners under them, nodes new since the previous panel ringed, and a key of titles below; returns the
-    Figure."""
+    Figure. ``rounds`` defaults to at most eight evenly spaced rounds."""
     snaps = snapshots_of(obj)
     if not snaps:
         raise DataError(NO_SNAPSHOTS)
     if rounds is None:
         available = [s["round"] for s in snaps]
-        step = max(1, len(available) // 8)
-        rounds = available[::step][:8]
-    rounds = list(rounds)
-    plan = gd.plan(snaps, mode="compact" if len(gd.collect_nodes(snaps)[1]) <= gd.LABELS_MAX_NODES else "none")
-    ncols = max(1, min(ncols, len(rounds)))
-    nrows = -(-len(rounds) // ncols)
-    cell_w, cell_h = plan.width + 0.25, plan.height + TITLE_IN
-    width = max(cell_w * ncols, 4.0)
-    handles = gd.legend_handles(plan, new="new since the previous panel" if len(rounds) > 1 else False)
-    titles = [_panel_title(at_round(snaps, r), r) for r in rounds]
-    cell_w = max(cell_w, max(gd._text_width_in(t, style.FONT_PT) for t in titles) + 0.2)
-    ncol_leg, legend_rows = _legend_rows(len(handles), width)
-    key = _key_lines(plan, width) if plan.mode == "compact" else []
-    bottom = legend_rows * LEGEND_ROW_IN + 0.1 + len(key) * gd.LINE_IN + (0.1 if key else 0)
-    height = cell_h * nrows + bottom + MARGIN_IN
-    plt = style.pyplot()
-    with style.theme():
-        fig = plt.figure(figsize=(width, height))
-        previous = None
-        for k, r in enumerate(rounds):
-            row, col = divmod(k, ncols)
-            x0 = (width - cell_w * ncols) / 2 + col * cell_w + 0.1
-            y0 = height - (row + 1) * cell_h
-            ax = fig.add_axes((x0 / width, y0 / height, plan.width / width, plan.height / height))
-            snap = at_round(snaps, r)
-            present = {n["id"] for n in snap["graph"]["nodes"]}
-            new = present - previous if previous is not None else ()
-            gd.render(ax, plan, snap, new=new)
-            ax.set_title(titles[k], fontsize=style.FONT_PT, loc="left")
-            previous = present
-        fig.legend(handles=handles, loc="lower center", ncol=ncol_leg, frameon=False, fontsize=gd.LABEL_PT,
-                   bbox_to_anchor=(0.5, (len(key) * gd.LINE_IN + (0.1 if key else 0)) / height))
-        for i, line in enumerate(key):
-            fig.text(MARGIN_IN / width, (len(key) - i - 0.5) * gd.LINE_IN / height + 0.05 / height, line,
-                     fontsize=gd.LABEL_PT, family="DejaVu Sans Mono", va="center")
-    return fig
-
-
-def _panel_title(snap: dict, r: int) -> str:
-    nodes = snap["graph"]["nodes"]
-    done = sum(n.get("status") in ("done", "verified") for n in nodes)
-    return f"round {r} · {done}/{len(nodes)} done"
-
-
-def _key_lines(plan: gd.GraphPlan, width: float) -> list[str]:
-    """The id -> title key in as many columns as fit ``width`` inches of monospaced 7 pt text; a long title
-    wraps under itself, never cut."""
-    import textwrap
-
-    chars = int((width - 2 * MARGIN_IN) / (gd.LABEL_PT * 0.6 / 72))
-    per_col = KEY_COLUMN_CHARS + 2
-    ncol = max(1, chars // per_col)
-    blocks = [textwrap.wrap(f"{s:>4} {t}", KEY_COLUMN_CHARS, subsequent_indent=" " * 5) or [s]
-              for s, t in plan.key()]
-    lines = [line for b in blocks for line in b]
-    nrows = -(-len(lines) // ncol)
-    cols: list[list[str]] = [[]]
-    for b in blocks:  # an entry stays in one column
-        if len(cols[-1]) + len(b) > nrows and cols[-1]:
-            cols.append([])
-        cols[-1].extend(b)
-    nrows = max(len(c) for c in cols)
-    return ["".join((c[r] if r < len(c) else "").ljust(per_col) for c in cols).rstrip() for r in range(nrows)]
+        step = max(1, -(-len(available) // 8))
+        rounds = available[::step]
+        if rounds[-1] != available[-1]:
+            rounds = rounds[:7] + [available[-1]]
+    return gd.panels(snaps, list(rounds), ncols=ncols)
