@@ -92,3 +92,25 @@ def test_figure3c_uses_the_runs_own_numbers_and_a_key(pub):
     assert any("T2a Create config.py" in t for t in texts)  # the key, wrapped, never cut
     legend = {t.get_text() for t in fig.legends[0].get_texts()}
     assert {"closed", "new since the previous panel", "edge through a review"} <= legend
+
+
+def test_tables_read_like_a_paper():
+    from latte_lab.analysis import report
+
+    df = pd.DataFrame({"team": ["static", "metagpt"], "mean": [4.336162e-17, 123456.7], "p": [1.2e-9, 0.04567],
+                       "p_holm": [float("nan"), 0.2], "note": ["x" * 120, None]})
+    html = report.formatted(df).to_html()
+    assert "&lt;0.001" in html or "<0.001" in html
+    assert "0.0457" in html and "123,457" in html and "e-17" not in html and "n/a" in html
+    assert "x" * 120 in html  # notes whole
+    assert set(report.task_names()["task"]) == {"eda", "debug", "textproc"}
+
+
+def test_comparison_says_na_where_the_data_cannot_give_the_number(pub):
+    from latte_lab.analysis import report
+
+    ref = report.paper_reference().head(2).copy()
+    ref.loc[ref.index[1], "id"] = "table2/accuracy/no_such_task/latte"  # nothing in the data gives this one
+    cmp = report.compare_with_paper(pub, ref)
+    assert cmp["agrees"].iloc[0] == True and pd.isna(cmp["agrees"].iloc[1])  # noqa: E712 (nullable boolean)
+    assert cmp["ours"].iloc[1] == "" and "n/a" in report.formatted(cmp).to_html()

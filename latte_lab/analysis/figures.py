@@ -124,7 +124,7 @@ def figure2a(trials: pd.DataFrame):
                 ax.grid(axis="x", visible=False)
                 if i == 0:
                     ax.set_title(model, fontsize=style.FONT_PT)
-    return fig
+    return style.finish(fig)
 
 
 def figure2b(trials: pd.DataFrame):
@@ -170,7 +170,7 @@ def figure2b(trials: pd.DataFrame):
                     Line2D([], [], color="grey", ls=":", lw=0.9, label="task mean cost"),
                     Line2D([], [], color="black", lw=0.8, marker="|", label="± SEM")]
         style.legend_below(fig, handles, ncol=2)
-    return fig
+    return style.finish(fig)
 
 
 # --- Figure 3 --------------------------------------------------------------------------------------
@@ -192,7 +192,7 @@ def figure3a(operator_usage: pd.DataFrame, team: str = "latte"):
         ax.set_ylim(0, 112)
         ax.set_ylabel(f"{schema.TEAM_LABELS.get(team, team)} runs using it (%)")
         ax.grid(axis="x", visible=False)
-    return fig
+    return style.finish(fig)
 
 
 def figure3b(trajectories: pd.DataFrame, teams=FIGURE3B_TEAMS):
@@ -219,7 +219,7 @@ def figure3b(trajectories: pd.DataFrame, teams=FIGURE3B_TEAMS):
         handles, _ = ax.get_legend_handles_labels()
         handles.append(Patch(color="#98a2b3", alpha=0.4, label="± SEM"))
         ax.legend(handles=handles, frameon=False)
-    return fig
+    return style.finish(fig)
 
 
 def _node_key(node: str):
@@ -280,9 +280,9 @@ def figure3c(snapshots: pd.DataFrame, trial_id: str | None = None, rounds=FIGURE
                                                                   min(len(rounds), len(available)))})
     records = snapshot_records(run)
     short = {n: _short_id(n) for n in run["node"].unique()}
-    return graph_drawing.panels(records, [int(r) for r in chosen], max_width=style.TWO_COLUMN, short=short,
-                                title=lambda snap, r, added: f"Round {r}: {len(snap['graph']['nodes'])} nodes"
-                                                             f" (+{added})")
+    fig = graph_drawing.panels(records, [int(r) for r in chosen], max_width=style.TWO_COLUMN, short=short,
+                               title=lambda snap, r, added: f"Round {r}: {len(snap['graph']['nodes'])} nodes (+{added})")
+    return style.finish(fig)
 
 
 # --- Figure 4 --------------------------------------------------------------------------------------
@@ -328,4 +328,4 @@ def figure4(trials: pd.DataFrame):
         handles += [Line2D([], [], color="black", lw=0.8, marker="_", ms=6, label="bar: mean, whisker: SEM"),
                     Line2D([], [], ls="", marker="o", ms=2.5, color="black", alpha=0.5, label="one trial")]
         style.legend_below(fig, handles, ncol=len(handles))
-    return fig
+    return style.finish(fig)

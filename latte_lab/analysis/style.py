@@ -107,15 +107,33 @@ def pyplot():
 
 @contextlib.contextmanager
 def theme() -> Iterator[None]:
-    """The figure style for the figures created inside the block; the caller's settings are restored."""
-    plt = pyplot()
-    with plt.rc_context(RC):
+    """The figure style for the figures created inside the block; the caller's settings are restored.
+
+    Figures return from latte_lab closed (:func:`finish`): a notebook shows a returned Figure once, as the
+    cell's result, instead of once as the result and again when the inline backend flushes open figures."""
+    import matplotlib
+
+    pyplot()
+    # only our keys are saved and restored: plt.rc_context would also restore "interactive", which the
+    # inline backend switches on when the first figure is made (inside this block), and Jupyter would
+    # then stop showing figures
+    saved = {k: matplotlib.rcParams[k] for k in RC}
+    matplotlib.rcParams.update(RC)
+    try:
         yield
+    finally:
+        matplotlib.rcParams.update(saved)
 
 
 def apply_theme() -> None:
     """Make :func:`theme` the session's default (for your own figures beside latte_lab's)."""
     pyplot().rcParams.update(RC)
+
+
+def finish(fig):
+    """Closes ``fig`` in pyplot (it stays usable: ``savefig``, display) and returns it."""
+    pyplot().close(fig)
+    return fig
 
 
 def width_inches(width: str | float) -> float:

@@ -248,4 +248,4 @@ def graph_panels(obj, rounds: Iterable[int] | None = None, *, ncols: int = 4):
         rounds = available[::step]
         if rounds[-1] != available[-1]:
             rounds = rounds[:7] + [available[-1]]
-    return gd.panels(snaps, list(rounds), ncols=ncols)
+    return style.finish(gd.panels(snaps, list(rounds), ncols=ncols))
