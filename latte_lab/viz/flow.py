@@ -48,10 +48,9 @@ def _records(events) -> list[dict]:
 
 
 def _round(e: Mapping) -> int | None:
-    r = e.get("round")
     try:
-        return None if r is None or r != r else int(r)  # NaN != NaN: events outside rounds
-    except (TypeError, ValueError):
+        return int(e.get("round"))
+    except (TypeError, ValueError):  # None, NaN or <NA>: an event outside the rounds
         return None
 
 

@@ -121,7 +121,7 @@ def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None)
         if title is None and hasattr(obj, "summary"):
             title = obj.summary().splitlines()[0]
         if title:
-            ax.set_title(title, fontsize=style.FONT_PT, loc="left")
+            ax.set_title(title, fontsize=style.FONT_PT)
     return ax
 
 
