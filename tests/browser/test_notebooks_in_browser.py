@@ -74,7 +74,8 @@ def lab(tmp_path_factory):
             if server.poll() is not None or time.monotonic() > deadline:
                 server.kill()
                 log.close()
-                raise RuntimeError(f"JupyterLab did not start; its log:\n{(work / 'server.log').read_text()[-3000:]}")
+                raise RuntimeError(f"JupyterLab did not start; its log:\n{(work / 'server.log').read_text()[-3000:]}") \
+                    from None
             time.sleep(0.5)
     yield url
     os.killpg(server.pid, 15)
