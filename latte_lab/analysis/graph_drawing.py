@@ -290,7 +290,7 @@ class Scene:
                 self.ids[(nid, "card")] = ax.add_patch(Rectangle(
                     (x + r + LABEL_PAD_IN / 2, top - (len(lines) + 0.5) * LINE_IN),
                     p.label_end[nid] - x - r - LABEL_PAD_IN / 2, (len(lines) + 1) * LINE_IN, facecolor="white",
-                    edgecolor="none", alpha=0.9, zorder=2, visible=False))
+                    edgecolor="none", zorder=2, visible=False))
                 for i, line in enumerate(lines):
                     self.ids[(nid, i)] = ax.text(x + r + LABEL_PAD_IN, top - i * LINE_IN, line, ha="left",
                                                  va="center", fontsize=LABEL_PT, color="#101828", zorder=4,
@@ -378,9 +378,12 @@ def at_round(snaps: list[dict], round: int | None) -> dict:
     return best
 
 
-def legend_rows(n: int, width: float) -> tuple[int, int]:
-    """(columns, rows) of a legend of ``n`` entries under a figure ``width`` inches wide."""
-    ncol = max(1, min(n, int(width // LEGEND_ENTRY_IN)))
+def legend_rows(n: int, width: float, labels: Iterable[str] = ()) -> tuple[int, int]:
+    """(columns, rows) of a legend of ``n`` entries under a figure ``width`` inches wide; with ``labels``
+    the columns are sized by the widest label."""
+    labels = list(labels)
+    entry = max([LEGEND_ENTRY_IN] + [_text_width_in(t) + 0.55 for t in labels])  # marker, gaps and the label
+    ncol = max(1, min(n, int((width - 2 * MARGIN_IN) // entry)))
     return ncol, -(-n // ncol)
 
 
@@ -430,7 +433,7 @@ def panels(snaps: list[dict], rounds: list[int], *, ncols: int = 4, max_width: f
     cell_h = p.height + TITLE_IN
     width = max(cell_w * ncols, 3.0) if not max_width else max_width
     handles = legend_handles(p, new="new since the previous panel" if len(rounds) > 1 else False)
-    ncol_leg, rows_leg = legend_rows(len(handles), width)
+    ncol_leg, rows_leg = legend_rows(len(handles), width, [h.get_label() for h in handles])
     key = key_lines(p, width) if mode == "compact" else []
     key_h = len(key) * LINE_IN + (0.1 if key else 0)
     height = cell_h * nrows + rows_leg * LEGEND_ROW_IN + 0.1 + key_h + MARGIN_IN

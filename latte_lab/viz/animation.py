@@ -107,7 +107,7 @@ class _EventsPanel:
     def __init__(self, ax, n_lines: int, agents: list[str]):
         ax.set_axis_off()
         width_in = ax.get_position().width * ax.figure.get_figwidth()
-        name_in = max(gd._text_width_in(f"{a}: ") for a in [*agents, "System"]) + 0.05
+        name_in = max(gd._text_width_in(f"{a}: ") for a in [*agents, "System"]) * 1.15 + 0.05  # bold is wider
         self.chars = int((width_in - name_in) / (style.MIN_FONT_PT * 0.56 / 72))  # what fits beside the names
         ax.set_xlim(0, width_in)
         ax.set_ylim(n_lines, 0)
@@ -143,7 +143,7 @@ class _TokensPanel:
         ax.set_ylabel("thousand tokens", fontsize=style.MIN_FONT_PT)
         ax.tick_params(labelsize=style.MIN_FONT_PT)
         ax.set_ylim(0, max(ys + [1]) * 1.08)
-        ax.set_xlim(min(xs + [0]), max(xs + [1]))
+        ax.set_xlim(min(xs + [0]) - 0.3, max(xs + [1]) + 0.6)  # room for the dot at either end
         ax.xaxis.set_major_locator(style.pyplot().MaxNLocator(integer=True, nbins=5))
         pos = ax.get_position()  # a figure text, not an axes title: titles re-measure the axes every frame
         self.title = ax.figure.text(pos.x0, pos.y1 + 0.04 / ax.figure.get_figheight(), "", fontsize=style.FONT_PT,
@@ -188,7 +188,8 @@ def _graph_animation(snaps: list[dict], events: list[dict], interval_ms: int) ->
     plt = style.pyplot()
     plan = gd.plan(snaps)
     handles = gd.legend_handles(plan, new=len(snaps) > 1)
-    ncol, legend_rows = graphmod._legend_rows(len(handles), max(plan.width, MIN_FRAME_WIDTH_IN))
+    ncol, legend_rows = graphmod._legend_rows(len(handles), max(plan.width + 2 * graphmod.MARGIN_IN, MIN_FRAME_WIDTH_IN),
+                                              [h.get_label() for h in handles])
     legend_h = legend_rows * graphmod.LEGEND_ROW_IN + 0.08
     n_lines = max(len(flowmod.agents_of(events)) + 1, 3) if events else 3
     tokens = flowmod.tokens_by_round(events) if events else {}

@@ -120,8 +120,12 @@ def round_lines(events, round: int, *, short: Mapping[str, str] | None = None) -
             per.setdefault(str(agent), []).append(what)
     for a in replied:
         per.setdefault(str(a), ["no action"])
-    order = agents_of(events) + [SYSTEM]
-    return [f"{a}: {' · '.join(per[a])}" for a in sorted(per, key=lambda a: order.index(a) if a in order else 99)]
+    order = agents_of(events)
+
+    def key(a: str):  # the team's order, then agents it did not declare, the System (automatic tests) last
+        return (a == SYSTEM, order.index(a) if a in order else len(order), len(a), a)
+
+    return [f"{a}: {' · '.join(per[a])}" for a in sorted(per, key=key)]
 
 
 def tokens_by_round(events) -> dict[int, int]:

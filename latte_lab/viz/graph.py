@@ -115,12 +115,12 @@ def _plan_of(snaps: list[dict], pos, mode: str | None) -> gd.GraphPlan:
 
 
 def graph_figure(plan: gd.GraphPlan, *, extra_bottom: float = 0.0, legend_entries: int = 0,
-                 min_width: float = 0.0):
+                 min_width: float = 0.0, legend_labels=()):
     """A figure whose graph axes draws ``plan`` at scale 1 (an inch of layout is an inch of paper), with
     room for a title above and a legend plus ``extra_bottom`` inches below; returns (fig, ax, legend ncol)."""
     plt = style.pyplot()
     width = max(plan.width + 2 * MARGIN_IN, min_width, 3.0)
-    ncol, rows = _legend_rows(legend_entries, width) if legend_entries else (1, 0)
+    ncol, rows = _legend_rows(legend_entries, width, legend_labels) if legend_entries else (1, 0)
     legend_h = rows * LEGEND_ROW_IN + (0.1 if rows else 0)
     height = TITLE_IN + plan.height + legend_h + extra_bottom + MARGIN_IN
     fig = plt.figure(figsize=(width, height))
@@ -145,7 +145,7 @@ def draw_graph(obj, round: int | None = None, *, ax=None, pos=None, labels: bool
     plan = _plan_of(snaps, pos, mode)
     handles = gd.legend_handles(plan, new=bool(new)) if legend else []
     if ax is None:
-        fig, ax, ncol = graph_figure(plan, legend_entries=len(handles))
+        fig, ax, ncol = graph_figure(plan, legend_entries=len(handles), legend_labels=[h.get_label() for h in handles])
         if handles:
             fig.legend(handles=handles, loc="lower center", ncol=ncol, frameon=False, fontsize=gd.LABEL_PT,
                        bbox_to_anchor=(0.5, 0.0))
@@ -225,7 +225,7 @@ def draw(obj, round: int | None = None, *, mode: str | None = None, title: str |
     plan = gd.plan(snaps, mode=mode)
     handles = gd.legend_handles(plan, new=bool(new)) if legend else []
     with style.theme():
-        fig, ax, ncol = graph_figure(plan, legend_entries=len(handles))
+        fig, ax, ncol = graph_figure(plan, legend_entries=len(handles), legend_labels=[h.get_label() for h in handles])
         gd.render(ax, plan, snap, new=new, gid_prefix="node")
         ax.set_title(title or round_title(snap), fontsize=style.TITLE_PT)
         if handles:
