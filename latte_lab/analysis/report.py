@@ -136,7 +136,7 @@ def compare_with_paper(data, reference: pd.DataFrame | None = None) -> pd.DataFr
 
 # --- display ---------------------------------------------------------------------------------------
 
-P_COLUMNS = ("p", "p_holm", "p_value", "pvalue", "p_raw")  # shown as <0.001 or 3 significant digits
+P_COLUMNS = ("p", "p_holm", "p_value", "pvalue", "p_raw", "pr(>f)")  # shown as <0.001 or 3 significant digits
 P_FLOOR = 0.001
 NUMERIC_NOISE = 1e-9  # a float this close to zero is zero (floating-point noise, e.g. a centred mean)
 NOT_AVAILABLE = "n/a"

@@ -160,8 +160,6 @@ def test_notebook_runs_in_a_browser(notebook, lab, browser, shots):
         _run_all(page)
         assert _errors(page) == []
         assert _widgets_render(page) == []
-        assert page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.widget-view+json']") \
-            .count() + page.locator(".jp-OutputArea-output img").count() > 0  # something was drawn
         if notebook.startswith("01_"):
             _press_play(page)
         if notebook.startswith("02_"):
