@@ -94,6 +94,36 @@ class TrialAnimation:
             self._animation().save(str(path), writer=writer, dpi=dpi)
         return path
 
+    def widget(self, *, dpi: int = PLAYER_DPI):
+        """A Play button and a slider that draw each frame when it is first shown (an ipywidgets player):
+        on screen at once, however many frames, but it needs a running kernel to play."""
+        import io
+
+        import ipywidgets as w
+
+        cache: dict[int, bytes] = {}
+
+        def png(i: int) -> bytes:
+            if i not in cache:
+                self._draw_frame(i)
+                buf = io.BytesIO()
+                self.fig.savefig(buf, format="png", dpi=dpi)
+                cache[i] = buf.getvalue()
+            return cache[i]
+
+        image = w.Image(value=png(0), format="png", layout=w.Layout(max_width="100%"))
+        play = w.Play(min=0, max=len(self) - 1, interval=self.interval_ms, description="play")
+        slider = w.IntSlider(min=0, max=len(self) - 1, description="frame", readout=False)
+        label = w.Label(value=f"round {self.rounds[0]}")
+        w.jslink((play, "value"), (slider, "value"))
+
+        def show(change) -> None:
+            image.value = png(change["new"])
+            label.value = f"round {self.rounds[change['new']]}"
+
+        slider.observe(show, names="value")
+        return w.VBox([image, w.HBox([play, slider, label])])
+
     def save_frame(self, i: int, path, *, dpi: int = style.FIG_DPI) -> Path:
         """Frame ``i`` (negative counts from the end) as a PNG, PDF or SVG."""
         self._draw_frame(range(len(self))[i])

@@ -163,8 +163,12 @@ def flow(events, *, upto: int | None = None, ax=None, rounds: int | None = None,
 
     ``events``: a TrialResult, its ``events`` DataFrame or the event list.
     """
+    with style.theme():
+        return _flow(events, upto=upto, ax=ax, rounds=rounds, legend=legend)
+
+
+def _flow(events, *, upto, ax, rounds, legend):
     from matplotlib.lines import Line2D
-    from matplotlib.patches import FancyArrowPatch
 
     plt = style.pyplot()
     evs = _records(events)
@@ -200,6 +204,8 @@ def flow(events, *, upto: int | None = None, ax=None, rounds: int | None = None,
     by_round: dict[int, list[dict]] = {}
     for e in messages:
         by_round.setdefault(_round(e), []).append(e)
+    segments: dict[str, list] = {BROADCAST_COLOR: [], PUBLISH_COLOR: []}
+    heads: dict[str, list] = {BROADCAST_COLOR: [], PUBLISH_COLOR: []}  # (x, y, points down?)
     for r, es in by_round.items():
         for k, e in enumerate(es):
             sender = e.get("sender") or e.get("agent")
@@ -209,9 +215,21 @@ def flow(events, *, upto: int | None = None, ax=None, rounds: int | None = None,
             for other, i in lane.items():
                 if other in (sender, SYSTEM):
                     continue
-                ax.add_patch(FancyArrowPatch((x, lane[sender]), (x, i), arrowstyle="-|>", mutation_scale=6,
-                                             lw=0.6, color=color, alpha=0.55, zorder=2, shrinkA=1, shrinkB=3))
+                segments[color].append([(x, lane[sender]), (x, i)])
+                heads[color].append((x, i, i > lane[sender]))
             seen.add(e["type"])
+    from matplotlib.collections import LineCollection
+
+    for color, segs in segments.items():  # one collection per colour: hundreds of arrows draw fast
+        if not segs:
+            continue
+        ax.add_collection(LineCollection(segs, colors=color, linewidths=0.6, alpha=0.55, zorder=2))
+        down = [(x, y) for x, y, d in heads[color] if d]
+        up = [(x, y) for x, y, d in heads[color] if not d]
+        for pts, marker, dy in ((down, "v", -0.12), (up, "^", 0.12)):  # lanes grow downwards
+            if pts:
+                ax.scatter([x for x, _ in pts], [y + dy for _, y in pts], marker=marker, s=9, color=color,
+                           alpha=0.8, zorder=3, lw=0)
     ax.set_xlim(-0.6, rounds + 0.6)
     ax.set_ylim(len(agents) - 0.5, -0.5)
     ax.set_yticks(range(len(agents)), agents)

@@ -1,7 +1,8 @@
 """The trial explorer: a form that configures a trial, runs it and shows what happened; and a team comparison.
 
 Run shows a progress bar, then, in the form's own output area, the trial's animation (the graph, or the
-message flow of a team without one), its Gantt chart and its results row. "Compare with" runs a second team
+message flow of a team without one; a Play button and a slider that draw each round when shown), its Gantt
+chart and its results row. "Compare with" runs a second team
 on the same task and seed and shows both side by side. Every error is one line in the form.
 
 The model list holds the simulated profiles, the models of every provider whose API key is set (from the
@@ -219,7 +220,7 @@ class TrialForm:
         with area:
             display(HTML(f"<b>{html.escape(res.summary().splitlines()[0])}</b>"))
             try:
-                display(animate(res))
+                display(animate(res).widget())  # frames drawn as they are shown: the form answers at once
                 ax = gantt(res, title="")
                 display(ax.figure)
                 plt.close(ax.figure)
