@@ -33,7 +33,12 @@ def test_run_shows_progress_then_animation_gantt_and_row_for_a_flat_team(tmp_pat
     assert res is not None and res.config.team == "decentralized" and form.result is res
     assert seen and max(seen) == res.rounds  # the bar moved round by round
     kinds = [type(x).__name__ for x in captured]
-    assert "TrialAnimation" in kinds and "Figure" in kinds and "DataFrame" in kinds  # animation, Gantt, row
+    assert "VBox" in kinds and "Figure" in kinds and "DataFrame" in kinds  # the player, the Gantt chart, the row
+    player = next(x for x in captured if type(x).__name__ == "VBox")
+    image, (play, slider, label) = player.children[0], player.children[1].children
+    first = image.value
+    slider.value = 2  # what Play does, a frame at a time
+    assert image.value != first and label.value == "round 2" and play.max == res.rounds
     row = next(x for x in captured if type(x).__name__ == "DataFrame")
     assert row["team"].tolist() == ["decentralized"]
     assert "decentralized" in form.status.value
