@@ -199,5 +199,11 @@ def _run_flat_team(page) -> None:
     area = form.locator(".widget-output").last
     area.locator("table:has-text('decentralized')").first.wait_for(timeout=30_000)
     area.locator("img").first.wait_for(timeout=30_000)
-    assert area.locator("img").count() >= 2  # the message-flow animation and the Gantt chart
-    area.locator("div.animation").first.scroll_into_view_if_needed()
+    assert area.locator("img").count() >= 2  # the message-flow player and the Gantt chart
+    area.locator("img").first.scroll_into_view_if_needed()
+    label = area.locator(".widget-label:has-text('round ')").first
+    assert label.inner_text().strip() == "round 0"
+    area.locator(".widget-play button").first.click()  # the explorer's player: frames drawn by the kernel
+    page.wait_for_function("el => el.innerText.trim() !== 'round 0'", arg=label.element_handle(),
+                           timeout=RUN_TRIAL_S * 1000)
+    time.sleep(2)  # a few rounds in, for the screenshot
