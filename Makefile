@@ -12,7 +12,7 @@ UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
-.PHONY: demo test lint bench figures docs lock clean
+.PHONY: demo test lint bench figures docs lock lab clean
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,11 @@ test: $(STAMP)
 	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site-check
 	MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules latte_lab
 	MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval-lax
+
+# JupyterLab from .venv, so the notebooks' kernel is the project's Python with latte_lab installed.
+# LAB_ARGS passes options through, e.g. make lab LAB_ARGS="--ip=0.0.0.0 --port=8899 --no-browser".
+lab: $(STAMP)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check latte_lab tests benchmarks docs

@@ -436,10 +436,13 @@ class TrialResult:
 
     @property
     def events(self):
-        """The event log as a pandas DataFrame (one row per event)."""
+        """The event log as a pandas DataFrame (one row per event; ``round`` as integers, <NA> outside rounds)."""
         import pandas as pd
 
-        return pd.DataFrame(self.event_list)
+        df = pd.DataFrame(self.event_list)
+        if "round" in df:
+            df["round"] = df["round"].astype("Int64")  # not 3.0: events before round 0 have none
+        return df
 
     def summary(self) -> str:
         acc = "n/a" if self.accuracy is None else f"{self.accuracy:.0%}"

@@ -264,7 +264,7 @@ def test_figures_render(pub):
     assert len(figures.figure3a(pub.operator_usage).axes[0].patches) == 7
     assert len(figures.figure3b(pub.trajectories).axes[0].lines) == 2
     f3c = figures.figure3c(pub.snapshots)
-    titles = [a.get_title() for a in f3c.axes[:4]]
+    titles = [a.get_title(loc="left") for a in f3c.axes[:4]]
     assert [t.split(":")[0] for t in titles] == ["Round 0", "Round 2", "Round 5", "Round 11"]
     assert titles[0].startswith("Round 0: 3 nodes")  # the Lead plans 3 tasks
     f4 = figures.figure4(pub.trials)

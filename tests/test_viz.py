@@ -60,23 +60,97 @@ def test_layout_uses_the_deepest_dependency_over_all_rounds():
     g.verify("a", by="Lead")  # a-verify sits between a and its successors (none here)
     g.discover("d", ["a-verify", "c"], by="Lead")
     pos = ll.viz.layout([{"round": 0, "graph": first}, {"round": 1, "graph": g.snapshot()}])
-    assert {n: x for n, (x, _) in pos.items()} == {"a": 0.0, "b": 0.0, "c": 1.0, "a-verify": 1.0, "d": 2.0}
+    assert pos.plan.depth == {"a": 0, "b": 0, "c": 1, "a-verify": 1, "d": 2}
+    xs = {n: x for n, (x, _) in pos.items()}
+    assert xs["a"] == xs["b"] < xs["c"] == xs["a-verify"] < xs["d"]
     assert pos["a"][1] > pos["b"][1]  # creation order, top to bottom
+    assert pos.plan.short == {"a": "T1", "b": "T2", "c": "T3", "d": "T4", "a-verify": "V1"}
 
 
-def test_graph_drawings_and_animation():
+def _chain_graph(n_nodes: int, width: int, seed: int = 0) -> ll.CoordinationGraph:
+    """A layered graph with long titles, some nodes owned, done or in progress, and a verify node."""
+    import random
+
+    rng = random.Random(seed)
+    g = ll.CoordinationGraph()
+    words = "parse load clean tokenize merge summarise verify export render plot index rank".split()
+    ids = []
+    for i in range(n_nodes):
+        deps = rng.sample(ids[-width:], k=min(len(ids[-width:]), rng.randint(0, 2))) if i >= width else []
+        title = " ".join(rng.choice(words) for _ in range(rng.randint(2, 9)))
+        g.discover(f"n{i}", deps, by="Lead", title=f"{title} for unit {i}")
+        ids.append(f"n{i}")
+    g.claim("n0", "Dev1"); g.complete("n0", "Dev1"); g.verify("n0", by="Lead")
+    g.claim("n1", "Dev2")
+    return g
+
+
+def _overlaps(a, b, tol=0.5) -> bool:
+    return a.x0 < b.x1 - tol and b.x0 < a.x1 - tol and a.y0 < b.y1 - tol and b.y0 < a.y1 - tol
+
+
+def test_graph_of_30_nodes_is_readable():
+    g = _chain_graph(30, 6)
+    d = ll.viz.draw(g)
+    fig, ax = d.fig, d.ax
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    r = canvas.get_renderer()
+    texts = [t for t in ax.texts if t.get_visible() and t.get_text()]
+    assert len(texts) >= 3 * 30  # short id, title and owner/status line per node
+    assert min(t.get_fontsize() for t in fig.findobj(plt.Text) if t.get_text()) >= 7
+    boxes = [t.get_window_extent(r) for t in texts]
+    clashes = [(texts[i].get_text(), texts[j].get_text()) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+               if _overlaps(boxes[i], boxes[j])]
+    assert clashes == []
+    nodes = [p for p in ax.patches if p.get_gid()]
+    labels = [t for t in texts if t.get_text() not in d.plan.short.values()]
+    assert not [t.get_text() for t in labels for p in nodes if _overlaps(t.get_window_extent(r), p.get_window_extent(r))]
+    legend = {t.get_text() for t in fig.legends[0].get_texts()}
+    assert {"pending", "assigned", "in progress", "done", "verified", "depends on"} <= legend
+    assert {"verify node (Vk reviews Tk)", "edge through a review"} <= legend  # n0 has a verify node
+    assert "Dev2 · in progress" in {t.get_text() for t in texts}
+    fig_box = fig.bbox
+    assert all(fig_box.x0 <= b.x0 and b.x1 <= fig_box.x1 for b in boxes)  # nothing clipped at the edges
+
+
+def test_graph_of_200_nodes_switches_labels_off_and_offers_a_hover_table():
+    d = ll.viz.draw(_chain_graph(200, 12))
+    assert d.plan.mode == "none" and not [t for t in d.ax.texts if t.get_text()]
+    html = d._repr_html_()
+    assert html.count("<title>") == 201 and "<details>" in html and "n199" in html  # 200 and a verify node
+    assert d.fig.get_figwidth() < 30 and d.fig.get_figheight() < 30  # tall columns wrap
+    assert len(d.table()) == 201
+
+
+def test_draw_rings_new_nodes_and_keeps_positions_across_rounds():
+    g = ll.CoordinationGraph()
+    g.discover("a", by="Lead", title="first")
+    first = {"round": 0, "graph": g.snapshot()}
+    g.discover("b", ["a"], by="Lead", title="second")
+    snaps = [first, {"round": 1, "graph": g.snapshot()}]
+    d0, d1 = ll.viz.draw(snaps, round=0), ll.viz.draw(snaps, round=1)
+    assert d0.plan.pos == d1.plan.pos  # computed from the final graph
+    assert "new this round" in {t.get_text() for t in d1.fig.legends[0].get_texts()}
+    assert "new this round" not in {t.get_text() for t in d0.fig.legends[0].get_texts()}
+    assert "T2 b" in d1._repr_html_() and "T2 b" not in d0._repr_html_()
+
+
+def test_graph_drawings_panels_and_animation():
     res = simulate(diamond(3, durations=[1, 2, 3]), 2, "self")
     ax = ll.viz.draw_graph(res, round=1)
-    assert ax.get_title() == "round 1: 5 nodes"
+    assert ax.get_title() == "round 1 · 5 nodes · 1 done"
     assert ll.viz.draw_graph(res.graph).get_title().startswith("round 0")  # a live graph
     fig = ll.viz.graph_panels(res, rounds=[0, 1, 2, 3, 4, 5], ncols=3)
     assert sum(ax.axison is False for ax in fig.axes) == 6
-    anim = ll.viz.animate(res, widget=False)
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert len(set(titles)) == 6 and titles[0] == "round 0 · 0/5 done"
+    anim = ll.viz.animate(res)
     frames = set(re.findall(r"frames\[(\d+)\] = ", anim.to_jshtml()))
     assert frames == {str(i) for i in range(len(res.snapshots))}  # one frame per round
-    box = ll.viz.animate(res, widget=True)  # the slider and play button, without a front end
-    assert box.children[0].children[1].max == len(res.snapshots) - 1
-    with pytest.raises(ll.DataError, match="no graph snapshots"):
+    with pytest.raises(ll.DataError, match="nothing to animate"):
         ll.viz.animate([])
 
 
@@ -98,7 +172,11 @@ def test_one_gantt_for_trials(trial):
     assert done and done <= {n["id"] for n in trial.snapshots[-1]["graph"]["nodes"]}
     assert (iv["end"] > iv["start"]).all()
     ax = ll.viz.gantt(trial)
-    assert len([p for p in ax.patches if p.get_width() > 0]) == len(iv)
+    bars = [p for p in ax.patches if p.get_width() > 0]
+    assert len(bars) == len(iv)
+    labels = [t for t in ax.texts if t.get_text()]
+    assert labels and {t.get_text() for t in labels} <= set(ll.viz.layout(trial).plan.short.values())
+    assert all(t.get_clip_on() and t.get_clip_box() is not None for t in labels)  # a label never spills into the next bar
     assert {t.get_text() for t in ax.get_yticklabels()} == set(iv["worker"])
     assert ll.viz.gantt(trial.event_list).get_xlim() == ax.get_xlim()
 
@@ -109,8 +187,9 @@ def test_gantt_of_a_team_without_a_graph_marks_acting_rounds():
               {"type": "broadcast", "round": 2, "sender": "Lead", "message": "hi"},
               {"type": "broadcast", "round": 3, "sender": "System", "message": "ignored"}]
     ax = ll.viz.gantt(events)
-    assert [t.get_text() for t in ax.get_yticklabels()] == ["Dev1", "Dev2", "Lead"]
-    assert len(ax.collections) == 3
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Lead", "Dev1", "Dev2"]
+    assert len(ax.patches) == 3  # one bar per agent and round it acted in
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["edited a file", "ran the tests", "only messaged"]
 
 
 def test_scheduling_plots():

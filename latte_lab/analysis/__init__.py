@@ -47,6 +47,10 @@ _LAZY = {
     "paper_reference": "latte_lab.analysis.report",
     "compare_with_paper": "latte_lab.analysis.report",
     "write_all": "latte_lab.analysis.report",
+    "formatted": "latte_lab.analysis.report",
+    "format_p": "latte_lab.analysis.report",
+    "format_number": "latte_lab.analysis.report",
+    "task_names": "latte_lab.analysis.report",
 }
 
 __all__ = [
@@ -62,7 +66,10 @@ __all__ = [
     "figure3b",
     "figure3c",
     "figure4",
+    "format_number",
+    "format_p",
     "format_table2",
+    "formatted",
     "graph_layout",
     "is_published_dir",
     "load",
@@ -78,6 +85,7 @@ __all__ = [
     "sem",
     "stats_5_1",
     "table2",
+    "task_names",
     "write_all",
 ]
 

@@ -15,28 +15,42 @@ import numpy as np
 import pandas as pd
 
 from latte_lab import dag, schema
-from latte_lab.analysis import stats, style
+from latte_lab.analysis import graph_drawing, stats, style
 from latte_lab.errors import DataError
 
-FIGURE3A_OPERATORS = ("discover_task", "assign_task", "claim_task", "claim_blocked", "release_task",
-                      "close_task", "create_verify_node")
-"""Operators shown in Figure 3A, in the paper's order."""
+FIGURE3A_OPERATORS = ("discover_task", "assign_task", "claim_task", "complete_task", "claim_blocked",
+                      "release_task", "close_task", "create_verify_node")
+"""Operators shown in Figure 3A, in the paper's order (Discover, Assign, Claim, Complete, Release, Close,
+Verify; refused claims beside Claim). A bar appears when the data have the operator: the published
+operator_usage.json has no Complete."""
+OPERATOR_LABELS = {"discover_task": "Discover", "assign_task": "Assign", "claim_task": "Claim",
+                   "complete_task": "Complete", "claim_blocked": "Claim refused", "release_task": "Release",
+                   "close_task": "Close", "create_verify_node": "Verify"}
 
 FIGURE3B_TEAMS = ("latte", "static")  # dynamic vs static graph size
 FIGURE3C_ROUNDS = (0, 2, 5, 11)  # the published example's panels
-LAYOUT_X_STEP = 2.8  # horizontal distance between dependency depths (Figure 3C)
-LAYOUT_Y_STEP = 2.2  # vertical distance between nodes of one depth
-TITLE_CHARS = 13  # node titles are cut here in Figure 3C
+LAYOUT_X_STEP = 2.8  # horizontal distance between dependency depths (graph_layout)
+LAYOUT_Y_STEP = 2.2  # vertical distance between nodes of one depth (graph_layout)
 
 FIGURE4_PANELS = (
     ("A", "cross_agent_overwrites", "Overwrites per trial"),
     ("B", "n_concurrent_collisions", "Concurrent writes per trial"),
     ("C", "wasted_chars", "Wasted characters per trial"),
-    ("D", "total_messages", "Inter-agent messages per trial"),
-    ("D", "total_message_chars", "Message characters per trial"),
-    ("E", "idle_fraction", "Inactivity (idle fraction)"),
+    ("D", "total_messages", "Messages per trial"),
+    ("E", "total_message_chars", "Message characters per trial"),
+    ("F", "idle_fraction", "Idle fraction of agent-rounds"),
 )
-"""(panel letter, trial column, y label); the paper's 2 x 3 grid, D split into count and volume."""
+"""(panel letter, trial column, y label): the paper's 2 x 3 grid. The paper's panel D shows messages as a
+count and as characters; here they are panels D and E, and inactivity is F, so every letter is unique."""
+
+
+def _thousands(ax) -> None:
+    """Large counts on the y axis as 50k, 100k, ... (short tick labels that stay at 7 pt)."""
+    from matplotlib.ticker import FuncFormatter
+
+    top = ax.get_ylim()[1]
+    if top >= 10_000:
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v / 1000:.0f}k"))
 
 
 # --- Figure 2 --------------------------------------------------------------------------------------
@@ -87,106 +101,125 @@ def pareto_points(trials: pd.DataFrame) -> pd.DataFrame:
 
 
 def figure2a(trials: pd.DataFrame):
-    """Figure 2A: expected cost per success (tokens; wall clock seconds), one column per model."""
-    plt = style.pyplot()
-    style.apply_theme()
+    """Figure 2A: expected cost per success (tokens; wall clock), one column per model; two-column width."""
     data = expected_cost_per_success(trials)
     models = sorted(data["model"].unique())
     if not models:
         raise DataError("figure2a: no trials to plot")
-    fig, axes = plt.subplots(2, len(models), figsize=(4.2 * len(models), 6.5), squeeze=False)
-    for j, model in enumerate(models):
-        for i, (metric, label) in enumerate((("tokens", "Expected tokens per success"),
-                                             ("wall", "Expected wall clock per success (s)"))):
-            ax = axes[i][j]
-            d = data[(data["model"] == model) & (data["metric"] == metric)].dropna(subset=["expected_cost"])
-            teams = schema.ordered(d["team"], schema.TEAM_ORDER)
-            d = d.set_index("team").loc[teams] if teams else d
-            x = np.arange(len(teams))
-            ax.bar(x, d["expected_cost"] if teams else [], yerr=d["err"] if teams else None, capsize=3,
-                   color=[style.team_color(t) for t in teams])
-            ax.set_xticks(x, [schema.TEAM_LABELS.get(t, t) for t in teams], rotation=30, ha="right")
-            ax.set_ylabel(label)
-            if i == 0:
-                ax.set_title(model)
-    fig.suptitle("Figure 2A: expected cost per success")
-    fig.tight_layout()
-    return fig
+    with style.theme():
+        fig, axes = style.figure("two", 4.4, 2, len(models), squeeze=False)
+        for j, model in enumerate(models):
+            for i, (metric, label, scale) in enumerate((("tokens", "Tokens per success (k)", 1e-3),
+                                                        ("wall", "Wall clock per success (min)", 1 / 60))):
+                ax = axes[i][j]
+                d = data[(data["model"] == model) & (data["metric"] == metric)].dropna(subset=["expected_cost"])
+                teams = schema.ordered(d["team"], schema.TEAM_ORDER)
+                d = d.set_index("team").loc[teams] if teams else d
+                x = np.arange(len(teams))
+                ax.bar(x, d["expected_cost"] * scale if teams else [],
+                       yerr=d["err"] * scale if teams else None, capsize=2,
+                       color=[style.team_color(t) for t in teams], error_kw={"lw": 0.8})
+                ax.set_xticks(x, [schema.TEAM_LABELS.get(t, t) for t in teams], rotation=30, ha="right")
+                ax.set_ylabel(label)
+                ax.grid(axis="x", visible=False)
+                if i == 0:
+                    ax.set_title(model, fontsize=style.FONT_PT)
+    return style.finish(fig)
 
 
 def figure2b(trials: pd.DataFrame):
-    """Figure 2B: accuracy vs normalised token cost per team, Pareto frontier dashed."""
-    plt = style.pyplot()
-    style.apply_theme()
+    """Figure 2B: accuracy against normalised token cost per team (mean ± SEM), with the Pareto frontier
+    drawn as the staircase that bounds the region every frontier team dominates; one-column width."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     pts = pareto_points(trials)
     if pts.empty:
         raise DataError("figure2b: no team has both successful trials with a cost and an accuracy")
-    fig, ax = plt.subplots(figsize=(5.2, 4.2))
-    for _, p in pts.iterrows():
-        ax.errorbar(p["cost"], p["accuracy"] * 100, xerr=p["cost_sem"], yerr=p["accuracy_sem"] * 100,
-                    fmt="o", ms=8, capsize=3, color=style.team_color(p["team"]),
-                    mec="black" if p["on_frontier"] else style.team_color(p["team"]),
-                    label=schema.TEAM_LABELS.get(p["team"], p["team"]))
-    front = pts[pts["on_frontier"]].sort_values("cost")
-    if len(front) > 1:
-        ax.plot(front["cost"], front["accuracy"] * 100, "k--", lw=1, label="Pareto frontier")
-    ax.axvline(1.0, color="grey", ls=":", lw=1)
-    ax.set_xlabel("Normalised token cost (1 = task mean of successful trials)")
-    ax.set_ylabel("Accuracy (%)")
-    ax.set_title("Figure 2B: accuracy vs token cost")
-    ax.legend(fontsize=7, loc="best")
-    fig.tight_layout()
-    return fig
+    with style.theme():
+        fig, ax = style.figure("one", 3.3)
+        for _, p in pts.iterrows():
+            c = style.team_color(p["team"])
+            ax.errorbar(p["cost"], p["accuracy"] * 100, xerr=p["cost_sem"], yerr=p["accuracy_sem"] * 100, fmt="o",
+                        ms=6, capsize=2, color=c, mec="black" if p["on_frontier"] else c, mew=1.2, zorder=3,
+                        elinewidth=0.8)
+        ax.margins(x=0.08, y=0.12)
+        ax.autoscale_view()
+        (x0, x1), (y0, _) = ax.get_xlim(), ax.get_ylim()
+        front = pts[pts["on_frontier"]].sort_values("cost")
+        xs, ys = [float(front["cost"].iloc[0])], [y0]
+        for cost, acc in zip(front["cost"], front["accuracy"] * 100):
+            xs += [cost, cost]
+            ys += [ys[-1] if len(ys) > 1 else y0, acc]
+        xs.append(x1)
+        ys.append(ys[-1])
+        xs, ys = xs[1:], ys[1:]
+        ax.plot(xs, ys, color="black", ls="--", lw=0.9, zorder=2)
+        ax.fill_between(xs, y0, ys, step=None, color="#98a2b3", alpha=0.15, lw=0, zorder=1)
+        ax.set_xlim(x0, x1)
+        ax.set_ylim(bottom=y0)
+        ax.axvline(1.0, color="grey", ls=":", lw=0.9)
+        ax.set_xlabel("Token cost (1 = task mean of successful trials)")
+        ax.set_ylabel("Accuracy (%)")
+        handles = [Line2D([], [], marker="o", ls="", color=style.team_color(t), ms=5,
+                          label=schema.TEAM_LABELS.get(t, t)) for t in pts["team"]]
+        handles += [Line2D([], [], marker="o", ls="", mfc="white", mec="black", mew=1.2, ms=5,
+                           label="on the Pareto frontier"),
+                    Line2D([], [], color="black", ls="--", lw=0.9, label="Pareto frontier"),
+                    Patch(color="#98a2b3", alpha=0.3, label="dominated by a frontier team"),
+                    Line2D([], [], color="grey", ls=":", lw=0.9, label="task mean cost"),
+                    Line2D([], [], color="black", lw=0.8, marker="|", label="± SEM")]
+        style.legend_below(fig, handles, ncol=2)
+    return style.finish(fig)
 
 
 # --- Figure 3 --------------------------------------------------------------------------------------
 
 def figure3a(operator_usage: pd.DataFrame, team: str = "latte"):
-    """Figure 3A: % of a team's runs using each operator at least once."""
-    plt = style.pyplot()
-    style.apply_theme()
+    """Figure 3A: % of a team's runs using each operator at least once (a bar per operator the data have)."""
     d = operator_usage[operator_usage["team"] == team].set_index("operator")
     ops = [op for op in FIGURE3A_OPERATORS if op in d.index]
     if not ops:
         raise DataError(f"figure3a: no operator usage for team {team!r}; teams present: "
                         f"{sorted(operator_usage['team'].unique())}")
-    fig, ax = plt.subplots(figsize=(6, 3.6))
-    vals = d.loc[ops, "fraction"].astype(float) * 100
-    ax.bar(range(len(ops)), vals, color=style.team_color(team))
-    for i, v in enumerate(vals):
-        ax.text(i, v + 1.5, f"{v:.0f}%", ha="center", fontsize=8)
-    ax.set_xticks(range(len(ops)), [o.replace("_task", "").replace("create_verify_node", "verify")
-                                    for o in ops], rotation=30, ha="right")
-    ax.set_ylim(0, 115)
-    ax.set_ylabel("% of runs using operator")
-    ax.set_title(f"Figure 3A: operator usage ({schema.TEAM_LABELS.get(team, team)})")
-    fig.tight_layout()
-    return fig
+    with style.theme():
+        fig, ax = style.figure("one", 2.4)
+        vals = d.loc[ops, "fraction"].astype(float) * 100
+        ax.bar(range(len(ops)), vals, color=style.team_color(team), width=0.7)
+        for i, v in enumerate(vals):
+            ax.text(i, v + 2, f"{v:.0f}%", ha="center", fontsize=style.MIN_FONT_PT)
+        ax.set_xticks(range(len(ops)), [OPERATOR_LABELS[o] for o in ops], rotation=30, ha="right")
+        ax.set_ylim(0, 112)
+        ax.set_ylabel(f"{schema.TEAM_LABELS.get(team, team)} runs using it (%)")
+        ax.grid(axis="x", visible=False)
+    return style.finish(fig)
 
 
 def figure3b(trajectories: pd.DataFrame, teams=FIGURE3B_TEAMS):
-    """Figure 3B: mean graph size per round with a ±SEM band, dynamic (LATTE) vs static."""
-    plt = style.pyplot()
-    style.apply_theme()
-    fig, ax = plt.subplots(figsize=(5.2, 3.6))
-    drawn = 0
-    for team in teams:
-        d = trajectories[trajectories["team"] == team].sort_values("round")
-        if d.empty:
-            continue
-        drawn += 1
-        c = style.team_color(team)
-        ax.plot(d["round"], d["mean"], marker="o", ms=4, color=c, label=schema.TEAM_LABELS.get(team, team))
-        sem = d["sem"].fillna(0).astype(float)
-        ax.fill_between(d["round"].astype(float), d["mean"] - sem, d["mean"] + sem, color=c, alpha=0.2)
-    if not drawn:
-        raise DataError(f"figure3b: no graph-size trajectories for teams {list(teams)}")
-    ax.set_xlabel("Round")
-    ax.set_ylabel("Nodes in graph (mean ± SEM)")
-    ax.set_title("Figure 3B: graph size per round")
-    ax.legend()
-    fig.tight_layout()
-    return fig
+    """Figure 3B: mean graph size per round with a ±SEM band, dynamic (LATTE) vs static; one column."""
+    from matplotlib.patches import Patch
+
+    with style.theme():
+        fig, ax = style.figure("one", 2.5)
+        drawn = []
+        for team in teams:
+            d = trajectories[trajectories["team"] == team].sort_values("round")
+            if d.empty:
+                continue
+            drawn.append(team)
+            c = style.team_color(team)
+            ax.plot(d["round"], d["mean"], marker="o", ms=3, color=c, label=schema.TEAM_LABELS.get(team, team))
+            sem = d["sem"].fillna(0).astype(float)
+            ax.fill_between(d["round"].astype(float), d["mean"] - sem, d["mean"] + sem, color=c, alpha=0.2, lw=0)
+        if not drawn:
+            raise DataError(f"figure3b: no graph-size trajectories for teams {list(teams)}")
+        ax.set_xlabel("Round")
+        ax.set_ylabel("Nodes in the graph")
+        ax.xaxis.set_major_locator(style.pyplot().MaxNLocator(integer=True))
+        handles, _ = ax.get_legend_handles_labels()
+        handles.append(Patch(color="#98a2b3", alpha=0.4, label="± SEM"))
+        ax.legend(handles=handles, frameon=False)
+    return style.finish(fig)
 
 
 def _node_key(node: str):
@@ -205,20 +238,34 @@ def graph_layout(snapshots: pd.DataFrame) -> dict[str, tuple[float, float]]:
     return dag.layered_positions(deps, key=_node_key, x_step=LAYOUT_X_STEP, y_step=LAYOUT_Y_STEP)
 
 
-def _node_label(node: str, title: str, is_verify: bool) -> str:
+def _short_id(node: str) -> str:
+    """The run's own number for a node: task-9 -> T9, task-2a -> T2a, task-2-verify -> V2."""
     digits = re.findall(r"\d+[a-z]?", node)
-    short = f"T{digits[0]}" if digits else node[:6]
-    if is_verify:
-        short += "-V"
-    title = str(title or "")
-    return f"{short}\n{title[:TITLE_CHARS]}…" if len(title) > TITLE_CHARS else f"{short}\n{title}"
+    if not digits:
+        return node[:4]
+    return ("V" if node.endswith("verify") else "T") + digits[0]
+
+
+def snapshot_records(run: pd.DataFrame) -> list[dict]:
+    """One run's snapshot rows as ``{"round", "graph": {"nodes": [...]}}`` records, the form every graph
+    drawing takes (node ids sorted naturally, so T1, T2, ... follow the run's own numbering)."""
+    records = []
+    for r in sorted(run["round"].unique()):
+        snap = run[run["round"] == r].copy()
+        snap["_key"] = snap["node"].map(_node_key)
+        nodes = [{"id": n["node"], "title": n["title"], "status": n["status"],
+                  "agent": None if pd.isna(n["owner"]) else n["owner"], "deps": list(n["deps"]),
+                  "is_verify": bool(n["is_verify"])}
+                 for _, n in snap.sort_values("_key").iterrows()]
+        records.append({"round": int(r), "graph": {"nodes": nodes}})
+    return records
 
 
 def figure3c(snapshots: pd.DataFrame, trial_id: str | None = None, rounds=FIGURE3C_ROUNDS):
-    """Figure 3C: the graph of one run at a few rounds, fixed layout, status colours, new nodes
-    outlined in orange. ``trial_id`` defaults to the first run in ``snapshots``; rounds missing from
-    the run are replaced by evenly spaced available rounds."""
-    plt = style.pyplot()
+    """Figure 3C: the graph of one run at a few rounds on one fixed layout: status colours, owners under
+    the nodes, nodes new since the previous panel ringed, and the key of node titles below; two-column
+    width. ``trial_id`` defaults to the first run in ``snapshots``; rounds missing from the run are replaced
+    by evenly spaced available rounds."""
     if snapshots.empty:
         raise DataError("figure3c: no snapshots (graph teams write snapshots.jsonl; the published "
                         "folder has example_run_snapshots.json)")
@@ -231,70 +278,54 @@ def figure3c(snapshots: pd.DataFrame, trial_id: str | None = None, rounds=FIGURE
     if len(chosen) < min(len(rounds), len(available)):
         chosen = sorted({available[int(i)] for i in np.linspace(0, len(available) - 1,
                                                                   min(len(rounds), len(available)))})
-    pos = graph_layout(run)
-    xs, ys = [p[0] for p in pos.values()], [p[1] for p in pos.values()]
-    fig, axes = plt.subplots(1, len(chosen), figsize=(4.2 * len(chosen), 4.2), squeeze=False)
-    previous: set[str] = set()
-    for ax, r in zip(axes[0], chosen):
-        snap = run[run["round"] == r]
-        present = set(snap["node"])
-        for _, n in snap.iterrows():
-            x0, y0 = pos[n["node"]]
-            for d in n["deps"]:
-                if d in pos and d in present:
-                    ax.annotate("", xy=(x0, y0), xytext=pos[d],
-                                arrowprops={"arrowstyle": "->", "color": "#616161", "lw": 0.8,
-                                            "shrinkA": 14, "shrinkB": 14})
-        for _, n in snap.iterrows():
-            x0, y0 = pos[n["node"]]
-            new = bool(previous) and n["node"] not in previous
-            ax.scatter([x0], [y0], s=900, zorder=3, color=style.STATUS_COLORS.get(n["status"], "#FFFFFF"),
-                       edgecolors=style.NEW_NODE_EDGE if new else "#424242", linewidths=3 if new else 0.8)
-            ax.text(x0, y0, _node_label(n["node"], n["title"], n["is_verify"]), ha="center", va="center",
-                    fontsize=5.5, zorder=4)
-        added = len(present - previous) if previous else len(present)
-        ax.set_title(f"Round {r}: {len(present)} nodes (+{added})", fontsize=9)
-        ax.set_xlim(min(xs) - 1.6, max(xs) + 1.6)
-        ax.set_ylim(min(ys) - 1.6, max(ys) + 1.6)
-        ax.axis("off")
-        previous = present
-    handles = [plt.Line2D([], [], marker="o", ls="", color=c, label=s, ms=8)
-               for s, c in style.STATUS_COLORS.items()]
-    fig.legend(handles=handles, loc="lower center", ncol=len(handles), fontsize=7, frameon=False)
-    fig.suptitle(f"Figure 3C: graph evolution ({trial_id})", fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    return fig
+    records = snapshot_records(run)
+    short = {n: _short_id(n) for n in run["node"].unique()}
+    fig = graph_drawing.panels(records, [int(r) for r in chosen], max_width=style.TWO_COLUMN, short=short,
+                               title=lambda snap, r, added: f"Round {r}: {len(snap['graph']['nodes'])} nodes (+{added})")
+    return style.finish(fig)
 
 
 # --- Figure 4 --------------------------------------------------------------------------------------
 
 def figure4(trials: pd.DataFrame):
-    """Figure 4A-E: overwrites, concurrent writes, wasted characters, messages (count and characters)
-    and inactivity per team: bar = mean, error = SEM, points jittered (seeded per bar). Sample: every
-    trial having the metric; inactivity excludes MetaGPT (its idle fraction is a 0/0 artefact)."""
-    plt = style.pyplot()
-    style.apply_theme()
+    """Figure 4A-F: overwrites, concurrent writes, wasted characters, messages (count and characters) and
+    the idle fraction per team: bar = mean, whisker = SEM, dots = trials (jitter seeded per bar); two-column
+    width. Sample: every trial having the metric; the idle fraction excludes MetaGPT (its idle fraction is a
+    0/0 artefact)."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
     schema.require_columns(trials, ("team",))
     t = stats.usable(trials)
-    fig, axes = plt.subplots(2, 3, figsize=(13, 7.5))
-    for ax, (letter, col, label) in zip(axes.flat, FIGURE4_PANELS):
-        d = t[["team", col]].dropna() if col in t.columns else pd.DataFrame(columns=["team", col])
-        if col == "idle_fraction":
-            d = d[d["team"] != "metagpt"]
-        teams = schema.ordered(d["team"], schema.TEAM_ORDER)
-        for i, team in enumerate(teams):
-            vals = pd.to_numeric(d.loc[d["team"] == team, col]).to_numpy(dtype=float)
-            c = style.team_color(team)
-            ax.bar(i, vals.mean(), yerr=stats.sem(vals) if len(vals) > 1 else 0, capsize=4, color=c,
-                   alpha=0.75, edgecolor="black", lw=0.6)
-            rng = np.random.default_rng(i)
-            jitter = rng.uniform(-style.JITTER_HALF_WIDTH, style.JITTER_HALF_WIDTH, len(vals))
-            ax.scatter(i + jitter, vals, s=8, color="black", alpha=0.45, zorder=3)
-        ax.set_xticks(range(len(teams)), [schema.TEAM_LABELS.get(x, x) for x in teams], rotation=25, ha="right")
-        ax.set_ylabel(label)
-        ax.set_title(f"{letter}", loc="left", fontweight="bold")
-        if not teams:
-            ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-    fig.suptitle("Figure 4: coordination metrics per trial (mean ± SEM)")
-    fig.tight_layout()
-    return fig
+    with style.theme():
+        fig, axes = style.figure("two", 4.6, 2, 3)
+        shown: list[str] = []
+        for ax, (letter, col, label) in zip(axes.flat, FIGURE4_PANELS):
+            d = t[["team", col]].dropna() if col in t.columns else pd.DataFrame(columns=["team", col])
+            if col == "idle_fraction":
+                d = d[d["team"] != "metagpt"]
+            teams = schema.ordered(d["team"], schema.TEAM_ORDER)
+            for i, team in enumerate(teams):
+                vals = pd.to_numeric(d.loc[d["team"] == team, col]).to_numpy(dtype=float)
+                c = style.team_color(team)
+                ax.bar(i, vals.mean(), yerr=stats.sem(vals) if len(vals) > 1 else 0, capsize=2, color=c,
+                       alpha=0.75, edgecolor="black", lw=0.5, error_kw={"lw": 0.8})
+                rng = np.random.default_rng(i)
+                jitter = rng.uniform(-style.JITTER_HALF_WIDTH, style.JITTER_HALF_WIDTH, len(vals))
+                ax.scatter(i + jitter, vals, s=3, color="black", alpha=0.4, zorder=3, lw=0)
+                if team not in shown:
+                    shown.append(team)
+            ax.set_xticks(range(len(teams)), [schema.TEAM_LABELS.get(x, x) for x in teams], rotation=30,
+                          ha="right")
+            ax.set_ylabel(label)
+            ax.grid(axis="x", visible=False)
+            _thousands(ax)
+            style.panel_label(ax, letter)
+            if not teams:
+                ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+        handles = [Patch(facecolor=style.team_color(x), edgecolor="black", lw=0.5, alpha=0.75,
+                         label=schema.TEAM_LABELS.get(x, x)) for x in shown]
+        handles += [Line2D([], [], color="black", lw=0.8, marker="_", ms=6, label="bar: mean, whisker: SEM"),
+                    Line2D([], [], ls="", marker="o", ms=2.5, color="black", alpha=0.5, label="one trial")]
+        style.legend_below(fig, handles, ncol=len(handles))
+    return style.finish(fig)

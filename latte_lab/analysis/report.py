@@ -93,9 +93,10 @@ def _computed(data) -> dict[str, tuple[float, float]]:
 def compare_with_paper(data, reference: pd.DataFrame | None = None) -> pd.DataFrame:
     """Every number of the reference table beside its recomputed value.
 
-    Columns id, section, metric, task, team, quantity, paper, ours, agrees, status, note. ``note``
-    explains a known deviation (reference §11), says when a number cannot be computed from the data,
-    and flags an unexpected mismatch (published data only: our own trials are expected to differ).
+    Columns id, section, metric, task, team, quantity, paper, ours, agrees, status, note. ``agrees`` is
+    a nullable boolean: NA where the data cannot give the number. ``note`` explains a known deviation
+    (reference §11), says when a number cannot be computed from the data, and flags an unexpected
+    mismatch (published data only: our own trials are expected to differ).
     """
     ref = paper_reference() if reference is None else reference
     source = getattr(data, "source", "published")
@@ -109,6 +110,8 @@ def compare_with_paper(data, reference: pd.DataFrame | None = None) -> pd.DataFr
         agrees = _agrees(v, r["value"], dec, rule)
         if r["quantity"] == "mean_sem":
             agrees = agrees and _agrees(s, r["sem"], dec, rule)
+        if pd.isna(v):
+            agrees = pd.NA  # not computable from this data: neither agreement nor disagreement
             ours_text = f"{_fmt(v, dec)} ± {_fmt(s, dec)}" if not pd.isna(v) else ""
         else:
             ours_text = _fmt(v, dec, rule)
@@ -124,22 +127,93 @@ def compare_with_paper(data, reference: pd.DataFrame | None = None) -> pd.DataFr
             note = "differs from the paper (own trials)"
         rows.append({"id": r["id"], "section": r["section"], "metric": r["metric"], "task": r["task"],
                      "team": r["team"], "quantity": r["quantity"], "paper": r["paper_text"], "ours": ours_text,
-                     "agrees": bool(agrees), "status": r["status"], "note": note})
-    return pd.DataFrame(rows)
+                     "agrees": agrees if agrees is pd.NA else bool(agrees), "status": r["status"], "note": note})
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["agrees"] = out["agrees"].astype("boolean")  # NA where the data cannot give the number
+    return out
+
+
+# --- display ---------------------------------------------------------------------------------------
+
+P_COLUMNS = ("p", "p_holm", "p_value", "pvalue", "p_raw", "pr(>f)")  # shown as <0.001 or 3 significant digits
+P_FLOOR = 0.001
+NUMERIC_NOISE = 1e-9  # a float this close to zero is zero (floating-point noise, e.g. a centred mean)
+NOT_AVAILABLE = "n/a"
+
+
+def format_p(p) -> str:
+    """A p-value as a paper prints it.
+
+    >>> format_p(0.0000123), format_p(0.04567), format_p(float("nan"))
+    ('<0.001', '0.0457', 'n/a')
+    """
+    if p is None or pd.isna(p):
+        return NOT_AVAILABLE
+    return f"<{P_FLOOR:g}" if p < P_FLOOR else f"{p:.3g}"
+
+
+def format_number(x) -> str:
+    """A table number: 3 significant digits, thousands separated, n/a when missing.
+
+    >>> format_number(4.336162e-17), format_number(0.123456), format_number(123456.7), format_number(None)
+    ('0', '0.123', '123,457', 'n/a')
+    """
+    if x is None or (isinstance(x, float) and math.isnan(x)) or x is pd.NA:
+        return NOT_AVAILABLE
+    if isinstance(x, (bool, np.bool_)):
+        return "yes" if x else "no"
+    if isinstance(x, (int, np.integer)):
+        return f"{int(x):,}"
+    x = float(x)
+    if abs(x) < NUMERIC_NOISE:
+        return "0"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.3g}"
+
+
+def formatted(df: pd.DataFrame):
+    """``df`` ready to read in a notebook: p-values as ``<0.001`` or 3 significant digits, other numbers
+    to 3 significant digits, missing values as n/a, every text cell whole (wrapped, never cut), no index.
+    Returns a pandas Styler (``.data`` is the DataFrame)."""
+    def cell(x):
+        if isinstance(x, str):
+            return x
+        return format_number(x)
+
+    formats = {c: (format_p if str(c).lower() in P_COLUMNS else cell) for c in df.columns}
+    text_cols = [c for c in df.columns if df[c].dtype == object and df[c].map(lambda v: isinstance(v, str)).any()]
+    styler = df.style.format(formats, na_rep=NOT_AVAILABLE).hide(axis="index")
+    numeric = [c for c in df.columns if c not in text_cols]
+    styler = styler.set_properties(subset=numeric, **{"white-space": "nowrap", "text-align": "right"})
+    if text_cols:
+        styler = styler.set_properties(subset=text_cols, **{"white-space": "normal", "text-align": "left",
+                                                            "max-width": "38em"})
+    return styler
+
+
+def task_names() -> pd.DataFrame:
+    """The one task naming (our ids, used in every table) beside the paper's and the released code's names."""
+    from latte_lab.config import TASK_ALIASES
+
+    official = {ours: theirs for theirs, ours in TASK_ALIASES.items()}
+    return pd.DataFrame([{"task": t, "paper": schema.TASK_LABELS.get(t, t), "released code": official.get(t, t)}
+                         for t in schema.TASK_ORDER])
 
 
 # --- writing ---------------------------------------------------------------------------------------
 
-def to_markdown(df: pd.DataFrame, floatfmt: str = "{:.4g}") -> str:
-    """A GitHub-flavoured Markdown table (no tabulate dependency)."""
-    def cell(x) -> str:
-        if isinstance(x, float):
-            return "" if math.isnan(x) else floatfmt.format(x)
-        return str(x).replace("|", "\\|").replace("\n", " ")
+def to_markdown(df: pd.DataFrame) -> str:
+    """A GitHub-flavoured Markdown table (no tabulate dependency), numbers as in :func:`formatted`."""
+    def cell(x, col) -> str:
+        if isinstance(x, str):
+            return x.replace("|", "\\|").replace("\n", " ")
+        return format_p(x) if str(col).lower() in P_COLUMNS else format_number(x)
 
     head = "| " + " | ".join(map(str, df.columns)) + " |"
     sep = "| " + " | ".join("---" for _ in df.columns) + " |"
-    body = ["| " + " | ".join(cell(x) for x in row) + " |" for row in df.itertuples(index=False)]
+    body = ["| " + " | ".join(cell(x, c) for x, c in zip(row, df.columns)) + " |" for row in df.itertuples(index=False)]
     return "\n".join([head, sep, *body]) + "\n"
 
 
@@ -233,13 +307,15 @@ def _report(data, t2, s51, robust, regression_md, comparison, skipped) -> str:
     lines = [f"# Reproduction report ({data.source}: {data.path})", "",
              f"{len(trials)} trials. Trials per task x team:", "", to_markdown(counts)]
     if comparison is not None:
-        n, ok = len(comparison), int(comparison["agrees"].sum())
-        known = comparison[~comparison["agrees"] & comparison["status"].ne("exact")]
-        unexpected = comparison[~comparison["agrees"] & comparison["status"].eq("exact")]
+        agrees = comparison["agrees"].fillna(False).astype(bool)
+        differs = comparison["agrees"].eq(False).fillna(False).astype(bool)  # computed and different
+        n, ok = len(comparison), int(agrees.sum())
+        known = comparison[differs & comparison["status"].ne("exact")]
+        unexpected = comparison[differs & comparison["status"].eq("exact")]
         t2c = comparison[comparison["section"] == "Table 2"]
         lines += ["## Paper vs recomputed", "",
                   (f"{ok} of {n} printed numbers agree at the paper's precision "
-                  f"(Table 2: {int(t2c['agrees'].sum())} of {len(t2c)} cells). "
+                  f"(Table 2: {int(t2c['agrees'].fillna(False).sum())} of {len(t2c)} cells). "
                   f"{len(known)} differ for known reasons (reference §11); {len(unexpected)} differ otherwise."),
                   ""]
         if len(known):

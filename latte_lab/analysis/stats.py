@@ -143,7 +143,7 @@ def format_table2(table: pd.DataFrame, model: str = schema.ALL) -> pd.DataFrame:
     rows = []
     for label, key, scale, fmt in specs:
         for task in tasks:
-            row = {"metric": label, "task": schema.TASK_LABELS.get(task, task)}
+            row = {"metric": label, "task": task}  # task ids, as everywhere (ll.analysis.task_names maps them)
             for team in teams:
                 cell = t[(t["task"] == task) & (t["team"] == team)]
                 if cell.empty or pd.isna(cell[f"{key}_mean"].iloc[0]):

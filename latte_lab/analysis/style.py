@@ -1,9 +1,58 @@
-"""One visual style for every analysis figure: a colour per team, the status colours of graph nodes,
-and the matplotlib backend choice. Defined once so Figures 2-4 agree with each other."""
+"""One visual style for every latte_lab figure: paper sizes, fonts, colours, panel labels and legends.
+
+The paper figures (:mod:`latte_lab.analysis.figures`) and the notebook pictures (:mod:`latte_lab.viz`)
+both draw with these constants, so a team, a node status or an edge kind has one colour everywhere.
+Figures are sized for a two-column paper: :data:`ONE_COLUMN` or :data:`TWO_COLUMN` inches wide, and no
+text below :data:`MIN_FONT_PT` points at that size (a journal's usual floor).
+
+>>> with theme():
+...     fig, ax = figure("one", 2.2)
+>>> float(fig.get_figwidth()), bool(fig.get_figwidth() <= TWO_COLUMN)
+(3.35, True)
+>>> panel_label(ax, "A").get_text()
+'A'
+"""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Iterator
+
+ONE_COLUMN = 3.35  # inches: one column of a two-column paper (85 mm)
+TWO_COLUMN = 7.0  # inches: the full text width (178 mm)
+MIN_FONT_PT = 7  # the smallest text a printed figure may carry
+FONT_PT = 8  # body text, labels
+TITLE_PT = 9  # axes titles
+PANEL_LABEL_PT = 10  # the bold A, B, C of multi-panel figures
+FIG_DPI = 200  # PNG resolution of saved figures (PDFs are vector)
+
+RC = {
+    "figure.facecolor": "white",
+    "axes.facecolor": "white",
+    "axes.axisbelow": True,
+    "font.size": FONT_PT,
+    "axes.titlesize": TITLE_PT,
+    "axes.labelsize": FONT_PT,
+    "xtick.labelsize": MIN_FONT_PT,
+    "ytick.labelsize": MIN_FONT_PT,
+    "legend.fontsize": MIN_FONT_PT,
+    "legend.title_fontsize": MIN_FONT_PT,
+    "figure.titlesize": TITLE_PT,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.color": "#e4e7ec",
+    "grid.linewidth": 0.6,
+    "axes.edgecolor": "#667085",
+    "axes.linewidth": 0.7,
+    "lines.linewidth": 1.2,
+    "savefig.dpi": FIG_DPI,
+    "savefig.bbox": "tight",
+    "savefig.pad_inches": 0.03,
+    "pdf.fonttype": 42,  # TrueType in PDFs: editable text, accepted by journals
+}
+"""matplotlib rcParams of :func:`theme`."""
 
 TEAM_PALETTE = {
     "latte": "#2196F3",
@@ -18,16 +67,26 @@ TEAM_PALETTE = {
 FALLBACK_COLOR = "#757575"  # a team not in the palette
 
 STATUS_COLORS = {
-    "pending": "#E0E0E0",
-    "assigned": "#FFF176",
-    "in_progress": "#64B5F6",
-    "done": "#81C784",
-    "verified": "#388E3C",
-    "closed": "#B0BEC5",
+    "pending": "#d0d5dd",
+    "assigned": "#f2c14e",
+    "in_progress": "#f08a4b",
+    "done": "#5aa469",
+    "verified": "#2d6a4f",
+    "closed": "#98a2b3",
 }
-NEW_NODE_EDGE = "#FF8F00"  # nodes new since the previous panel of Figure 3C
+"""Fill colour of a graph node per status, light to dark as work progresses (``closed`` is the released
+code's status of a node the Lead abandoned; latte_lab's graph reopens such nodes instead)."""
+
+STATUS_TEXT = {"pending": "#101828", "assigned": "#101828", "in_progress": "#101828", "done": "white",
+               "verified": "white", "closed": "#101828"}
+"""Colour of the short id written inside a node of that status (readable on its fill)."""
+
+NODE_EDGE = "#344054"  # outline of every node
+DEP_EDGE = "#667085"  # a dependency edge
+REVIEW_EDGE = "#7b2cbf"  # an edge into or out of a verify node: the review rerouted the dependency
+NEW_NODE_EDGE = "#FF8F00"  # ring around nodes added since the previous panel or frame
+MUTED_TEXT = "#475467"  # secondary text: owners, notes
 JITTER_HALF_WIDTH = 0.15  # uniform jitter of the points on Figure 4 bars
-FIG_DPI = 150  # PNG resolution of saved figures
 
 
 def team_color(team: str) -> str:
@@ -46,7 +105,69 @@ def pyplot():
     return plt
 
 
-def apply_theme() -> None:
-    import seaborn as sns
+@contextlib.contextmanager
+def theme() -> Iterator[None]:
+    """The figure style for the figures created inside the block; the caller's settings are restored.
 
-    sns.set_theme(style="whitegrid", context="paper", font_scale=1.0)
+    Figures return from latte_lab closed (:func:`finish`): a notebook shows a returned Figure once, as the
+    cell's result, instead of once as the result and again when the inline backend flushes open figures."""
+    import matplotlib
+
+    pyplot()
+    # only our keys are saved and restored: plt.rc_context would also restore "interactive", which the
+    # inline backend switches on when the first figure is made (inside this block), and Jupyter would
+    # then stop showing figures
+    saved = {k: matplotlib.rcParams[k] for k in RC}
+    matplotlib.rcParams.update(RC)
+    try:
+        yield
+    finally:
+        matplotlib.rcParams.update(saved)
+
+
+def apply_theme() -> None:
+    """Make :func:`theme` the session's default (for your own figures beside latte_lab's)."""
+    pyplot().rcParams.update(RC)
+
+
+def finish(fig):
+    """Closes ``fig`` in pyplot (it stays usable: ``savefig``, display) and returns it."""
+    pyplot().close(fig)
+    return fig
+
+
+def width_inches(width: str | float) -> float:
+    """``"one"`` or ``"two"`` (columns) or a width in inches, at most :data:`TWO_COLUMN`."""
+    if width == "one":
+        return ONE_COLUMN
+    if width == "two":
+        return TWO_COLUMN
+    return min(float(width), TWO_COLUMN)
+
+
+def figure(width: str | float = "one", height: float = 2.4, nrows: int = 1, ncols: int = 1, **kw):
+    """``plt.subplots`` at a paper width with constrained layout (nothing clipped, no overlaps)."""
+    plt = pyplot()
+    kw.setdefault("squeeze", not (nrows > 1 or ncols > 1))
+    return plt.subplots(nrows, ncols, figsize=(width_inches(width), height), layout="constrained", **kw)
+
+
+def panel_label(ax, letter: str):
+    """The bold panel letter at the top left, outside the axes; returns the Text."""
+    return ax.text(-0.02, 1.02, letter, transform=ax.transAxes, ha="right", va="bottom", fontsize=PANEL_LABEL_PT,
+                   fontweight="bold")
+
+
+def legend_below(fig, handles, *, ncol: int | None = None, title: str | None = None):
+    """A figure legend in a row under the panels (constrained layout makes room for it)."""
+    ncol = ncol or min(len(handles), 6)
+    return fig.legend(handles=handles, loc="outside lower center", ncol=ncol, frameon=False, title=title)
+
+
+def status_handles(statuses=None):
+    """Legend handles for node statuses (default: all but ``closed``)."""
+    from matplotlib.patches import Patch
+
+    statuses = [s for s in STATUS_COLORS if s != "closed"] if statuses is None else statuses
+    return [Patch(facecolor=STATUS_COLORS[s], edgecolor=NODE_EDGE, linewidth=0.6, label=s.replace("_", " "))
+            for s in statuses]

@@ -1,13 +1,16 @@
-"""Pictures of a trial or a scheduling run: the coordination graph at a round, its animation, who did what
-when, scheduling plots, and notebook widgets.
+"""Pictures of a trial or a scheduling run: the coordination graph at a round, its animation, the
+message flow of teams without a graph, who did what when, scheduling plots, and notebook widgets.
 
-- :mod:`latte_lab.viz.graph`: ``layout``, ``draw_graph``, ``graph_panels``, ``animate``;
+- :mod:`latte_lab.viz.graph`: ``layout``, ``draw`` (displays itself, hover for details), ``draw_graph``
+  (on an Axes), ``graph_panels``;
+- :mod:`latte_lab.viz.animation`: ``animate`` (an offline player; ``.save("trial.gif")``);
+- :mod:`latte_lab.viz.flow`: ``flow`` (agents as lanes, broadcasts as arrows), ``round_lines``;
 - :mod:`latte_lab.viz.gantt`: ``gantt``, ``activity``;
 - :mod:`latte_lab.viz.scheduling`: workloads, makespan curves, straggler runs, ``explore``;
-- :mod:`latte_lab.viz.widgets`: ``trial_form``, ``compare``.
+- :mod:`latte_lab.viz.widgets`: ``trial_form`` (the trial explorer), ``compare``.
 
-Names are resolved on first use and matplotlib, networkx drawing and ipywidgets are imported inside the
-functions, so importing latte_lab stays fast.
+Every figure follows :mod:`latte_lab.analysis.style`. Names are resolved on first use and matplotlib,
+networkx drawing and ipywidgets are imported inside the functions, so importing latte_lab stays fast.
 
 >>> import latte_lab as ll
 >>> res = ll.scheduling.simulate(ll.scheduling.chain(3), n_workers=2)
@@ -19,15 +22,18 @@ from __future__ import annotations
 
 import importlib
 
-# graph and gantt import nothing heavy; binding gantt here also keeps ll.viz.gantt the function, not its module
+# binding gantt and flow here keeps ll.viz.gantt and ll.viz.flow the functions, not their modules
+from latte_lab.viz.animation import TrialAnimation, animate
+from latte_lab.viz.flow import flow, round_lines
 from latte_lab.viz.gantt import activity, gantt
-from latte_lab.viz.graph import STATUS_COLORS, animate, draw_graph, graph_panels, layout
+from latte_lab.viz.graph import STATUS_COLORS, GraphDrawing, draw, draw_graph, graph_panels, layout
 
-_LAZY = {"trial_form": "widgets", "compare": "widgets"}  # widgets pull in the trial configuration
-_SUBMODULES = {"graph", "scheduling", "widgets"}
+_LAZY = {"trial_form": "widgets", "compare": "widgets", "TrialForm": "widgets"}  # widgets pull in the config
+_SUBMODULES = {"graph", "scheduling", "widgets", "animation"}
 
-__all__ = ["STATUS_COLORS", "activity", "animate", "compare", "draw_graph", "gantt", "graph_panels", "layout",
-           "scheduling", "trial_form"]
+__all__ = ["STATUS_COLORS", "GraphDrawing", "TrialAnimation", "TrialForm", "activity", "animate", "compare",
+           "draw", "draw_graph", "flow", "gantt", "graph_panels", "layout", "round_lines", "scheduling",
+           "trial_form"]
 
 
 def __getattr__(name: str):

@@ -60,19 +60,41 @@ def _worker_key(name: str):
     return (len(name), name)  # W2 before W10
 
 
+ACTIVITY_COLORS = {  # a flat team's round per agent, by the weightiest thing it did
+    "edit_file": ("#344054", "edited a file"),
+    "run_tests": ("#5b8def", "ran the tests"),
+    "run_script": ("#7b2cbf", "ran a script"),
+    "certify_complete": ("#2d6a4f", "declared the work complete"),
+    "read_file": ("#98a2b3", "read a file"),
+    "publish": ("#b54708", "published a document"),
+    "broadcast": ("#f2c14e", "only messaged"),
+}
+
+
+def _short_ids(obj) -> dict[str, str]:
+    snaps = list(getattr(obj, "snapshots", []) or [])
+    if not snaps:
+        return {}
+    from latte_lab.analysis import graph_drawing as gd
+
+    nodes, order = gd.collect_nodes(snaps)
+    return gd.short_ids(nodes, order)
+
+
 def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None):
     """One bar per attempt at a node, per worker and round: straggling attempts in red, released or closed
     ones faded and hatched, attempts still open at the end faded; a dashed line at the lower bound when the
-    result knows it (a ScheduleResult). Returns the Axes.
+    result knows it (a ScheduleResult). A team without a task graph gets one bar per agent and round it
+    acted in, coloured by what it did. Returns the Axes.
 
     ``obj``: a ScheduleResult, a TrialResult, or a trial's event list. ``labels``: write node ids on the
-    bars (default: when there are at most 80 bars).
+    bars, where they fit (default: when there are at most 80 bars). Trial node ids are shortened to the T1,
+    T2, ... of the graph drawings.
     """
-    import matplotlib.pyplot as plt
-    from matplotlib.patches import Patch
-
+    from latte_lab.analysis import style
     from latte_lab.scheduling.trials import attempts
 
+    plt = style.pyplot()
     sim = hasattr(obj, "intervals") and hasattr(obj, "n_workers")
     events = None if sim else (obj.event_list if hasattr(obj, "event_list") else list(obj))
     iv = obj.intervals if sim else attempts(events)
@@ -82,48 +104,96 @@ def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None)
         workers = sorted(set(iv["worker"]), key=_worker_key)
     act = activity(events) if iv.empty and not sim else None
     if act is not None:
-        workers = sorted(act["agent"].unique(), key=_worker_key)
-    if ax is None:
-        _, ax = plt.subplots(figsize=(9, 0.6 + 0.38 * max(1, len(workers))))
-    if act is not None:
-        _activity_marks(ax, act, workers)
-    else:
-        labels = len(iv) <= MAX_LABELLED_BARS if labels is None else labels
-        row = {w: i for i, w in enumerate(workers)}
-        straggled = iv["straggled"] if "straggled" in iv else [False] * len(iv)
-        for r, late in zip(iv.itertuples(index=False), straggled):
-            alpha, hatch = OUTCOME_STYLE.get(r.outcome, OUTCOME_STYLE["done"])
-            ax.barh(row[r.worker], r.end - r.start, left=r.start, height=0.72, alpha=alpha, hatch=hatch,
-                    color=STRAGGLER_COLOR if late else ATTEMPT_COLOR, edgecolor="white")
-            if labels:
-                ax.text(r.start + 0.08, row[r.worker], r.node, va="center", fontsize=6,
-                        color="white" if r.outcome == "done" else "black")
-        ax.set_yticks(range(len(workers)), workers)
-        handles = [Patch(color=ATTEMPT_COLOR, label="attempt")]
-        if sim:
-            handles.append(Patch(color=STRAGGLER_COLOR, label="straggler"))
-        handles += [Patch(facecolor="white", edgecolor="#667085", hatch=OUTCOME_STYLE[k][1], label=k)
-                    for k in ("released", "closed") if (iv["outcome"] == k).any()]
-        right = float(iv["end"].max()) if len(iv) else 1.0
-        bound = getattr(obj, "lower_bound", None)
-        if bound is not None:
-            ax.axvline(bound, color=BOUND_COLOR, ls="--", lw=1)
-            handles.append(plt.Line2D([], [], color=BOUND_COLOR, ls="--", label="lower bound"))
-            right = max(right, bound)
-        ax.set_xlim(0, right + 0.5)
-        ax.legend(handles=handles, fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    ax.invert_yaxis()
-    ax.set_xlabel("round")
-    if title is None and hasattr(obj, "summary"):
-        title = obj.summary().splitlines()[0]
-    if title:
-        ax.set_title(title, fontsize=8)
+        from latte_lab.viz.flow import agents_of
+
+        order = agents_of(events)
+        workers = sorted(act["agent"].unique(), key=lambda a: (order.index(a) if a in order else 99, a))
+    with style.theme():
+        if ax is None:
+            _, ax = plt.subplots(figsize=(style.TWO_COLUMN, 0.75 + 0.3 * max(2, len(workers))), layout="constrained")
+        if act is not None:
+            _activity_bars(ax, act, workers)
+        else:
+            _attempt_bars(ax, obj, iv, workers, sim, labels, _short_ids(obj) if not sim else {})
+        ax.set_xlabel("round")
+        ax.xaxis.set_major_locator(plt.MaxNLocator(integer=True))
+        ax.grid(axis="y", visible=False)
+        if title is None and hasattr(obj, "summary"):
+            title = obj.summary().splitlines()[0]
+        if title:
+            ax.set_title(title, fontsize=style.FONT_PT)
     return ax
 
 
-def _activity_marks(ax, act, agents: list[str]) -> None:
-    """Teams without a task graph: one square per round in which an agent acted."""
+def _attempt_bars(ax, obj, iv, workers, sim: bool, labels: bool | None, short: dict[str, str]) -> None:
+    from matplotlib.patches import Patch
+
+    from latte_lab.analysis import graph_drawing as gd
+    from latte_lab.analysis import style
+
+    labels = len(iv) <= MAX_LABELLED_BARS if labels is None else labels
+    row = {w: i for i, w in enumerate(workers)}
+    straggled = iv["straggled"] if "straggled" in iv else [False] * len(iv)
+    right = float(iv["end"].max()) if len(iv) else 1.0
+    bound = getattr(obj, "lower_bound", None)
+    if bound is not None:
+        right = max(right, bound)
+    ax.set_xlim(0, right + 0.5)
+    ax.set_ylim(len(workers) - 0.5, -0.5)
+    fig = ax.figure
+    ax_w_in = ax.get_position().width * fig.get_figwidth()
+    per_round_in = ax_w_in / (right + 0.5)
+    for r, late in zip(iv.itertuples(index=False), straggled):
+        alpha, hatch = OUTCOME_STYLE.get(r.outcome, OUTCOME_STYLE["done"])
+        bars = ax.barh(row[r.worker], r.end - r.start, left=r.start, height=0.72, alpha=alpha, hatch=hatch,
+                       color=STRAGGLER_COLOR if late else ATTEMPT_COLOR, edgecolor="white")
+        name = short.get(r.node, str(r.node))
+        if labels and gd._text_width_in(name) + 0.04 <= (r.end - r.start) * per_round_in:
+            t = ax.text(r.start + 0.02 / per_round_in * 2, row[r.worker], name, va="center", fontsize=style.MIN_FONT_PT,
+                        color="white" if r.outcome == "done" else "black", clip_on=True)
+            t.set_clip_path(bars.patches[0])  # never into the next bar, whatever the final figure size
+    ax.set_yticks(range(len(workers)), workers)
+    handles = [Patch(color=ATTEMPT_COLOR, label="attempt at a node")]
+    if sim:
+        handles.append(Patch(color=STRAGGLER_COLOR, label="straggler"))
+    handles += [Patch(facecolor="white", edgecolor="#667085", hatch=OUTCOME_STYLE[k][1], label=k)
+                for k in ("released", "closed") if (iv["outcome"] == k).any()]
+    if (iv["outcome"] == "open").any():
+        handles.append(Patch(color=ATTEMPT_COLOR, alpha=OUTCOME_STYLE["open"][0], label="open at the end"))
+    if bound is not None:
+        ax.axvline(bound, color=BOUND_COLOR, ls="--", lw=1)
+        handles.append(plt_line(BOUND_COLOR, "--", "lower bound"))
+    if short:
+        handles.append(Patch(color="none", label="T1, T2, …: nodes as in ll.viz.draw"))
+    ax.legend(handles=handles, fontsize=style.MIN_FONT_PT, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
+
+
+def plt_line(color: str, ls: str, label: str):
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color=color, ls=ls, label=label)
+
+
+def _activity_bars(ax, act, agents: list[str]) -> None:
+    """Teams without a task graph: a bar per round an agent acted, coloured by the weightiest action."""
+    from matplotlib.patches import Patch
+
+    from latte_lab.analysis import style
+
+    weight = {k: i for i, k in enumerate(ACTIVITY_COLORS)}
+    used = set()
     for i, a in enumerate(agents):
-        rounds = sorted(set(act.loc[act["agent"] == a, "round"].dropna()))
-        ax.scatter(rounds, [i] * len(rounds), marker="s", s=40)
+        mine = act[act["agent"] == a].dropna(subset=["round"])
+        for r, kinds in mine.groupby("round")["kind"]:
+            kind = min((k for k in kinds if k in weight), key=weight.get, default=None)
+            if kind is None:
+                continue
+            used.add(kind)
+            ax.barh(i, 0.9, left=float(r) - 0.45, height=0.7, color=ACTIVITY_COLORS[kind][0], edgecolor="white")
     ax.set_yticks(range(len(agents)), agents)
+    rounds = act["round"].dropna()
+    ax.set_xlim(-0.5, (float(rounds.max()) if len(rounds) else 1) + 0.5)
+    ax.set_ylim(len(agents) - 0.5, -0.5)
+    handles = [Patch(color=c, label=label) for k, (c, label) in ACTIVITY_COLORS.items() if k in used]
+    ax.legend(handles=handles, fontsize=style.MIN_FONT_PT, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False,
+              title="a round in which the agent", title_fontsize=style.MIN_FONT_PT)

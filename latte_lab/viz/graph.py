@@ -1,43 +1,50 @@
-"""The coordination graph drawn: at one round, as small multiples over rounds, and animated.
+"""The coordination graph drawn: at one round (``draw``, ``draw_graph``) and as small multiples over rounds
+(``graph_panels``); the animation is in :mod:`latte_lab.viz.animation`.
 
 Each function takes a :class:`~latte_lab.trial.TrialResult`, a
 :class:`~latte_lab.scheduling.ScheduleResult`, a list of snapshots ``[{"round", "graph"}, ...]``, one
-snapshot, or a live :class:`~latte_lab.graph.CoordinationGraph`. matplotlib and networkx drawing are
-imported inside the functions, so importing latte_lab stays fast.
+snapshot, or a live :class:`~latte_lab.graph.CoordinationGraph`. The layout is computed once from the
+final graph (every node that ever appears), layered left to right by dependency depth and spaced by the
+width of the labels, so a node keeps its place across rounds and no label overlaps another. The renderer
+is :mod:`latte_lab.analysis.graph_drawing` (shared with the paper's Figure 3C).
 
 >>> import latte_lab as ll
 >>> from latte_lab.scheduling import diamond, simulate
 >>> res = simulate(diamond(3), n_workers=2)
 >>> ax = ll.viz.draw_graph(res, round=1)
 >>> ax.get_title()
-'round 1: 5 nodes'
+'round 1 · 5 nodes · 1 done'
 >>> fig = ll.viz.graph_panels(res, rounds=[0, 2, 4])
->>> len(fig.axes)
-4
+>>> [ax.get_title(loc="left") for ax in fig.axes][:2]
+['round 0 · 0/5 done', 'round 2 · 1/5 done']
+>>> d = ll.viz.draw(res)                        # displays itself in Jupyter; hover a node for its details
+>>> "<title>" in d._repr_html_()
+True
 """
 
 from __future__ import annotations
 
+import html
+import io
+import re
 from collections.abc import Iterable
 
-from latte_lab import dag
+from latte_lab.analysis import graph_drawing as gd
+from latte_lab.analysis import style
 from latte_lab.errors import DataError
 
-__all__ = ["STATUS_COLORS", "VERIFY_EDGE", "animate", "draw_graph", "graph_panels", "layout"]
+__all__ = ["STATUS_COLORS", "GraphDrawing", "Layout", "draw", "draw_graph", "graph_panels", "layout"]
 
-STATUS_COLORS = {  # one colour per node status, used by every graph picture
-    "pending": "#d0d5dd",
-    "assigned": "#f2c14e",
-    "in_progress": "#f08a4b",
-    "done": "#5aa469",
-    "verified": "#2d6a4f",
-}
-VERIFY_EDGE = "#7b2cbf"
+STATUS_COLORS = style.STATUS_COLORS
+TITLE_IN = gd.TITLE_IN
+LEGEND_ROW_IN = gd.LEGEND_ROW_IN
+MARGIN_IN = gd.MARGIN_IN
 NO_SNAPSHOTS = ("this result has no graph snapshots to draw (teams without a task graph record none); "
-                "ll.viz.gantt shows what their agents did")
+                "ll.viz.flow and ll.viz.gantt show what their agents did")
 
 
-def _snapshots(obj) -> list[dict]:
+def snapshots_of(obj) -> list[dict]:
+    """The ``{"round", "graph"}`` records of any object the drawing functions accept."""
     if hasattr(obj, "snapshots"):
         return list(obj.snapshots)
     if isinstance(obj, dict) and "graph" in obj:
@@ -49,156 +56,196 @@ def _snapshots(obj) -> list[dict]:
     return list(obj)
 
 
-def _nodes(snapshot: dict) -> list[dict]:
-    return list(snapshot["graph"]["nodes"])
+class Layout(dict):
+    """Node positions in inches (``{node id: (x, y)}``), with the full plan as ``.plan``."""
+
+    def __init__(self, plan: gd.GraphPlan):
+        super().__init__(plan.pos)
+        self.plan = plan
 
 
-def layout(snapshots: Iterable[dict]) -> dict[str, tuple[float, float]]:
-    """Fixed positions for every node that ever appears: columns by dependency depth, rows in creation
-    order, so a node keeps its place across rounds (graph evolution panels and animations).
+def layout(obj, *, mode: str | None = None) -> Layout:
+    """Fixed positions for every node that ever appears: columns by dependency depth (networkx topological
+    generations), spaced by label width, nodes of a column ordered to cut edge crossings. Pass the result
+    as ``pos=`` to :func:`draw_graph` to overlay your own marks.
 
     >>> from latte_lab.graph import CoordinationGraph
     >>> g = CoordinationGraph()
     >>> g.discover("a", by="Lead"); g.discover("b", ["a"], by="Lead"); g.discover("c", ["a"], by="Lead")
-    >>> layout([{"round": 0, "graph": g.snapshot()}])
-    {'a': (0.0, 0.0), 'b': (1.0, 0.5), 'c': (1.0, -0.5)}
+    >>> pos = layout([{"round": 0, "graph": g.snapshot()}])
+    >>> pos["a"][0] < pos["b"][0] == pos["c"][0], pos["b"][1] > pos["c"][1]
+    (True, True)
     """
-    deps: dict[str, list[str]] = {}
-    for snap in snapshots:
-        for node in _nodes(snap):
-            known = deps.setdefault(node["id"], [])
-            known.extend(d for d in node.get("deps", []) if d not in known)
-    return dag.layered_positions(deps)
-
-
-def _at_round(snaps: list[dict], round: int | None) -> dict:
+    snaps = snapshots_of(obj)
     if not snaps:
         raise DataError(NO_SNAPSHOTS)
-    if round is None:
-        return snaps[-1]
-    best = snaps[0]
-    for s in snaps:
-        if s["round"] <= round:
-            best = s
-    return best
+    return Layout(gd.plan(snaps, mode=mode))
 
 
-def draw_graph(obj, round: int | None = None, *, ax=None, pos: dict | None = None, labels: bool = True,
-               title: str | None = None, legend: bool = True):
-    """Draws the coordination graph at ``round`` (default: the last one); returns the Axes."""
-    import matplotlib.pyplot as plt
-    import networkx as nx
-    from matplotlib.patches import Patch
+def at_round(snaps: list[dict], round: int | None) -> dict:
+    """The last snapshot at or before ``round`` (the last one when ``round`` is None)."""
+    if not snaps:
+        raise DataError(NO_SNAPSHOTS)
+    return gd.at_round(snaps, round)
 
-    snaps = _snapshots(obj)
-    snap = _at_round(snaps, round)
-    pos = pos or layout(snaps)
-    g = nx.DiGraph()
-    for node in _nodes(snap):
-        g.add_node(node["id"], **node)
-        for dep in node.get("deps", []):
-            g.add_edge(dep, node["id"])
+
+def round_title(snap: dict) -> str:
+    nodes = snap["graph"]["nodes"]
+    done = sum(n.get("status") in ("done", "verified") for n in nodes)
+    return f"round {snap['round']} · {len(nodes)} nodes" + (f" · {done} done" if done else "")
+
+
+_legend_rows = gd.legend_rows
+
+
+def _plan_of(snaps: list[dict], pos, mode: str | None) -> gd.GraphPlan:
+    if isinstance(pos, Layout):
+        return pos.plan
+    plan = gd.plan(snaps, mode=mode)
+    if pos:  # positions of the caller's own: keep the labels, move the nodes
+        plan.pos = {**plan.pos, **{n: tuple(map(float, xy)) for n, xy in pos.items()}}
+        w = {n: plan.label_end[n] - plan.pos[n][0] for n in plan.label_end}
+        plan.label_end = {n: plan.pos[n][0] + w.get(n, plan.node_in / 2) for n in plan.pos}
+        xs = [x for x, _ in plan.pos.values()]
+        ys = [y for _, y in plan.pos.values()]
+        m = plan.node_in
+        plan.xlim = (min(xs) - m, max(plan.label_end.values()) + m)
+        plan.ylim = (min(ys) - m, max(ys) + m)
+    return plan
+
+
+def graph_figure(plan: gd.GraphPlan, *, extra_bottom: float = 0.0, legend_entries: int = 0,
+                 min_width: float = 0.0, legend_labels=()):
+    """A figure whose graph axes draws ``plan`` at scale 1 (an inch of layout is an inch of paper), with
+    room for a title above and a legend plus ``extra_bottom`` inches below; returns (fig, ax, legend ncol)."""
+    plt = style.pyplot()
+    width = max(plan.width + 2 * MARGIN_IN, min_width, 3.0)
+    ncol, rows = _legend_rows(legend_entries, width, legend_labels) if legend_entries else (1, 0)
+    legend_h = rows * LEGEND_ROW_IN + (0.1 if rows else 0)
+    height = TITLE_IN + plan.height + legend_h + extra_bottom + MARGIN_IN
+    fig = plt.figure(figsize=(width, height))
+    left = (width - plan.width) / 2
+    ax = fig.add_axes((left / width, (legend_h + extra_bottom + MARGIN_IN / 2) / height, plan.width / width,
+                       plan.height / height))
+    return fig, ax, ncol
+
+
+def draw_graph(obj, round: int | None = None, *, ax=None, pos=None, labels: bool = True, title: str | None = None,
+               legend: bool = True, mode: str | None = None, new: Iterable[str] = ()):
+    """Draws the coordination graph at ``round`` (default: the last one) and returns the Axes.
+
+    Without ``ax`` the figure is sized to the graph, so labels keep their point size. ``labels=False`` (or
+    ``mode="none"``) draws small unlabelled nodes; ``mode="compact"`` writes only short ids and owners.
+    ``new``: node ids to ring (added since the previous picture).
+    """
+    snaps = snapshots_of(obj)
+    snap = at_round(snaps, round)
+    if not labels:
+        mode = "none"
+    plan = _plan_of(snaps, pos, mode)
+    handles = gd.legend_handles(plan, new=bool(new)) if legend else []
     if ax is None:
-        _, ax = plt.subplots(figsize=(max(4, 1.2 * (1 + max((p[0] for p in pos.values()), default=0))), 4))
-    missing = {n: (0.0, 0.0) for n in g if n not in pos}
-    pos = {**pos, **missing}
-    colors = [STATUS_COLORS.get(g.nodes[n].get("status"), "#999999") for n in g]
-    edge_colors = [VERIFY_EDGE if g.nodes[v].get("is_verify") or g.nodes[u].get("is_verify") else "#667085"
-                   for u, v in g.edges]
-    nx.draw_networkx_edges(g, pos, ax=ax, edge_color=edge_colors, arrows=True, arrowsize=10, width=1.0,
-                           node_size=420)
-    nx.draw_networkx_nodes(g, pos, ax=ax, node_color=colors, node_size=420, edgecolors="#344054", linewidths=0.6)
-    if labels:
-        text = {n: n if not g.nodes[n].get("agent") else f"{n}\n{g.nodes[n]['agent']}" for n in g}
-        nx.draw_networkx_labels(g, pos, labels=text, ax=ax, font_size=6)
-    ax.set_title(title or f"round {snap['round']}: {len(g)} nodes", fontsize=9)
-    if legend:
-        ax.legend(handles=[Patch(color=c, label=s) for s, c in STATUS_COLORS.items()], fontsize=6,
-                  loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
-    ax.margins(0.18)
-    ax.set_axis_off()
+        fig, ax, ncol = graph_figure(plan, legend_entries=len(handles), legend_labels=[h.get_label() for h in handles])
+        if handles:
+            fig.legend(handles=handles, loc="lower center", ncol=ncol, frameon=False, fontsize=gd.LABEL_PT,
+                       bbox_to_anchor=(0.5, 0.0))
+    elif handles:
+        ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=gd.LABEL_PT)
+    gd.render(ax, plan, snap, new=new)
+    ax.set_title(title or round_title(snap), fontsize=style.TITLE_PT)
     return ax
 
 
+class GraphDrawing:
+    """A drawn graph that displays itself once in Jupyter: an SVG whose nodes show their id, title,
+    owner, status and dependencies when hovered, plus (for big graphs, drawn without labels) a table of
+    every node. ``.fig`` is the matplotlib Figure; ``.save(path)`` writes PNG, PDF or SVG."""
+
+    def __init__(self, fig, ax, plan: gd.GraphPlan, snapshot: dict):
+        self.fig, self.ax, self.plan, self.snapshot = fig, ax, plan, snapshot
+
+    def table(self):
+        """One row per node of the drawn round: short id, id, title, status, owner, dependencies."""
+        import pandas as pd
+
+        rows = [{"short": self.plan.short.get(n["id"], ""), "id": n["id"], "title": n.get("title", ""),
+                 "status": n.get("status"), "owner": n.get("agent") or n.get("owner") or "",
+                 "deps": ", ".join(self.plan.short.get(d, d) for d in n.get("deps", []))}
+                for n in self.snapshot["graph"]["nodes"]]
+        return pd.DataFrame(rows, columns=["short", "id", "title", "status", "owner", "deps"])
+
+    def _tooltip(self, node: dict) -> str:
+        deps = ", ".join(self.plan.short.get(d, d) for d in node.get("deps", [])) or "none"
+        owner = node.get("agent") or node.get("owner") or "nobody"
+        return (f"{self.plan.short.get(node['id'], '')} {node['id']}\n{node.get('title', '')}\n"
+                f"status {gd.status_word(node.get('status', ''))} · owner {owner} · depends on {deps}")
+
+    def svg(self) -> str:
+        buf = io.StringIO()
+        self.fig.savefig(buf, format="svg")
+        text = buf.getvalue()
+        text = text[text.find("<svg"):]  # drop the XML prologue and doctype: the SVG goes inside HTML
+        tips = {f"node{self.plan.order.index(n['id'])}": self._tooltip(n) for n in self.snapshot["graph"]["nodes"]
+                if n["id"] in self.plan.pos}
+
+        def add_title(m: re.Match) -> str:
+            tip = tips.get(m.group(1))
+            return m.group(0) + (f"<title>{html.escape(tip)}</title>" if tip else "")
+
+        return re.sub(r'<g id="(node\d+)">', add_title, text)
+
+    def _repr_html_(self) -> str:
+        out = f'<div style="overflow-x:auto">{self.svg()}</div>'
+        if self.plan.mode == "none":
+            n = len(self.snapshot["graph"]["nodes"])
+            out += (f"<details><summary>all {n} nodes (hover a node in the drawing for one)</summary>"
+                    f"{self.table().to_html(index=False)}</details>")
+        return out
+
+    def _repr_png_(self) -> bytes:
+        buf = io.BytesIO()
+        self.fig.savefig(buf, format="png", dpi=110)
+        return buf.getvalue()
+
+    def save(self, path, **kwargs) -> None:
+        kwargs.setdefault("dpi", style.FIG_DPI)
+        self.fig.savefig(path, **kwargs)
+
+
+def draw(obj, round: int | None = None, *, mode: str | None = None, title: str | None = None,
+         legend: bool = True) -> GraphDrawing:
+    """The graph at ``round`` (default: the last) as a :class:`GraphDrawing`: titles beside the nodes up to
+    40 nodes, small unlabelled nodes with hover tooltips and a node table beyond. Nodes added since the
+    previous snapshot are ringed."""
+    snaps = snapshots_of(obj)
+    snap = at_round(snaps, round)
+    i = next(i for i, s in enumerate(snaps) if s is snap)
+    before = {n["id"] for n in snaps[i - 1]["graph"]["nodes"]} if i > 0 else None
+    new = [n["id"] for n in snap["graph"]["nodes"] if before is not None and n["id"] not in before]
+    plan = gd.plan(snaps, mode=mode)
+    handles = gd.legend_handles(plan, new=bool(new)) if legend else []
+    with style.theme():
+        fig, ax, ncol = graph_figure(plan, legend_entries=len(handles), legend_labels=[h.get_label() for h in handles])
+        gd.render(ax, plan, snap, new=new, gid_prefix="node")
+        ax.set_title(title or round_title(snap), fontsize=style.TITLE_PT)
+        if handles:
+            fig.legend(handles=handles, loc="lower center", ncol=ncol, frameon=False, fontsize=gd.LABEL_PT,
+                       bbox_to_anchor=(0.5, 0.0))
+    style.pyplot().close(fig)  # shown by the GraphDrawing, not a second time by the inline backend
+    return GraphDrawing(fig, ax, plan, snap)
+
+
 def graph_panels(obj, rounds: Iterable[int] | None = None, *, ncols: int = 4):
-    """Small multiples of the graph at several rounds with one fixed layout; returns the Figure."""
-    import matplotlib.pyplot as plt
-
-    snaps = _snapshots(obj)
-    if rounds is None:
-        available = [s["round"] for s in snaps]
-        step = max(1, len(available) // 8)
-        rounds = available[::step][:8]
-    rounds = list(rounds)
-    pos = layout(snaps)
-    nrows = -(-len(rounds) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.2 * ncols, 2.8 * nrows), squeeze=False)
-    for ax in axes.flat[len(rounds):]:
-        ax.set_axis_off()
-    for ax, r in zip(axes.flat, rounds):
-        draw_graph(snaps, r, ax=ax, pos=pos, labels=len(pos) <= 30, legend=False)
-    from matplotlib.patches import Patch
-
-    fig.legend(handles=[Patch(color=c, label=s) for s, c in STATUS_COLORS.items()], loc="lower center",
-               ncol=len(STATUS_COLORS), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
-    return fig
-
-
-def animate(obj, *, interval_ms: int = 700, widget: bool | None = None):
-    """The graph round by round: an ipywidgets slider with a play button in Jupyter, else a matplotlib
-    animation (``.to_jshtml()`` renders it in any HTML viewer).
-
-    >>> from latte_lab.scheduling import chain, simulate
-    >>> anim = animate(simulate(chain(3), n_workers=1), widget=False)
-    >>> "<script" in anim.to_jshtml()
-    True
-    """
-    import matplotlib.pyplot as plt
-
-    snaps = _snapshots(obj)
+    """Small multiples of the graph at several rounds with one fixed layout: short ids in the nodes,
+    owners under them, nodes new since the previous panel ringed, and a key of titles below; returns the
+    Figure. ``rounds`` defaults to at most eight evenly spaced rounds."""
+    snaps = snapshots_of(obj)
     if not snaps:
         raise DataError(NO_SNAPSHOTS)
-    pos = layout(snaps)
-    if widget is None:
-        try:
-            import ipywidgets  # noqa: F401
-            from IPython import get_ipython
-
-            widget = get_ipython() is not None
-        except ImportError:
-            widget = False
-    if widget:
-        import ipywidgets as w
-        from IPython.display import clear_output, display
-
-        out = w.Output()
-        slider = w.IntSlider(min=0, max=len(snaps) - 1, value=0, description="round",
-                             continuous_update=False)
-        play = w.Play(min=0, max=len(snaps) - 1, interval=interval_ms)
-        w.jslink((play, "value"), (slider, "value"))
-
-        def show(change=None):
-            with out:
-                clear_output(wait=True)
-                fig, ax = plt.subplots(figsize=(7, 4))
-                draw_graph(snaps, snaps[slider.value]["round"], ax=ax, pos=pos)
-                plt.show()
-                plt.close(fig)
-
-        slider.observe(show, names="value")
-        show()
-        box = w.VBox([w.HBox([play, slider]), out])
-        display(box)
-        return box
-    from matplotlib.animation import FuncAnimation
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-
-    def frame(i):
-        ax.clear()
-        draw_graph(snaps, snaps[i]["round"], ax=ax, pos=pos)
-
-    anim = FuncAnimation(fig, frame, frames=len(snaps), interval=interval_ms)
-    plt.close(fig)
-    return anim
+    if rounds is None:
+        available = [s["round"] for s in snaps]
+        step = max(1, -(-len(available) // 8))
+        rounds = available[::step]
+        if rounds[-1] != available[-1]:
+            rounds = rounds[:7] + [available[-1]]
+    return style.finish(gd.panels(snaps, list(rounds), ncols=ncols))
