@@ -132,28 +132,7 @@ class GraphTeam(Team):
                 "status": str(node["status"])}
 
     def view(self, agent: Agent):
-        if agent.role == "lead":
-            graph = []
-            for nid in self.graph.nodes():
-                node = self.graph.node(nid)
-                graph.append({"id": nid, "title": node["title"], "status": str(node["status"]),
-                              "owner": node["agent"], "deps": list(node["deps"]),
-                              "n_successors": len(node["successors"]), "is_verify": node["is_verify"],
-                              "verify_of": node["verify_of"]})
-            return self.base_view(
-                agent, phase="planning" if self.round == 0 else "execution", graph=graph,
-                frontier=[self._node_dict(n, READY_PREVIEW_CHARS) for n in self.graph.frontier()],
-                extra={"workers": {w: self.agents[w].current_task for w in self.workers},
-                       "planning_turn": self._planning_turn},
-            )
-        current = None
-        frontier = []
-        if agent.current_task:
-            current = self._node_dict(agent.current_task)
-            current["since_round"] = agent.task_since
-        else:
-            frontier = [self._node_dict(n, READY_PREVIEW_CHARS) for n in self.graph.frontier()]
-        return self.base_view(agent, phase="execution", current_task=current, frontier=frontier)
+        return self.base_view(agent, phase="planning" if agent.role == "lead" and self.round == 0 else "execution")
 
     def lead_summary(self) -> str:
         """The graph as the Lead sees it each time it is invoked (reference §5.1)."""

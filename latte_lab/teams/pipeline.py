@@ -75,12 +75,7 @@ class PipelineTeam(Team):
         return ("publish",)
 
     def view(self, agent: Agent):
-        subs = SUBSCRIPTIONS[agent.role]
-        docs = {t: d for t, d in self.documents.items() if t in subs or agent.role == "product_manager"}
-        return self.base_view(agent, phase=self.phase, extra={
-            "documents": docs, "next_file": self._next_file(), "plan_files": list(self.plan_files),
-            "written_files": list(self.written), "qa_round": self.qa_round,
-        })
+        return self.base_view(agent, phase=self.phase)
 
     def _next_file(self) -> str | None:
         for f in self.plan_files:
