@@ -12,7 +12,7 @@ the team modules); a team with its own formats gets the generic parts (files, te
 messages).
 
 >>> from latte_lab.models.base import AgentView, Message
->>> frame = AgentView(task="debug", role="worker", agent="Dev1")
+>>> frame = AgentView(task="demo", role="worker", agent="Dev1")
 >>> msgs = [Message("user", "[From System]: === a.py ===\\nx = 1\\n\\n[From System]: ❌ Tests failed:\\n"
 ...                 "FAILED t.py::TestA::test_x - assert 1 == 2\\n1 failed")]
 >>> v = view_from_prompt(frame, "You are Dev1.", msgs)

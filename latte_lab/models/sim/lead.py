@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from latte_lab.errors import ModelError
-from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, failure_report, node_targets
+from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, exists, failure_report, node_targets
 from latte_lab.models.sim.turn import Turn
 from latte_lab.models.sim.work import blamed, files_of, uniq
 from latte_lab.tasks.base import WorkUnit
@@ -137,7 +137,7 @@ def _fix_tasks(t: Turn, shown: dict, done: set[str], verifying: set[str]) -> Non
     for u in t.skill.failing_units(t.failures()):
         if u.id in targeted or f"{u.id}{FIX_SUFFIX}" in shown:
             continue
-        if not u.visible:
+        if not u.visible and not exists(t, u.id):
             # the tests point at work nobody planned; it is real once what it builds on is finished
             if all(d in done or d not in shown for d in u.deps) and discover(t, u):
                 t.note(f"The tests show work nobody planned: {u.id}; adding it.")

@@ -43,6 +43,16 @@ def failure_report(t: Turn, units: list[WorkUnit]) -> str:
     return "\n".join(lines)
 
 
+def exists(t: Turn, nid: str) -> bool:
+    """Whether its prompt shows the task id is taken (shown in the graph or the ready list, or a discovery
+    of it was refused as a duplicate)."""
+    return (any(n.get("id") == nid for n in t.view.graph + t.view.frontier)
+            or any(f"Task id '{nid}' already exists" in text for _, text in t.heard))
+
+
 def discover(t: Turn, unit: WorkUnit, nid: str | None = None, title: str | None = None) -> bool:
-    return t.add("discover_task", failure_report(t, [unit]), id=nid or unit.id, title=title or unit.title,
-                 dependencies="")
+    """Adds a task for the unit unless its prompt shows that id is already taken."""
+    nid = nid or unit.id
+    if exists(t, nid):
+        return False
+    return t.add("discover_task", failure_report(t, [unit]), id=nid, title=title or unit.title, dependencies="")

@@ -34,7 +34,7 @@ _NO_SELF_CLAIM = ("cannot pick unassigned tasks", "Self-assignment is not availa
 
 def graph_worker(t: Turn) -> None:
     view = t.view
-    node = view.current_task
+    node = view.current_task or _remembered_task(t)
     if node is None:
         return idle_graph_worker(t)
     nid = node["id"]
@@ -94,6 +94,19 @@ def graph_worker(t: Turn) -> None:
         t.add("broadcast", f"Finished {nid}.")
 
 
+def _remembered_task(t: Turn) -> dict | None:
+    """The task its own recent replies say it is working on, when the message that gave it the task has
+    left the window (it has not completed it, and nobody released or closed it since)."""
+    from latte_lab.models.sim.text import marked_task
+
+    nid = marked_task(t.history[-1]) if t.history else None
+    if nid is None or t.history_on(nid, f'<complete_task id="{nid}"'):
+        return None
+    if any(f"Task '{nid}' was" in text or f"Claim of '{nid}' rejected" in text for _, text in t.heard):
+        return None
+    return {"id": nid, "title": "", "description": "", "status": "in_progress"}
+
+
 def _claimed(t: Turn, nid: str) -> bool:
     """Whether its latest claim of the node in the window was not refused afterwards."""
     claim, refusal = -1, -1
@@ -115,8 +128,7 @@ def _unplanned(t: Turn, nid: str, targets: list[WorkUnit]) -> list[WorkUnit]:
         if u.id in known:
             continue
         if t.allows("discover_task"):
-            if not t.history_on(nid, f'id="{u.id}"'):
-                discover(t, u)
+            if not t.history_on(nid, f'id="{u.id}"') and discover(t, u):
                 t.note(f"The checks show work nobody planned: {u.id}. Adding it to the graph.")
         elif own_tests & set(u.tests):
             take.append(u)

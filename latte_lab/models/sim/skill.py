@@ -83,6 +83,7 @@ class TaskSkill:
     _start_symbols: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        self._blame_cache: dict[str, frozenset[str]] = {}
         ids = [u.id for u in self.units]
         if len(set(ids)) != len(ids):
             raise TaskError(f"task {self.task_id!r} has duplicate work unit ids: {ids}")
@@ -166,12 +167,20 @@ class TaskSkill:
         unit names, by a test class named after the unit's file (``TestFindingsJson`` ->
         findings.json; visible units only: work the description does not reveal is never blamed by
         the file alone)."""
-        for f in failures:
-            if any(_matches(t, f) for t in unit.tests):
-                return True
-            if unit.visible and self._by_file(f, unit) and not any(_matches(t, f) for u in self.units for t in u.tests):
-                return True
-        return False
+        return any(unit.id in self._blames(f) for f in failures)
+
+    def _blames(self, failure: str) -> frozenset[str]:
+        """Ids of the units one failing id exercises (cached: the same ids come back every turn)."""
+        hit = self._blame_cache.get(failure)
+        if hit is None:
+            named = frozenset(u.id for u in self.units if any(_matches(t, failure) for t in u.tests))
+            hit = named or frozenset(u.id for u in self.units if u.visible and self._by_file(failure, u))
+            self._blame_cache[failure] = hit
+        return hit
+
+    def names_unit(self, unit: WorkUnit, ids: Iterable[str]) -> bool:
+        """Whether any of the test or check ids is one of the unit's own (no matching by file)."""
+        return any(_matches(t, f) for f in ids for t in unit.tests)
 
     def _by_file(self, test_id: str, unit: WorkUnit) -> bool:
         cls = next((p for p in test_id.split("::") if p.startswith("Test")), "")

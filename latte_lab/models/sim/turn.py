@@ -121,7 +121,13 @@ class Turn:
         return tests + tuple(cid for cid, ok in self.checks.items() if not ok)
 
     def failing(self, unit: WorkUnit) -> bool:
-        return self.skill.unit_failing(unit, self.failures())
+        """Whether its observations show the unit failing. A failure blamed on the unit only through its
+        file (a form test of a shared file) does not count when the unit's own checks just passed."""
+        fails = self.failures()
+        if self.skill.names_unit(unit, fails):
+            return True
+        own_passed = [cid for cid, ok in self.checks.items() if ok and self.skill.names_unit(unit, [cid])]
+        return not own_passed and self.skill.unit_failing(unit, fails)
 
     def observations(self) -> tuple[str, ...]:
         """Every test or check id its prompt shows a result for, and failures others reported."""

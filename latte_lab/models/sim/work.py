@@ -15,10 +15,12 @@ reveal whose check fails while everything it builds on is in place.
 
 from __future__ import annotations
 
+from latte_lab.models.sim.text import marked_task
 from latte_lab.models.sim.turn import OBSERVE_TAGS, Turn, probe_path
 from latte_lab.tasks.base import WorkUnit
 
 WORKING, FINISHED, BLOCKED = "working", "finished", "blocked"
+MAX_PATCHES = 3  # patches of the same units in one subtask before an agent decides the fault lies elsewhere
 
 
 def uniq(units: list[WorkUnit]) -> list[WorkUnit]:
@@ -154,12 +156,13 @@ def work(t: Turn, targets: list[WorkUnit], key: str) -> str:
         return WORKING
     # 3. patch what is unwritten, or failing in a fresh observation (unless what it builds on fails)
     todo, blocked = [], []
+    patches = sum(1 for h in t.history if marked_task(h) == key and "<edit_file" in h)
     for u in units:
         if not t.written(u):
             todo.append(u)
         elif fresh and t.failing(u):
             ups = [d for d in upstream(t, [u]) if t.failing(d) and d not in targets]
-            (blocked if ups else todo).append(u)
+            (blocked if ups or patches >= MAX_PATCHES else todo).append(u)
     if todo:
         edited = t.history_on(key, "<edit_file")
         existing = [f for f in files_of(t, todo) if t.seen(f) is not None and f in sk.start]
