@@ -6,7 +6,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint bench figures clean
+.PHONY: demo test lint bench figures sensitivity clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,11 @@ bench: $(STAMP)
 
 figures: $(STAMP)
 	$(BIN)/latte-lab figures --out figures/   # $$LATTE_PUBLISHED_DIR, else the bundled published data
+
+# The sensitivity study behind notebook 05 (hours of compute; resumable): reruns every trial not yet under
+# runs/sensitivity and rewrites latte_lab/data/sensitivity.csv, which the notebook and its tests read.
+sensitivity: $(STAMP)
+	$(BIN)/python -m latte_lab.analysis.sensitivity --seeds 10 --jobs 2 --out runs/sensitivity
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -325,7 +325,8 @@ def test_idle_workers_claim_by_a_noisy_preference_and_avoid_a_lost_claim():
     view = AgentView(task="debug", role="worker", agent="Dev3", round=2, allowed_actions=WORKER_ACTIONS,
                      frontier=frontier, messages=lost)
 
-    def claim(v, seed, model=SimulatedModel()):
+    def claim(v, seed, model=None):
+        model = model or SimulatedModel()
         msgs = [Message("user", "[From System]: ⚠️ Claim of 'fix-rms' rejected: taken.")] if v.messages else []
         req = ModelRequest(provider="simulated", model="default", system="s", messages=msgs or [Message("user", "x")],
                            scope=Scope(seed=seed, agent=v.agent), view=v)

@@ -129,6 +129,10 @@ class PipelineTeam(Team):
             self._edits_this_turn = 0
             if agent.role == "engineer" and self.phase == "implementation":
                 nxt = self._next_file()
+                if nxt:  # each file is written against the design and the task list, as MetaGPT's WriteCode
+                    for topic in ("design", "tasks"):
+                        if topic in self.documents:
+                            agent.receive(f"[{topic}]\n{self.documents[topic]}")
                 agent.receive(f"Next file of the task list: {nxt}" if nxt else "Every file of the task list is "
                               "written; publish <publish topic=\"code_complete\">summary</publish>.")
             [(_, resp)] = self.call([agent])

@@ -88,6 +88,8 @@ def _write_file(t: Turn, f: str, units: list[WorkUnit], why: str) -> None:
     units = t.skill.order(units)
     if units:
         write(t, units)
+    else:  # nothing of the design lives in this file: keep it as it is, so the plan moves on
+        t.add("edit_file", t.seen(f) or t.skill.start.get(f, ""), path=f)
     t.notes[-1:] = [why.format(f=f, ids=", ".join(u.id for u in units) or "layout only")]
 
 

@@ -22,7 +22,7 @@ them (every test reading a missing file fails) and lists the missing files in
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
@@ -62,7 +62,7 @@ def _solution() -> dict[str, str]:
     return solution.build(_data(), planted()["column_map"], planted()["missing_values"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def _probe(name: str) -> str:
     return _package_text("probes", f"{name}.py")
 

@@ -24,7 +24,7 @@ is absent or still identical to its stub; ``evaluate`` scores the run anyway and
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib.resources import files
 from typing import TYPE_CHECKING
 
@@ -134,7 +134,7 @@ The library implements everything in the description: the public interface test 
 private suite (behaviour and edge cases of every module) is run after the team marks completion."""
 
 
-@lru_cache(maxsize=None)
+@cache
 def _probe(name: str) -> str:
     return _package_text("probes", f"{name}.py")
 

@@ -1,34 +1,48 @@
 """Profile employee_data.csv column by column and check config.py against what the data shows."""
 
+import csv
 import importlib.util
 import sys
 
-import pandas as pd
 
-df = pd.read_csv("employee_data.csv")
-print(f"{len(df)} rows x {df.shape[1]} columns")
-for col in df.columns:
-    s = df[col]
-    if pd.api.types.is_numeric_dtype(s):
-        print(f"{col}: {s.dtype}, {s.nunique()} distinct, min {s.min()}, max {s.max()}, "
-              f"integers={bool((s == s.round()).all())}")
-    else:
-        print(f"{col}: text, values {sorted(s.unique())[:6]}")
+def load_table(path="employee_data.csv"):
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    table = {}
+    for col in rows[0]:
+        values = [r[col] for r in rows]
+        try:
+            table[col] = [float(v) for v in values]
+        except ValueError:
+            table[col] = values
+    return table
 
 
-def placeholders(frame):
+def numeric(values):
+    return bool(values) and isinstance(values[0], float)
+
+
+def placeholders(table):
     """Numeric columns whose largest value repeats and sits far beyond all the others."""
     found = {}
-    for col in frame.columns:
-        s = frame[col]
-        if not pd.api.types.is_numeric_dtype(s):
+    for col, values in table.items():
+        if not numeric(values):
             continue
-        top = s.max()
-        rest = s[s != top]
-        if (s == top).sum() >= 5 and len(rest) and rest.max() > 0 and top > 2 * rest.max():
-            found[col] = (top, int((s == top).sum()), rest.min(), rest.max())
+        top = max(values)
+        rest = [v for v in values if v != top]
+        if values.count(top) >= 5 and rest and max(rest) > 0 and top > 2 * max(rest):
+            found[col] = (top, values.count(top), min(rest), max(rest))
     return found
 
+
+table = load_table()
+print(f"{len(next(iter(table.values())))} rows x {len(table)} columns")
+for col, values in table.items():
+    if numeric(values):
+        whole = all(v == int(v) for v in values)
+        print(f"{col}: numeric, {len(set(values))} distinct, min {min(values):g}, max {max(values):g}, integers={whole}")
+    else:
+        print(f"{col}: text, values {sorted(set(values))[:6]}")
 
 try:
     spec = importlib.util.spec_from_file_location("config", "config.py")
@@ -44,7 +58,8 @@ except Exception as exc:  # noqa: BLE001 - any error of config.py is a finding
 
 declared = dict(getattr(config, "MISSING_VALUES", {}) or {}) if config else {}
 cmap = dict(getattr(config, "COLUMN_MAP", {}) or {}) if config else {}
-for col, (top, n, lo, hi) in placeholders(df).items():
+found = placeholders(table)
+for col, (top, n, lo, hi) in found.items():
     name = cmap.get(col, col)
     if declared.get(name) == top:
         print(f"PASSED data_quality::placeholder - {name} ({col}) placeholder {top:g} declared")
@@ -54,26 +69,30 @@ for col, (top, n, lo, hi) in placeholders(df).items():
 
 if config is not None:
     problems = []
-    if sorted(cmap) != sorted(df.columns):
-        problems.append(f"COLUMN_MAP covers {sorted(cmap)}, the table has {sorted(df.columns)}")
-    semantic = df.copy()
-    for col, (top, *_) in placeholders(df).items():  # judge the mapping on the answered rows
-        semantic[col] = semantic[col].where(semantic[col] != top)
-    semantic = semantic.rename(columns=cmap)
+    if sorted(cmap) != sorted(table):
+        problems.append(f"COLUMN_MAP covers {sorted(cmap)}, the table has {sorted(table)}")
+    semantic = {}
+    for col, values in table.items():  # judge the mapping on the answered rows
+        top = found.get(col, (None,))[0]
+        semantic[cmap.get(col, col)] = [v for v in values if v != top]
+
+    def whole(v):
+        return all(x == int(x) for x in v)
+
     expect = {
-        "emp_id": lambda s: s.is_unique and (s == s.round()).all(),
-        "dept": lambda s: not pd.api.types.is_numeric_dtype(s),
-        "churned": lambda s: set(s.unique()) <= {0, 1},
-        "n_projects": lambda s: (s == s.round()).all() and s.max() <= 10,
-        "satisfaction": lambda s: s.min() >= 1 and s.max() <= 10 and not (s == s.round()).all(),
-        "weekly_hours": lambda s: 20 <= s.mean() <= 80 and not (s == s.round()).all(),
-        "tenure_months": lambda s: (s == s.round()).all() and s.max() <= 120 and s.nunique() > 10,
-        "salary": lambda s: s.min() >= 10_000,
+        "emp_id": lambda v: numeric(v) and len(set(v)) == len(v) and whole(v),
+        "dept": lambda v: not numeric(v),
+        "churned": lambda v: numeric(v) and set(v) <= {0.0, 1.0},
+        "n_projects": lambda v: numeric(v) and whole(v) and max(v) <= 10,
+        "satisfaction": lambda v: numeric(v) and min(v) >= 1 and max(v) <= 10 and not whole(v),
+        "weekly_hours": lambda v: numeric(v) and 20 <= sum(v) / len(v) <= 80 and not whole(v),
+        "tenure_months": lambda v: numeric(v) and whole(v) and max(v) <= 120 and len(set(v)) > 10,
+        "salary": lambda v: numeric(v) and min(v) >= 10_000,
     }
     for name, ok in expect.items():
-        if name not in semantic.columns:
+        if name not in semantic:
             problems.append(f"no column is mapped to {name}")
-        elif not ok(semantic[name].dropna()):
+        elif not ok(semantic[name]):
             problems.append(f"the column mapped to {name} does not look like {name}")
     target = getattr(config, "TARGET", None)
     if target != "churned":

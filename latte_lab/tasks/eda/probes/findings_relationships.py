@@ -1,13 +1,27 @@
 """Churn against every feature and across departments, and what findings.json says of it."""
 
+import csv
 import importlib.util
 import json
 import re
+import statistics
 import sys
 
-import pandas as pd
 
-df = pd.read_csv("employee_data.csv")
+def load_table(path="employee_data.csv"):
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = list(csv.DictReader(fh))
+    table = {}
+    for col in rows[0]:
+        values = [r[col] for r in rows]
+        try:
+            table[col] = [float(v) for v in values]
+        except ValueError:
+            table[col] = values
+    return table
+
+
+table = load_table()
 try:
     spec = importlib.util.spec_from_file_location("config", "config.py")
     config = importlib.util.module_from_spec(spec)
@@ -17,37 +31,47 @@ try:
     declared = dict(getattr(config, "MISSING_VALUES", {}) or {})
 except Exception as exc:  # noqa: BLE001 - nothing to relate without a target
     print(f"FAILED findings_relationships::schema - config.py unusable ({exc!r}): no target to relate to")
-    raise SystemExit(0)
-named = df.rename(columns=cmap)
-for col in df.columns:
-    s = df[col]
-    rest = s[s != s.max()]
-    if pd.api.types.is_numeric_dtype(s) and (s == s.max()).sum() >= 5 and len(rest) and rest.max() > 0 \
-            and s.max() > 2 * rest.max():
-        name = cmap.get(col, col)
-        flag = "PASSED" if declared.get(name) == s.max() else "FAILED"
-        print(f"{flag} data_quality::placeholder - {col} ({name}) holds {s.max():g} in {(s == s.max()).sum()} rows: "
-              "correlations below leave those rows out")
-        named[name] = named[name].where(named[name] != s.max())
+    raise SystemExit(0) from None
+
+named, dropped = {}, {}
+for col, values in table.items():
+    name = cmap.get(col, col)
+    named[name] = values
+    if values and isinstance(values[0], float):
+        top = max(values)
+        rest = [v for v in values if v != top]
+        if values.count(top) >= 5 and rest and max(rest) > 0 and top > 2 * max(rest):
+            flag = "PASSED" if declared.get(name) == top else "FAILED"
+            print(f"{flag} data_quality::placeholder - {col} ({name}) holds {top:g} in {values.count(top)} rows: "
+                  "correlations below leave those rows out")
+            dropped[name] = top
 if target not in named:
     print(f"FAILED findings_relationships::schema - TARGET {target!r} is not a column after renaming")
     raise SystemExit(0)
-numeric = [c for c in named.columns if c != target and pd.api.types.is_numeric_dtype(named[c])
-           and not named[c].is_unique]
-corr = {c: named[c].corr(named[target]) for c in numeric}
-for c, r in sorted(corr.items(), key=lambda kv: -abs(kv[1])):
-    print(f"corr({c}, {target}) = {r:+.3f}")
-text_cols = [c for c in named.columns if not pd.api.types.is_numeric_dtype(named[c])]
+y = named[target]
+corr = {}
+for name, values in named.items():
+    if name == target or not values or not isinstance(values[0], float) or len(set(values)) == len(values):
+        continue
+    pairs = [(v, t) for v, t in zip(values, y) if v != dropped.get(name)]
+    if len(pairs) > 2:
+        corr[name] = statistics.correlation([p[0] for p in pairs], [p[1] for p in pairs])
+for name, r in sorted(corr.items(), key=lambda kv: -abs(kv[1])):
+    print(f"corr({name}, {target}) = {r:+.3f}")
 rates = {}
-for c in text_cols:
-    rates = named.groupby(c)[target].mean().sort_values()
-    print(f"{target} rate by {c}:", ", ".join(f"{k} {v:.1%}" for k, v in rates.items()))
+for name, values in named.items():
+    if values and not isinstance(values[0], float):
+        groups = {}
+        for g, t in zip(values, y):
+            groups.setdefault(g, []).append(t)
+        rates = {g: sum(v) / len(v) for g, v in groups.items()}
+        print(f"{target} rate by {name}:", ", ".join(f"{g} {r:.1%}" for g, r in sorted(rates.items(), key=lambda kv: kv[1])))
 
 try:
     findings = json.loads(open("findings.json", encoding="utf-8").read())
 except (FileNotFoundError, json.JSONDecodeError) as exc:
     print(f"FAILED findings_relationships::exists - findings.json unreadable: {exc!r}")
-    raise SystemExit(0)
+    raise SystemExit(0) from None
 rel = json.dumps(findings.get("relationships", "")).lower()
 sub = json.dumps(findings.get("subgroup_effects", "")).lower()
 if not findings.get("relationships") or not findings.get("subgroup_effects"):
@@ -63,8 +87,8 @@ if corr:
         print(f"FAILED findings_relationships::driver - relationships call {driver}'s link {other}; it is {sign}")
     else:
         print(f"PASSED findings_relationships::driver - {driver} ({corr[driver]:+.3f})")
-if len(rates):
-    hi, lo = rates.index[-1], rates.index[0]
+if rates:
+    hi, lo = max(rates, key=rates.get), min(rates, key=rates.get)
     problems = []
     for seg in re.split(r"[.;]", sub):
         if "highest" in seg and lo.lower() in seg and hi.lower() not in seg:

@@ -7,7 +7,7 @@ try:
     summary = open("summary.txt", encoding="utf-8").read()
 except FileNotFoundError:
     print("FAILED summary::exists - summary.txt is missing")
-    raise SystemExit(0)
+    raise SystemExit(0) from None
 words = len(summary.split())
 print(f"summary.txt: {words} words")
 low = summary.lower()
