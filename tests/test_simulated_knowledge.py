@@ -133,3 +133,30 @@ def test_hidden_work_grows_the_latte_graph_and_static_leaves_it_undone(tmp_path,
     for r in static:
         assert r.metrics["graph_size_final"] == r.metrics["graph_size_initial"]
     assert sum(_hidden_done(r, task) for r in latte) > sum(_hidden_done(r, task) for r in static)
+
+
+@pytest.mark.parametrize("team", ["latte", "leader_worker", "pipeline"])
+def test_the_virtual_clock_adds_the_lead_then_the_slowest_worker(tmp_path, team):
+    """Each call takes base + input / prefill rate + output / decode rate; within a round the agents that act
+    together cost the slowest of them, and an agent run before them (the Lead, a pipeline role) adds its own
+    call; tools add their nominal seconds."""
+    from latte_lab.teams.engine import VIRTUAL_SCRIPT_SECONDS, VIRTUAL_TEST_SECONDS
+
+    res = run(tmp_path, "textproc", team, max_rounds=6)
+    ev = res.events
+    profile = SimulatedModel().profile
+    replies = ev[ev["type"] == "agent_reply"]
+    for r in replies.itertuples():
+        assert r.latency_s == pytest.approx(profile.latency(r.input_tokens, r.output_tokens), abs=1e-5)
+    expected = 0.0
+    for rnd, group in replies.groupby("round"):
+        batches = group.groupby((group["seq"].diff() > 1).cumsum())  # replies logged together ran together
+        alone = {"Lead", "ProductManager", "Architect", "ProjectManager", "Engineer", "QAEngineer"}
+        for _, batch in batches:
+            solo = batch[batch["agent"].isin(alone)]
+            together = batch[~batch["agent"].isin(alone)]
+            expected += solo["latency_s"].sum() + (together["latency_s"].max() if len(together) else 0.0)
+    tools = ev[ev["type"].isin(["run_tests", "run_script"])]
+    expected += VIRTUAL_TEST_SECONDS * (tools["type"] == "run_tests").sum()
+    expected += VIRTUAL_SCRIPT_SECONDS * ((tools["type"] == "run_script") & tools["returncode"].notna()).sum()
+    assert res.row["wall_clock_seconds"] == pytest.approx(expected, rel=1e-6)

@@ -317,7 +317,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="runs/sensitivity", help="where the trials' run directories go")
-    ap.add_argument("--write", default=str(Path(__file__).resolve().parents[1] / "data" / DATA_FILE),
+    from importlib.resources import files
+
+    ap.add_argument("--write", default=str(files("latte_lab.data").joinpath(DATA_FILE)),
                     help="the per-trial CSV to write (default: the copy shipped in latte_lab/data)")
     args = ap.parse_args(argv)
     rows = run(None, args.seeds, out=args.out, n_jobs=args.jobs)
