@@ -37,7 +37,7 @@ class WorkUnit:
     deps: tuple[str, ...] = ()
     visible: bool = True
     tests: tuple[str, ...] = ()
-    effort: float = 1.0  # relative size of the unit (how long an agent explores before it writes)
+    effort: float = 1.0  # relative size of the unit (the scheduling workloads built from a task use it)
     probe: str = ""
 
 

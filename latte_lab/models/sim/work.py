@@ -84,15 +84,25 @@ def p_correct(t: Turn, unit: WorkUnit) -> float:
     return chance
 
 
+def in_place(t: Turn, unit: WorkUnit) -> bool:
+    """Whether the agent can tell the unit is done: correct in the files it has seen, or written and
+    passing the checks it has seen."""
+    if t.state(unit) == "solution":
+        return True
+    informed = t.tests_known() or bool(t.reported)  # its own test runs, or a report of someone else's
+    return (t.written(unit) and t.skill.observable(unit) and informed
+            and not t.skill.unit_failing(unit, t.failures() + t.reported))
+
+
 def revealed(t: Turn) -> list[WorkUnit]:
     """Units the description does not reveal that the agent's observations now point at: a check of
-    theirs fails while every unit they build on is in place in the files it has seen."""
+    theirs fails while every unit they build on is in place."""
     out = []
     fails = t.failures() + t.reported
     for u in t.skill.units:
         if u.visible or not t.skill.unit_failing(u, fails):
             continue
-        if all(t.state(d) == "solution" for d in upstream(t, [u]) if t.skill.patchable(d)):
+        if all(in_place(t, d) for d in upstream(t, [u]) if t.skill.patchable(d)):
             out.append(u)
     return out
 
