@@ -12,7 +12,7 @@ UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
-.PHONY: demo test lint bench figures docs lock lab clean
+.PHONY: demo test lint bench figures docs lock lab sensitivity clean
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -61,6 +61,11 @@ figures: $(STAMP)
 docs: $(STAMP)
 	$(BIN)/mkdocs build --strict --site-dir site
 	@echo "open site/index.html, or serve it with: $(BIN)/mkdocs serve"
+
+# The sensitivity study behind notebook 05 (hours of compute; resumable): reruns every trial not yet under
+# runs/sensitivity and rewrites latte_lab/data/sensitivity.csv, which the notebook and its tests read.
+sensitivity: $(STAMP)
+	$(BIN)/python -m latte_lab.analysis.sensitivity --seeds 10 --jobs 2 --out runs/sensitivity
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis site

@@ -1,5 +1,6 @@
-"""The simulated model: profiles, splicing, the role policy on hand-built views, determinism, and whole
-trials on the engine."""
+"""The simulated model: profiles, splicing, generic slips, the role policy on hand-built views,
+determinism, and whole trials on the engine. What the model knows and the hidden work it finds are
+tested in tests/test_simulated_knowledge.py."""
 
 from __future__ import annotations
 
@@ -17,10 +18,11 @@ from latte_lab.models.sim import PROFILES, Profile, SimulatedModel, resolve_prof
 from latte_lab.models.sim import source as S
 from latte_lab.models.sim.skill import failures_in_text, skill_for
 
-EXPERT = Profile(name="expert", p_correct_patch=1.0, rounds_per_unit=(0.0, 0.0), p_straggler=0.0,
-                 p_reread=0.0, p_forget_complete=0.0, chattiness=0.0)
-HOPELESS = Profile(name="hopeless", p_correct_patch=0.0, rounds_per_unit=(0.0, 0.0), p_straggler=0.0,
-                   p_reread=0.0, p_forget_complete=0.0, chattiness=0.0)
+EXPERT = Profile(name="expert", p_correct_patch=1.0, blind_factor=1.0, unguided_factor=1.0, upstream_factor=1.0,
+                 p_observe_first=0.0, p_straggler=0.0, p_reread=0.0, p_forget_complete=0.0, chattiness=0.0,
+                 p_delegate=1.0, claim_noise=0.0)
+HOPELESS = Profile(name="hopeless", p_correct_patch=0.0, p_observe_first=0.0, p_straggler=0.0, p_reread=0.0,
+                   p_forget_complete=0.0, chattiness=0.0)
 WORKER_ACTIONS = ("claim_task", "complete_task", "edit_file", "read_file", "run_script", "run_tests",
                   "discover_task", "broadcast")
 LEAD_ACTIONS = ("assign_task", "broadcast", "run_script", "request_status", "run_tests", "discover_task",
@@ -66,8 +68,34 @@ def test_profiles_and_resolution():
         resolve_profile("simulated/brilliant")
     with pytest.raises(ConfigError, match="p_reread"):
         Profile(p_reread=1.5)
-    with pytest.raises(ConfigError, match="rounds_per_unit"):
-        Profile(rounds_per_unit=(3.0, 1.0))
+    with pytest.raises(ConfigError, match="straggler_turns"):
+        Profile(straggler_turns=(3, 1))
+    custom = resolve_profile("simulated/fast?p_straggler=0.3&straggler_turns=1,2")
+    assert (custom.p_straggler, custom.straggler_turns, custom.p_correct_patch) == (0.3, (1, 2), fast.p_correct_patch)
+    with pytest.raises(ConfigError, match="known: .*p_correct_patch"):
+        resolve_profile("default?skill=3")
+    with pytest.raises(ConfigError, match="is not a float"):
+        resolve_profile("default?p_straggler=lots")
+
+
+def test_every_behaviour_parameter_is_explained():
+    """Each parameter's docstring gives its meaning, its range or form, and why its default is plausible."""
+    import ast
+    import dataclasses
+
+    from latte_lab.models.sim import profiles
+
+    tree = ast.parse(Path(profiles.__file__).read_text(encoding="utf-8"))
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Profile")
+    docs = {}
+    for a, b in zip(cls.body, cls.body[1:]):
+        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant):
+            docs[a.target.id] = b.value.value
+    names = [f.name for f in dataclasses.fields(Profile) if f.name != "name"]
+    assert sorted(docs) == sorted(names)
+    for name, doc in docs.items():
+        assert "Default" in doc, name
+        assert re.search(r"Range|range|\(uniform|scale|[0-9]", doc), name
 
 
 def test_generate_needs_a_view():
@@ -111,17 +139,46 @@ def test_splice_json_keys_and_errors():
 def test_skill_maps_failures_to_units(debug):
     ids = [u.id for u in debug.failing_units(["test_suite.py::TestRms::test_constant",
                                                "test_suite.py::TestPeakRate::test_rate"])]
-    assert ids == ["fix-rms", "check-peak_rate"]
+    assert ids == ["fix-rms", "check-peak_rate", "fix-peak_rate"]  # the hidden unit shares the composite's test
     assert failures_in_text("FAILED test_suite.py::TestRms::test_x - assert 1\nERROR test_b.py\n") == (
         "test_suite.py::TestRms::test_x", "test_b.py")
     assert all(debug.covered.values())  # every debug unit has a public test class
     assert "signal_toolkit.py" in debug.start
 
 
-def test_skill_maps_public_form_tests_by_file():
+def test_skill_maps_public_form_tests_by_file_and_probe_checks_by_id():
     eda = skill_for("eda")
     ids = {u.id for u in eda.failing_units(["test_suite.py::TestFindingsJson::test_has_categories"])}
-    assert ids == {u.id for u in eda.units if "findings.json" in u.files}
+    assert ids == {u.id for u in eda.units if "findings.json" in u.files and u.visible}
+    assert [u.id for u in eda.failing_units(["data_quality::placeholder"])] == ["data_quality"]
+    assert eda.observable(eda.unit("summary")) and not eda.patchable(skill_for("debug").unit("check-rms")
+                                                                       or debug_check(skill_for("debug")))
+
+
+def debug_check(skill):
+    return next(u for u in skill.units if not u.files)
+
+
+# ------------------------------------------------------------------------------- generic slips ----
+
+@pytest.mark.parametrize("task", ["debug", "eda", "textproc"])
+def test_a_failed_draw_is_a_generic_slip_of_the_correct_unit(task):
+    """The model owns how it gets a unit wrong: one slip in the reference version, which differs from
+    it, still parses, and for code units is usually caught by the unit's own tests or checks."""
+    import random
+
+    skill = skill_for(task)
+    for u in skill.units:
+        for f in skill.unit_files(u):
+            good = skill.version(u, f, True, random.Random(0))
+            bad = skill.version(u, f, False, random.Random(0))
+            if isinstance(good, str):
+                assert bad != good, (u.id, f)
+            else:
+                assert any(not S.same_symbol(bad.get(k), v, f) for k, v in good.items()), (u.id, f)
+                if f.endswith(".py"):
+                    for text in bad.values():
+                        compile(text, f, "exec")
 
 
 # ------------------------------------------------------------------------------ graph planning ----
@@ -129,58 +186,72 @@ def test_skill_maps_public_form_tests_by_file():
 def test_latte_lead_explores_then_discovers_the_visible_units(debug):
     model = SimulatedModel(EXPERT)
     allowed = ("discover_task", "run_tests", "read_file", "run_script")
-    first = AgentView(task="debug", role="lead", agent="Lead", phase="planning", allowed_actions=allowed,
-                      extra={"planning_turn": 1})
+    first = AgentView(task="debug", role="lead", agent="Lead", phase="planning", allowed_actions=allowed)
     r1 = ask(model, first)
     assert kinds(r1.text)[0] == "run_tests" and "read_file" in kinds(r1.text)
+    failures = ("test_suite.py::TestRms::test_constant",)
     second = AgentView(task="debug", role="lead", agent="Lead", phase="planning", allowed_actions=allowed,
-                       test_output="33 failed", tests_passed=False, extra={"planning_turn": 2})
+                       test_output="FAILED test_suite.py::TestRms::test_constant\n33 failed", tests_passed=False,
+                       test_failures=failures)
     r2 = ask(model, second, call=1, history=[r1.text])
     found = [a for a in tags(r2.text) if type(a).__name__ == "DiscoverTask"]
-    assert {a.id for a in found} == {u.id for u in debug.visible_units()}
+    assert {a.id for a in found} == {u.id for u in debug.visible_units()}  # hidden work is not planned
     for a in found:  # wide graph: dependencies only where the unit really has them
         assert set(a.dependencies) == set(debug.unit(a.id).deps)
+    rms = next(a for a in found if a.id == "fix-rms")
+    assert "FAILED test_suite.py::TestRms::test_constant" in rms.description  # what it saw travels in the graph
 
 
 def test_static_lead_emits_the_whole_plan_at_once(debug):
-    view = AgentView(task="debug", role="lead", agent="Lead", phase="planning", allowed_actions=("discover_task",),
-                     extra={"planning_turn": 1})
+    view = AgentView(task="debug", role="lead", agent="Lead", phase="planning",
+                     allowed_actions=("plan_task", "discover_task"))
     text = ask(SimulatedModel(), view).text
     assert "<plan_task" in text
     assert {a.id for a in tags(text)} == {u.id for u in debug.visible_units()}
 
 
-def test_lead_assigns_ready_tasks_one_per_idle_worker():
-    graph = [{"id": f"t{i}", "title": "x", "status": "pending", "owner": None, "deps": [], "n_successors": 0,
-              "is_verify": False, "verify_of": None} for i in range(3)]
+def lead_graph(ids, status="pending", owner=None, deps=()):
+    return [{"id": i, "title": "x", "status": status, "owner": owner, "deps": list(deps)} for i in ids]
+
+
+def test_lead_assigns_part_of_the_ready_queue_and_leaves_the_rest_open():
+    graph = lead_graph(["t0", "t1", "t2"])
+    extra = {"workers": {"Dev1": None, "Dev2": "t9", "Dev3": None}, "ready": ["t0", "t1", "t2"]}
     view = AgentView(task="debug", role="lead", agent="Lead", round=1, allowed_actions=LEAD_ACTIONS, graph=graph,
-                     frontier=[{"id": n["id"], "title": "x", "description": ""} for n in graph],
-                     extra={"workers": {"Dev1": None, "Dev2": "t9", "Dev3": None}})
+                     extra=extra)
     acts = [a for a in tags(ask(SimulatedModel(EXPERT), view).text) if type(a).__name__ == "AssignTask"]
-    assert [(a.id, a.to) for a in acts] == [("t0", "Dev1"), ("t1", "Dev3")]
+    assert [(a.id, a.to) for a in acts] == [("t0", "Dev1"), ("t1", "Dev3")]  # p_delegate = 1: one per idle
+    never = SimulatedModel(Profile(p_delegate=0.0, chattiness=0.0))
+    assert not [a for a in tags(ask(never, view).text) if type(a).__name__ == "AssignTask"]
+    counts = [sum(type(a).__name__ == "AssignTask" for a in tags(ask(SimulatedModel(), view, seed=s).text))
+              for s in range(20)]
+    assert 0 < sum(counts) < 2 * 20  # the default Lead assigns some ready tasks and leaves others
 
 
 def test_lead_releases_a_stuck_task_and_reassigns_it():
-    graph = [{"id": "t1", "title": "x", "status": "in_progress", "owner": "Dev1", "deps": [], "n_successors": 0,
-              "is_verify": False, "verify_of": None}]
-    view = AgentView(task="debug", role="lead", agent="Lead", round=6, allowed_actions=LEAD_ACTIONS, graph=graph,
+    view = AgentView(task="debug", role="lead", agent="Lead", round=6, allowed_actions=LEAD_ACTIONS,
+                     graph=lead_graph(["t1"], "in_progress", "Dev1"),
                      alerts=[{"agent": "Dev1", "task": "t1", "rounds": 5}],
-                     extra={"workers": {"Dev1": "t1", "Dev2": None}})
+                     extra={"workers": {"Dev1": "t1", "Dev2": None}, "ready": []})
     acts = tags(ask(SimulatedModel(EXPERT), view).text)
     names = [type(a).__name__ for a in acts]
     assert names[:3] == ["ReleaseTask", "Broadcast", "AssignTask"]
     assert acts[2].to == "Dev2" and acts[1].text.startswith("Dev2:")
 
 
-def test_fixed_plan_lead_assigns_every_task_evenly():
-    graph = [{"id": f"t{i}", "title": "x", "status": "pending", "owner": None, "deps": ["t0"] if i else [],
-              "n_successors": 0, "is_verify": False, "verify_of": None} for i in range(6)]
-    view = AgentView(task="debug", role="lead", agent="Lead", round=1, graph=graph,
-                     allowed_actions=("assign_task", "broadcast", "run_tests", "close_task"),
-                     extra={"workers": {"Dev1": None, "Dev2": None, "Dev3": None}})
+def test_fixed_plan_lead_assigns_every_task_evenly_and_nudges_stragglers():
+    graph = lead_graph([f"t{i}" for i in range(6)])
+    allowed = ("assign_task", "broadcast", "run_tests", "close_task")
+    view = AgentView(task="debug", role="lead", agent="Lead", round=1, graph=graph, allowed_actions=allowed,
+                     extra={"workers": {"Dev1": None, "Dev2": None, "Dev3": None}, "ready": ["t0"]})
     acts = [a for a in tags(ask(SimulatedModel(), view).text) if type(a).__name__ == "AssignTask"]
     assert len(acts) == 6
     assert sorted(sum(1 for a in acts if a.to == w) for w in ("Dev1", "Dev2", "Dev3")) == [2, 2, 2]
+    stuck = AgentView(task="debug", role="lead", agent="Lead", round=7, allowed_actions=allowed,
+                      graph=lead_graph(["t0"], "in_progress", "Dev1"), alerts=[{"agent": "Dev1", "task": "t0", "rounds": 4}],
+                      extra={"workers": {"Dev1": "t0"}, "ready": []})
+    acts = tags(ask(SimulatedModel(EXPERT), stuck).text)
+    assert [type(a).__name__ for a in acts][:1] == ["Broadcast"] and acts[0].text.startswith("Dev1:")
 
 
 # -------------------------------------------------------------------------------- graph worker ----
@@ -188,8 +259,7 @@ def test_fixed_plan_lead_assigns_every_task_evenly():
 def worker_view(debug, unit_id, *, status, files=None, round=2, tests=None, failures=()):
     u = debug.unit(unit_id)
     return AgentView(task="debug", role="worker", agent="Dev2", round=round, allowed_actions=WORKER_ACTIONS,
-                     current_task={"id": u.id, "title": u.title, "description": u.description, "status": status,
-                                   "since_round": 1},
+                     current_task={"id": u.id, "title": u.title, "description": u.description, "status": status},
                      files_read=dict(files or {}), test_output=tests, test_failures=tuple(failures),
                      tests_passed=None if tests is None else not failures)
 
@@ -221,17 +291,21 @@ def test_worker_claims_reads_writes_the_solution_tests_and_completes(debug):
     assert [type(a).__name__ for a in tags(r3.text)] == ["CompleteTask"]
 
 
-def test_a_failed_skill_draw_writes_the_wrong_variant(debug):
+def test_a_failed_skill_draw_writes_a_slip_of_the_correct_function(debug):
     start = debug.start["signal_toolkit.py"]
     view = worker_view(debug, "fix-normalize", status="in_progress", files={"signal_toolkit.py": start})
-    edit = tags(ask(SimulatedModel(HOPELESS), view).text)[0]
+    edit = tags(ask(SimulatedModel(HOPELESS), view, history=["Working on task fix-normalize: x."]).text)[0]
     got = S.get_symbols(edit.content, "signal_toolkit.py")["normalize"]
-    assert S.same_symbol(got, debug.unit("fix-normalize").wrong["normalize"], "x.py")
+    right = debug.solution_symbols("signal_toolkit.py")["normalize"]
+    assert not S.same_symbol(got, right, "x.py") and not S.same_symbol(got, S.get_symbols(start, "x.py")["normalize"], "x.py")
 
 
 def test_worker_retries_after_its_tests_fail(debug):
+    import random
+
     u = debug.unit("fix-normalize")
-    wrong_file = debug.patch(debug.start["signal_toolkit.py"], "signal_toolkit.py", dict(u.wrong))
+    slip = debug.version(u, "signal_toolkit.py", False, random.Random(1))
+    wrong_file = debug.patch(debug.start["signal_toolkit.py"], "signal_toolkit.py", slip)
     failing = ("test_suite.py::TestNormalize::test_midpoint",)
     history = ['Working on task fix-normalize: x.\n\n<edit_file path="signal_toolkit.py">\nx\n</edit_file>\n\n'
                '<run_tests />', 'Working on task fix-normalize: x.\n\n<read_file path="signal_toolkit.py" />\n\n<run_tests />']
@@ -243,16 +317,33 @@ def test_worker_retries_after_its_tests_fail(debug):
     assert S.same_symbol(fixed, debug.solution_symbols("signal_toolkit.py")["normalize"], "x.py")
 
 
-def test_idle_worker_claims_from_the_frontier_and_avoids_a_lost_claim():
+def test_idle_workers_claim_by_a_noisy_preference_and_avoid_a_lost_claim():
     frontier = [{"id": "fix-rms", "title": "Fix rms", "description": ""},
-                {"id": "fix-normalize", "title": "Fix normalize", "description": ""}]
+                {"id": "fix-normalize", "title": "Fix normalize", "description": ""},
+                {"id": "fix-downsample", "title": "Fix downsample", "description": ""}]
+    lost = [{"sender": "System", "text": "⚠️ Claim of 'fix-rms' rejected: taken. Pick another."}]
     view = AgentView(task="debug", role="worker", agent="Dev3", round=2, allowed_actions=WORKER_ACTIONS,
-                     frontier=frontier,
-                     messages=[{"sender": "System", "text": "⚠️ Claim of 'fix-rms' rejected: taken. Pick another."}])
+                     frontier=frontier, messages=lost)
+
+    def claim(v, seed, model=None):
+        model = model or SimulatedModel()
+        msgs = [Message("user", "[From System]: ⚠️ Claim of 'fix-rms' rejected: taken.")] if v.messages else []
+        req = ModelRequest(provider="simulated", model="default", system="s", messages=msgs or [Message("user", "x")],
+                           scope=Scope(seed=seed, agent=v.agent), view=v)
+        return [a.id for a in tags(model.generate(req).text) if type(a).__name__ == "ClaimTask"]
+
     for seed in range(5):
-        claims = [a.id for a in tags(ask(SimulatedModel(), view, seed=seed).text)
-                  if type(a).__name__ == "ClaimTask"]
-        assert claims == ["fix-normalize"]
+        assert claim(view, seed) in (["fix-normalize"], ["fix-downsample"])
+    fresh = AgentView(task="debug", role="worker", agent="Dev3", round=2, allowed_actions=WORKER_ACTIONS,
+                      frontier=frontier)
+    picks = {claim(fresh, s)[0] for s in range(30)}
+    assert len(picks) >= 2  # noise: two idle workers sometimes want the same task, sometimes not
+    assert {claim(fresh, s, SimulatedModel(EXPERT))[0] for s in range(10)} == {"fix-rms"}  # no noise: first ready
+    told = AgentView(task="debug", role="worker", agent="Dev3", round=2, allowed_actions=WORKER_ACTIONS,
+                     frontier=frontier)
+    req = ModelRequest(provider="simulated", model="default", system="(you cannot pick unassigned tasks yourself)",
+                       messages=[Message("user", "x")], scope=Scope(agent="Dev3"), view=told)
+    assert "<claim_task" not in SimulatedModel().generate(req).text  # its prompt says workers wait to be assigned
 
 
 # ---------------------------------------------------------------------------------- flat teams ----
@@ -271,14 +362,21 @@ def test_leader_worker_lead_splits_the_work_then_certifies(debug):
     assert "CertifyComplete" in [type(a).__name__ for a in tags(ask(SimulatedModel(), green).text)]
 
 
+def ask_heard(model, view, heard: list[tuple[str, str]], seed=0):
+    """A request whose newest message carries what the agent heard (as the engine writes it)."""
+    content = "\n\n".join(f"[From {s}]: {t}" for s, t in heard)
+    req = ModelRequest(provider="simulated", model="default", system="You are a teammate.",
+                       messages=[Message("user", content)], scope=Scope(seed=seed, agent=view.agent), view=view)
+    return model.generate(req)
+
+
 def test_flat_worker_follows_the_leads_direction(debug):
     view = AgentView(task="debug", role="worker", agent="Dev2", round=2, teammates=("Lead", "Dev1", "Dev3"),
                      allowed_actions=("edit_file", "read_file", "run_script", "run_tests", "broadcast"),
-                     messages=[{"sender": "Lead", "text": "Dev1: work on fix-rms\nDev2: work on fix-downsample"}],
                      files_read={"signal_toolkit.py": debug.start["signal_toolkit.py"]},
                      test_output="x", test_failures=("test_suite.py::TestDownsample::test_keeps_first_sample",),
                      tests_passed=False)
-    text = ask(SimulatedModel(EXPERT), view).text
+    text = ask_heard(SimulatedModel(EXPERT), view, [("Lead", "Dev1: work on fix-rms\nDev2: work on fix-downsample")]).text
     assert "Working on task fix-downsample" in text
     edit = tags(text)[0]
     got = S.get_symbols(edit.content, "signal_toolkit.py")
@@ -290,11 +388,10 @@ def test_peer_announces_what_it_takes_and_skips_claimed_work(debug):
     view = AgentView(task="debug", role="peer", agent="Dev1", round=2, teammates=("Dev2", "Dev3"),
                      allowed_actions=("edit_file", "read_file", "run_script", "run_tests", "broadcast",
                                       "certify_complete"),
-                     messages=[{"sender": "Dev2", "text": "I'm taking fix-normalize"}],
                      files_read={"signal_toolkit.py": debug.start["signal_toolkit.py"]},
                      test_output="2 failed", test_failures=failures, tests_passed=False)
     for seed in range(4):
-        acts = tags(ask(SimulatedModel(), view, seed=seed).text)
+        acts = tags(ask_heard(SimulatedModel(), view, [("Dev2", "I'm taking fix-normalize")], seed=seed).text)
         assert type(acts[0]).__name__ == "Broadcast" and acts[0].text.startswith("I'm taking ")
         assert acts[0].text != "I'm taking fix-normalize"
 
@@ -314,14 +411,21 @@ def test_pipeline_roles_publish_and_implement(debug):
     plan = tags(ask(model, AgentView(task="debug", role="project_manager", agent="P", allowed_actions=("publish",),
                                      extra={"documents": docs})).text)
     docs["tasks"] = plan[0].text
-    eng = tags(ask(model, AgentView(task="debug", role="engineer", agent="E", allowed_actions=("edit_file",),
-                                    extra={"documents": docs, "next_file": "signal_toolkit.py"})).text)
-    assert len(eng) == 1 and S.normalize_code(eng[0].content) == S.normalize_code(debug.solution["signal_toolkit.py"])
+    engineer = AgentView(task="debug", role="engineer", agent="E", allowed_actions=("edit_file", "read_file"),
+                         extra={"documents": docs, "next_file": "signal_toolkit.py"})
+    assert kinds(ask(model, engineer).text) == ["read_file"]  # it reads the file before it rewrites it
+    engineer.files_read = {"signal_toolkit.py": debug.start["signal_toolkit.py"]}
+    eng = tags(ask(model, engineer, history=['<read_file path="signal_toolkit.py" />']).text)
+    written = S.get_symbols(eng[0].content, "signal_toolkit.py")
+    solution = debug.solution_symbols("signal_toolkit.py")
+    leaves = [u.symbols[0] for u in debug.visible_units() if u.symbols]
+    assert all(S.same_symbol(written[f], solution[f], "x.py") for f in leaves)  # expert, whatever it lacks
     qa = AgentView(task="debug", role="qa", agent="Q", allowed_actions=("run_tests", "publish", "edit_file"))
     assert kinds(ask(model, qa).text) == ["run_tests"]
     qa.test_output, qa.test_failures, qa.tests_passed = "1 failed", ("test_suite.py::TestRms::test_x",), False
     report = tags(ask(model, qa, history=["<run_tests />"]).text)
     assert report[0].topic == "bug_report" and "fix-rms" in report[0].text
+    assert "FAILED test_suite.py::TestRms::test_x" in report[0].text
 
 
 # --------------------------------------------------------------------- determinism and tokens ----
@@ -341,7 +445,8 @@ def test_token_counts_and_latency_follow_the_profile(debug):
     p = PROFILES["fast"]
     assert r.usage.output_tokens == math.ceil(len(r.text) / CHARS_PER_TOKEN)
     assert r.usage.input_tokens >= len("You are a teammate.") // CHARS_PER_TOKEN
-    assert r.latency_s == pytest.approx(p.base_latency_s + r.usage.output_tokens / p.tokens_per_second)
+    assert r.latency_s == pytest.approx(p.base_latency_s + r.usage.input_tokens / p.prefill_tokens_per_s
+                                        + r.usage.output_tokens / p.decode_tokens_per_s)
     assert r.model == "simulated/fast" and not r.cached
 
 
@@ -353,36 +458,39 @@ def test_verbosity_drives_reply_length(debug):
     assert wordy > terse + 100
 
 
-def test_policy_never_branches_on_team_names():
+def test_policy_never_branches_on_team_or_task_names():
+    """No parameter, branch or table of the simulated model names a team or a task (ids or aliases)."""
+    import latte_lab as ll
+    from latte_lab.config import TASK_ALIASES, TEAM_ALIASES
+
     root = Path(__import__("latte_lab.models.sim", fromlist=["x"]).__file__).parent
-    files = list(root.glob("*.py"))
-    pattern = re.compile(r"""["'](latte|static|leader_worker|decentralized|pipeline|dynamic|no_graph|metagpt)["']""")
-    for f in files:
-        hits = pattern.findall(f.read_text(encoding="utf-8"))
-        assert hits == [], f"{f.name} names a team: {hits}"
+    names = set(ll.teams.names()) | set(TEAM_ALIASES) | {"metagpt"} | set(ll.tasks.names()) | set(TASK_ALIASES)
+    words = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    quoted = re.compile(rf"""["']({words})["']""")
+    compared = re.compile(rf"""\b(?:task|team|view\.task|\.id)\s*(?:==|!=|in)\s*\(?["']?({words})\b""")
+    for f in sorted(root.glob("*.py")) + [root.parent / "view.py"]:
+        text = f.read_text(encoding="utf-8")
+        assert quoted.findall(text) == [], f"{f.name} names a team or task: {quoted.findall(text)}"
+        assert compared.findall(text) == [], f"{f.name} branches on a team or task: {compared.findall(text)}"
 
 
 # ----------------------------------------------------------------------- whole trials (engine) ----
 
-def run(tmp_path, task, team, model, seed=0, **switches):
+def run(tmp_path, task, team, model, seed=0):
     from latte_lab.config import TrialConfig
     from latte_lab.trial import run_trial
 
     if isinstance(model, str):
-        result = run_trial(TrialConfig(task=task, team=team, model=model, seed=seed, runs_dir=str(tmp_path), **switches))
+        result = run_trial(TrialConfig(task=task, team=team, model=model, seed=seed, runs_dir=str(tmp_path)))
     else:
-        result = run_trial(TrialConfig(task=task, team=team, seed=seed, runs_dir=str(tmp_path), **switches),
-                           model=model)
+        result = run_trial(TrialConfig(task=task, team=team, seed=seed, runs_dir=str(tmp_path)), model=model)
     assert result.status == "ok", result.error
     return result
 
 
 @pytest.mark.parametrize("task", ["debug", "eda", "textproc"])
 def test_a_skilful_latte_team_solves_each_task(tmp_path, task):
-    # A simulated worker spends rounds thinking without emitting an action; the paper's dispatch does not
-    # re-engage it until something new arrives (docs/fidelity.md), so skill is tested with busy workers
-    # run every round.
-    result = run(tmp_path, task, "latte", "simulated/careful", dispatch="busy_every_round")
+    result = run(tmp_path, task, "latte", SimulatedModel(EXPERT))
     assert result.success
     assert result.accuracy is not None and result.accuracy >= 0.85  # hidden suites catch a rare slip
     events = result.events

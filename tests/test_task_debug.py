@@ -7,7 +7,6 @@ subprocess through ``task.evaluate`` / ``ws.run_tests`` to check the plumbing en
 
 from __future__ import annotations
 
-import ast
 import sys
 import types
 
@@ -19,6 +18,7 @@ from latte_lab.sandbox import outcomes_by_class, parse_junit
 from latte_lab.tasks.debug import (
     CHECK_ONLY_PREFIX,
     COMPOSITES,
+    HIDDEN_COMPOSITE_BUGS,
     LEAVES,
     MODULE,
     TEST_FILE,
@@ -112,16 +112,14 @@ def splice(source: str, replacements: dict[str, str]) -> str:
     return source
 
 
-def apply_units(task, units, start: str, wrong_for: str | None = None) -> str:
-    """Apply units in the given order to the starting module (the unit ``wrong_for`` uses its wrong
-    variant); check-only units change nothing."""
+def apply_units(task, units, start: str) -> str:
+    """Apply units in the given order to the starting module; check-only units change nothing."""
     solution_defs = extract_symbols(task.reference_solution()[MODULE], MODULE)
     text = start
     for unit in units:
         if is_check_only(unit):
             continue
-        source = unit.wrong if unit.id == wrong_for else {s: solution_defs[s] for s in unit.symbols}
-        text = splice(text, dict(source))
+        text = splice(text, {s: solution_defs[s] for s in unit.symbols})
     return text
 
 
@@ -163,19 +161,20 @@ def test_description_names_every_function_and_the_rules(task, solution):
     assert "33" in task.success_criteria
 
 
-def test_start_differs_from_solution_exactly_in_the_eight_leaves(start, solution):
+def test_start_differs_from_solution_in_the_eight_leaves_and_two_composites(start, solution):
     before, after = top_level_defs(start), top_level_defs(solution)
     assert list(before) == list(after)
     changed = [name for name in before if before[name] != after[name]]
-    assert changed == [name for name, *_ in LEAVES]
-    assert all(before[name] == after[name] for name, *_ in COMPOSITES)
+    hidden = [name for name, _ in HIDDEN_COMPOSITE_BUGS]
+    assert changed == [name for name, *_ in LEAVES] + hidden
+    assert all(before[name] == after[name] for name, *_ in COMPOSITES if name not in hidden)
 
 
 def test_task_files_are_never_collected_by_the_project_pytest_run():
     from importlib import resources
 
     root = resources.files("latte_lab.tasks.debug")
-    shipped = [p.name for d in ("files", "solution", "wrong") for p in root.joinpath(d).iterdir()]
+    shipped = [p.name for d in ("files", "solution") for p in root.joinpath(d).iterdir()]
     assert shipped and all(name.endswith(".py.txt") for name in shipped)
 
 
@@ -216,25 +215,28 @@ def test_composite_waits_for_each_of_its_leaves(composite, cls, calls, start, so
 def test_work_units_are_well_formed(task, solution, suite):
     units = task.work_units()
     ids = [u.id for u in units]
-    assert len(ids) == len(set(ids)) == 11
+    assert len(ids) == len(set(ids)) == 13
     defs = extract_symbols(solution, MODULE)
     node_prefixes = {f"{TEST_FILE}::{cls}::" for cls in EXPECTED_CLASSES}
     for unit in units:
-        assert unit.files == (MODULE,) and unit.visible and unit.effort > 0
+        assert unit.files in ((MODULE,), ()) and unit.effort > 0
         assert set(unit.deps) <= set(ids)
         assert unit.tests and all(any(t in p for p in node_prefixes) for t in unit.tests)
         assert all(s in defs for s in unit.symbols)
     dependency_order(units)  # acyclic
-    leaves = [u for u in units if u.symbols]
+    leaves = [u for u in units if u.symbols and u.visible]
     assert sorted(s for u in leaves for s in u.symbols) == sorted(name for name, *_ in LEAVES)
     assert all(not u.deps for u in leaves)
+    hidden = [u for u in units if not u.visible]
+    assert sorted(s for u in hidden for s in u.symbols) == sorted(name for name, _ in HIDDEN_COMPOSITE_BUGS)
+    assert all(u.deps and not u.id.startswith("check-") for u in hidden)
 
 
-def test_check_only_units_are_flagged_and_never_whole_file_writes(task):
+def test_check_only_units_are_flagged_and_write_nothing(task):
     checks = [u for u in task.work_units() if not u.symbols]
     assert [u.id for u in checks] == [f"check-{name}" for name, *_ in COMPOSITES]
     for unit in checks:
-        assert is_check_only(unit) and unit.wrong == {}
+        assert is_check_only(unit) and unit.files == () and unit.visible
         assert unit.description.startswith(CHECK_ONLY_PREFIX)
         assert unit.effort < min(u.effort for u in task.work_units() if u.symbols)
     assert not any(is_check_only(u) for u in task.work_units() if u.symbols)
@@ -246,17 +248,18 @@ def test_applying_every_unit_in_dependency_order_passes_everything(task, start, 
     assert len(results) == 33 and all(results.values())
 
 
-@pytest.mark.parametrize("leaf", [name for name, *_ in LEAVES])
-def test_each_wrong_variant_is_caught_by_its_tests(task, start, suite, leaf):
+def test_hidden_composite_bugs_show_only_once_their_leaves_are_fixed(task, start, suite):
+    """Before the leaves are fixed the composite's tests fail anyway; after, they still fail, for the
+    composite's own bug: the visible plan (leaves and checks) leaves exactly those tests red."""
     units = dependency_order(task.work_units())
-    unit = next(u for u in units if u.symbols == (leaf,))
-    assert set(unit.wrong) == {leaf}
-    ast.parse(unit.wrong[leaf])
-    text = apply_units(task, units, start, wrong_for=unit.id)
-    results = run_suite(text, suite)
-    failing = {key for key, ok in results.items() if not ok}
-    assert failing, f"wrong variant of {leaf} passes every test"
-    assert any(t in key for t in unit.tests for key in failing)
+    visible = apply_units(task, [u for u in units if u.visible], start)
+    results = run_suite(visible, suite)
+    failing = failing_classes(results)
+    hidden = [u for u in units if not u.visible]
+    assert failing == {t for u in hidden for t in u.tests}
+    for unit in hidden:
+        alone = apply_units(task, [unit], start)  # the composite fixed, its leaves still broken
+        assert set(unit.tests) <= failing_classes(run_suite(alone, suite))
 
 
 # -- scoring -----------------------------------------------------------------------------------

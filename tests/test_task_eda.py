@@ -21,7 +21,7 @@ import pytest
 
 import latte_lab as ll
 from latte_lab.errors import WorkspaceError
-from latte_lab.models.sim.source import splice
+from latte_lab.models.sim.source import get_symbols, splice
 from latte_lab.sandbox import outcomes_by_class, parse_junit
 from latte_lab.tasks import eda as eda_pkg
 from latte_lab.tasks.eda import generator
@@ -35,6 +35,7 @@ EXPECTED_CLASSES = {
     "TestConfigAccuracy": 5,
     "TestPlantedFindings": 6,
     "TestNarrative": 4,
+    "TestDataQuality": 2,
 }
 DELIVERABLES = ("config.py", "findings.json", "summary.txt")
 
@@ -135,6 +136,12 @@ def test_planted_properties_hold_in_the_data():
     truth = eda_pkg.planted()
     df = pd.read_csv(pd.io.common.StringIO(eda_pkg._data())).rename(columns=truth["column_map"])
     assert set(df["churned"].unique()) == {0, 1}
+    # the placeholder: outside the 1-10 scale, and it hides the driver from an analysis that keeps it
+    placeholder = truth["missing_values"]["satisfaction"]
+    assert (df["satisfaction"] == placeholder).sum() == truth["placeholder_rows"] == generator.PLACEHOLDER_ROWS
+    assert abs(df["satisfaction"].corr(df["churned"])) < 0.05
+    df["satisfaction"] = df["satisfaction"].where(df["satisfaction"] != placeholder)
+    assert df["satisfaction"].between(1, 10).sum() == len(df) - truth["placeholder_rows"]
     corr = {c: df[c].corr(df["churned"]) for c in truth["numeric_features"]}
     assert min(corr, key=corr.get) == "satisfaction" and corr["satisfaction"] < -0.25
     assert max(abs(v) for k, v in corr.items() if k != "satisfaction") < abs(corr["satisfaction"])
@@ -204,7 +211,7 @@ def test_evaluate_start_and_solution_end_to_end(task, solution, tmp_path):
     task.setup(ws)
     before = ws.list_files()
     start = task.evaluate(ws)
-    assert start.passed == 0 and start.total == 31
+    assert start.passed == 0 and start.total == 33
     assert start.per_class == {c: (0, n) for c, n in EXPECTED_CLASSES.items()}
     assert start.missing_outputs == DELIVERABLES
     assert ws.list_files() == before  # hidden files never reach the workspace
@@ -214,7 +221,7 @@ def test_evaluate_start_and_solution_end_to_end(task, solution, tmp_path):
     ws.write("conftest.py", "import pytest\n\n@pytest.fixture\ndef planted():\n    return {}\n", agent="Dev1")
     ws.write("pytest.ini", "[pytest]\naddopts = -k nothing_matches\n", agent="Dev1")
     done = task.evaluate(ws)
-    assert (done.passed, done.total, done.rate) == (31, 31, 1.0)
+    assert (done.passed, done.total, done.rate) == (33, 33, 1.0)
     assert done.per_class == {c: (n, n) for c, n in EXPECTED_CLASSES.items()}
     assert done.missing_outputs == ()
 
@@ -243,7 +250,7 @@ def test_count_tests_counts_parametrized_cases():
 
 def test_reference_solution_passes_every_hidden_test(hidden, solution, hidden_root):
     outcomes = run_hidden(hidden, solution, hidden_root)
-    assert len(outcomes) == 31 and all(outcomes.values()), [k for k, v in outcomes.items() if not v]
+    assert len(outcomes) == 33 and all(outcomes.values()), [k for k, v in outcomes.items() if not v]
 
 
 def test_missing_deliverables_fail_every_hidden_test(hidden, hidden_root):
@@ -258,55 +265,88 @@ def test_broken_config_fails_config_tests_only(hidden, solution, hidden_root):
     assert not any(k.startswith(("TestPlantedFindings", "TestNarrative")) for k in failed)
 
 
-def _apply(files: dict[str, str], unit, versions: dict[str, str]) -> dict[str, str]:
+def _apply(files: dict[str, str], unit, solution: dict[str, str]) -> dict[str, str]:
+    """``files`` with the unit's part of the reference solution spliced in (whole files when it names
+    no symbols)."""
     out = dict(files)
     for path in unit.files:
         if unit.symbols:
-            out[path] = splice(out.get(path, ""), path, {s: versions[s] for s in unit.symbols if s in versions})
+            correct = get_symbols(solution[path], path)
+            out[path] = splice(out.get(path, ""), path, {s: correct[s] for s in unit.symbols if s in correct})
         else:
-            out[path] = versions[path]
+            out[path] = solution[path]
     return out
 
 
 def _topological(units):
+    """Units in dependency order (dependencies outside ``units`` ignored)."""
+    ids = {u.id for u in units}
     done, order = set(), []
     while len(order) < len(units):
-        ready = [u for u in units if u.id not in done and set(u.deps) <= done]
+        ready = [u for u in units if u.id not in done and set(u.deps) & ids <= done]
         assert ready, "work unit dependencies form a cycle"
         order.append(ready[0])
         done.add(ready[0].id)
     return order
 
 
-def _correct(unit, solution):
-    if not unit.symbols:
-        return {p: solution[p] for p in unit.files}
-    data = json.loads(solution[unit.files[0]])
-    return {k: json.dumps(data[k]) for k in unit.symbols}
-
-
 def test_work_units_in_dependency_order_solve_the_task(task, hidden, solution, hidden_root):
     units = task.work_units()
     ids = {u.id for u in units}
     assert all(set(u.deps) <= ids for u in units)
-    assert all(u.visible and u.tests and u.wrong for u in units)
+    assert all(u.tests for u in units)
     files: dict[str, str] = {}
     for unit in _topological(units):
-        files = _apply(files, unit, _correct(unit, solution))
+        files = _apply(files, unit, solution)
     assert json.loads(files["findings.json"]) == json.loads(solution["findings.json"])
     outcomes = run_hidden(hidden, files, hidden_root)
     assert all(outcomes.values()), [k for k, v in outcomes.items() if not v]
 
 
-@pytest.mark.parametrize("unit_id", ["config", "findings_univariate", "findings_relationships", "summary"])
-def test_each_wrong_variant_is_caught_by_its_tests(task, hidden, solution, hidden_root, unit_id):
-    unit = next(u for u in task.work_units() if u.id == unit_id)
-    files = _apply(solution, unit, dict(unit.wrong))
-    assert files != solution
+def test_the_hidden_unit_is_what_a_plan_from_the_description_misses(task, hidden, solution, hidden_root):
+    units = task.work_units()
+    hidden_units = [u for u in units if not u.visible]
+    assert [u.id for u in hidden_units] == ["data_quality"]
+    files: dict[str, str] = {}
+    for unit in _topological([u for u in units if u.visible]):
+        files = _apply(files, unit, solution)
     outcomes = run_hidden(hidden, files, hidden_root)
-    caught = [k for k, ok in outcomes.items() if not ok and any(t.split("::")[-1] in k and
-              t.split("::")[0] in k for t in unit.tests)]
-    assert caught, f"no test of {unit.tests} catches the wrong {unit_id}"
+    failed = sorted(k for k, ok in outcomes.items() if not ok)
+    assert failed == ["TestDataQuality::test_placeholder_declared"]
+    assert "99" not in task.description and "placeholder value that column uses" in task.description
+
+
+def _run_probes(task, files: dict[str, str], root: Path) -> dict[str, list[str]]:
+    """{unit id: PASSED/FAILED lines} of every unit's probe run on the files."""
+    import subprocess
+
+    root.mkdir(exist_ok=True)
+    (root / "employee_data.csv").write_text(eda_pkg._data(), encoding="utf-8")
+    for rel, text in files.items():
+        (root / rel).write_text(text, encoding="utf-8")
+    out = {}
+    for unit in task.work_units():
+        if unit.probe:
+            (root / f"check_{unit.id}.py").write_text(unit.probe, encoding="utf-8")
+            run = subprocess.run([sys.executable, f"check_{unit.id}.py"], cwd=root, capture_output=True,
+                                 text=True, timeout=60)
+            assert "Traceback" not in run.stderr, run.stderr
+            out[unit.id] = [ln for ln in run.stdout.splitlines() if ln.startswith(("PASSED", "FAILED"))]
+    return out
+
+
+def test_probes_pass_the_solution_and_reveal_the_placeholder_from_the_data(task, solution, tmp_path):
+    good = _run_probes(task, solution, tmp_path / "good")
+    assert all(ln.startswith("PASSED") for lines in good.values() for ln in lines), good
+    assert all(good[u] for u in good)  # every probe reports something about its unit
+    start = _run_probes(task, {}, tmp_path / "start")
+    assert any(ln.startswith("FAILED data_quality::") for ln in start["config"])
+    for unit_id, lines in start.items():
+        assert any(ln.startswith(f"FAILED {unit_id}::") for ln in lines), (unit_id, lines)
+    undeclared = {**solution, "config.py": solution["config.py"].replace('{"satisfaction": 99}', "{}")}
+    seen = _run_probes(task, undeclared, tmp_path / "undeclared")
+    for unit_id in ("config", "findings_univariate", "findings_relationships"):
+        assert any(ln.startswith("FAILED data_quality::placeholder") for ln in seen[unit_id])
 
 
 def test_skill_model_accepts_the_task(task):
@@ -393,7 +433,8 @@ def test_bimodality_wordings(hidden, text, bimodal):
 def test_summary_numbers_come_from_the_data(solution):
     truth = eda_pkg.planted()
     df = pd.read_csv(pd.io.common.StringIO(eda_pkg._data())).rename(columns=truth["column_map"])
-    r = df["satisfaction"].corr(df["churned"])
+    answered = df["satisfaction"] != truth["missing_values"]["satisfaction"]
+    r = df.loc[answered, "satisfaction"].corr(df.loc[answered, "churned"])
     assert f"{r:.3f}" in solution["summary.txt"]
     sales = df.loc[df["dept"] == "Sales", "churned"].mean()
     assert f"{100 * sales:.1f}%" in solution["findings.json"]

@@ -1,8 +1,8 @@
 """The textproc task: starting library, interface test, hidden suite, reference solution, work units.
 
 The hidden suite runs through the real ``task.evaluate`` subprocess (about a second per run), on
-workspaces built from the starting files, the reference solution, the work units applied in
-dependency order, and each unit's wrong variant.
+workspaces built from the starting files, the reference solution and the work units applied in
+dependency order; the probes run as an agent runs them.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ import pytest
 
 import latte_lab as ll
 from latte_lab.errors import WorkspaceError
-from latte_lab.models.sim.source import splice
+from latte_lab.models.sim.source import get_symbols, splice
 from latte_lab.tasks import textproc as tp
 from latte_lab.tasks.suite import count_tests
-from latte_lab.workspace import Workspace, extract_symbols
+from latte_lab.workspace import Workspace
 
 HIDDEN_PATH = Path(tp.__file__).parent / "hidden" / "test_hidden.py"
 EXPECTED_CLASSES = {
@@ -29,6 +29,7 @@ EXPECTED_CLASSES = {
     "TestSimilarity": 8,
     "TestFormatter": 7,
     "TestPipelineIntegration": 8,
+    "TestTypographicApostrophes": 4,
 }
 TOTAL = sum(EXPECTED_CLASSES.values())
 
@@ -52,9 +53,10 @@ def make_ws(task, root: Path, files: dict[str, str] | None = None) -> Workspace:
 
 
 def _topological(units):
+    ids = {u.id for u in units}
     done, order = set(), []
     while len(order) < len(units):
-        ready = [u for u in units if u.id not in done and set(u.deps) <= done]
+        ready = [u for u in units if u.id not in done and set(u.deps) & ids <= done]
         assert ready, "work unit dependencies form a cycle"
         order.append(ready[0])
         done.add(ready[0].id)
@@ -130,46 +132,81 @@ def test_broken_module_fails_only_its_own_tests(task, solution, tmp_path):
     ws = make_ws(task, tmp_path / "w", {**solution, "similarity.py": "def cosine_similarity(:\n"})
     result = task.evaluate(ws)
     assert result.per_class["TestSimilarity"] == (0, 8)
-    assert result.passed == TOTAL - 8
+    assert result.per_class["TestTypographicApostrophes"] == (3, 4)  # one of them compares with similarity
+    assert result.passed == TOTAL - 9
 
 
 def test_work_units_are_well_formed(task, solution):
     units = task.work_units()
     ids = [u.id for u in units]
-    assert len(set(ids)) == len(ids) == 8
+    assert len(set(ids)) == len(ids) == 9
     for u in units:
-        assert set(u.deps) <= set(ids) and u.tests and u.wrong and u.visible
-        symbols = extract_symbols(solution[u.files[0]], u.files[0])
+        assert set(u.deps) <= set(ids) and u.tests
+        symbols = get_symbols(solution[u.files[0]], u.files[0])
         assert set(u.symbols) <= set(symbols), u.id
-        assert set(u.wrong) == set(u.symbols), u.id
+        assert bool(u.probe) == u.visible, u.id
     pipeline = next(u for u in units if u.id == "pipeline")
     assert {"sentiment", "keywords", "summarizer"} <= set(pipeline.deps)
+    assert [u.id for u in units if not u.visible] == ["apostrophes"]
+
+
+def _apply_units(task, solution, units) -> dict[str, str]:
+    files = {p: t for p, t in tp.starting_files().items() if p not in task.public_tests}
+    for unit in _topological(units):
+        path = unit.files[0]
+        sol = get_symbols(solution[path], path)
+        files[path] = splice(files[path], path, {s: sol[s] for s in unit.symbols})
+    return files
 
 
 def test_work_units_in_dependency_order_solve_the_task(task, solution, tmp_path):
-    files = {p: t for p, t in tp.starting_files().items() if p not in task.public_tests}
-    for unit in _topological(task.work_units()):
-        path = unit.files[0]
-        sol = extract_symbols(solution[path], path)
-        files[path] = splice(files[path], path, {s: sol[s] for s in unit.symbols})
-    ws = make_ws(task, tmp_path / "w", files)
+    ws = make_ws(task, tmp_path / "w", _apply_units(task, solution, task.work_units()))
     result = task.evaluate(ws)
     assert (result.passed, result.total) == (TOTAL, TOTAL), result.output
 
 
-@pytest.mark.parametrize(
-    "unit_id", ["tokenizer", "document", "sentiment", "keywords", "summarizer", "similarity", "formatter", "pipeline"]
-)
-def test_each_wrong_variant_is_caught(task, solution, tmp_path, unit_id):
-    unit = next(u for u in task.work_units() if u.id == unit_id)
-    path = unit.files[0]
-    wrong_file = splice(solution[path], path, dict(unit.wrong))
-    assert wrong_file != solution[path]
-    ws = make_ws(task, tmp_path / "w", {**solution, path: wrong_file})
+def test_a_plan_from_the_description_misses_the_hidden_unit(task, solution, tmp_path):
+    visible = [u for u in task.work_units() if u.visible]
+    ws = make_ws(task, tmp_path / "w", _apply_units(task, solution, visible))
     result = task.evaluate(ws)
-    caught = [t for t in unit.tests if "::" not in t and result.per_class[t][0] < result.per_class[t][1]]
-    assert caught or result.passed < TOTAL, f"the wrong {unit_id} passes every test"
-    assert caught, f"the wrong {unit_id} is not caught by {unit.tests}"
+    assert result.per_class["TestTypographicApostrophes"] == (0, 4)
+    assert result.passed == TOTAL - 4, result.output
+    assert "\u2019" not in task.description and "typographic" not in task.description
+
+
+def _run_probes(task, files: dict[str, str], root: Path) -> dict[str, list[str]]:
+    import subprocess
+    import sys
+
+    for rel, text in {**tp.starting_files(), **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+    out = {}
+    for unit in task.work_units():
+        if unit.probe:
+            (root / f"check_{unit.id}.py").write_text(unit.probe, encoding="utf-8")
+            run = subprocess.run([sys.executable, f"check_{unit.id}.py"], cwd=root, capture_output=True,
+                                 text=True, timeout=60)
+            assert "Traceback" not in run.stderr, run.stderr
+            out[unit.id] = run.stdout.splitlines()
+    return out
+
+
+def test_probes_pass_the_solution_fail_the_stubs_and_reveal_the_apostrophe_defect(task, solution, tmp_path):
+    (tmp_path / "a").mkdir()
+    good = _run_probes(task, solution, tmp_path / "a")
+    assert all(ln.startswith("PASSED") for lines in good.values() for ln in lines), good
+    (tmp_path / "b").mkdir()
+    start = _run_probes(task, {}, tmp_path / "b")
+    for unit_id, lines in start.items():
+        assert any(ln.startswith(f"FAILED {unit_id}::") for ln in lines), (unit_id, lines)
+        assert not any(ln.startswith("FAILED apostrophes::") for ln in lines), "a stub must not reveal it"
+    visible = [u for u in task.work_units() if u.visible]
+    (tmp_path / "c").mkdir()
+    planned = _run_probes(task, _apply_units(task, solution, visible), tmp_path / "c")
+    revealing = {u for u, lines in planned.items() if any(ln.startswith("FAILED apostrophes::") for ln in lines)}
+    assert revealing == {"document", "keywords", "similarity", "pipeline"}
+    assert not any(ln.startswith("FAILED") and "apostrophes" not in ln for lines in planned.values() for ln in lines)
 
 
 def test_skill_model_accepts_the_task(task):

@@ -51,10 +51,23 @@ _LAZY = {
     "format_p": "latte_lab.analysis.report",
     "format_number": "latte_lab.analysis.report",
     "task_names": "latte_lab.analysis.report",
+    # when does LATTE help: the sensitivity study on the simulated model
+    "load_sensitivity": "latte_lab.analysis.sensitivity",
+    "sensitivity_configs": "latte_lab.analysis.sensitivity",
+    "team_table": "latte_lab.analysis.sensitivity",
+    "directions": "latte_lab.analysis.sensitivity",
+    "coordination_counts": "latte_lab.analysis.sensitivity",
 }
+_SUBMODULES = ("schema", "sensitivity")  # ll.analysis.sensitivity is a module you can call (its main function)
 
 __all__ = [
     "TEAM_PALETTE",
+    "coordination_counts",
+    "directions",
+    "load_sensitivity",
+    "sensitivity",
+    "sensitivity_configs",
+    "team_table",
     "TrialData",
     "bootstrap_ci",
     "compare_with_paper",
@@ -97,6 +110,8 @@ def __getattr__(name: str):
         return value
     if name == "schema":
         return importlib.import_module("latte_lab.schema")
+    if name == "sensitivity":
+        return importlib.import_module("latte_lab.analysis.sensitivity")
     raise AttributeError(f"module 'latte_lab.analysis' has no attribute {name!r}")
 
 

@@ -50,10 +50,13 @@ class Message:
 class AgentView:
     """What one agent's prompt shows, in structured form (read by the simulated model only).
 
-    Everything here is something the agent's own prompt text also contains; nothing outcome-related.
+    The first seven fields are the call's *frame*, set by the team: who is asked, in which role, round
+    and phase, with which actions and teammates. Every other field is read back from the prompt text by
+    :func:`latte_lab.models.view.view_from_prompt`, so the view carries nothing the prompt does not show:
+    what fell out of the history window is gone from it too.
     """
 
-    task: str  # task id ("debug", "eda", "textproc", ...)
+    task: str  # task id ("debug", "eda", "textproc", ...): which project the agent works on
     role: str  # lead | worker | peer | product_manager | architect | project_manager | engineer | qa
     agent: str  # this agent's name, e.g. "Dev2"
     round: int = 0  # 0 = planning
@@ -61,15 +64,16 @@ class AgentView:
     allowed_actions: tuple[str, ...] = ()  # action tags this agent's prompt offers
     teammates: tuple[str, ...] = ()
     current_task: dict | None = None  # {"id", "title", "description", "status"} of its own node
-    frontier: list[dict] = field(default_factory=list)  # [{"id","title","description"}] when shown
-    graph: list[dict] = field(default_factory=list)  # lead: [{"id","title","status","owner","deps"}]
-    test_output: str | None = None  # latest test output the agent has been shown
-    test_failures: tuple[str, ...] = ()  # failing test ids parsed from that output
+    frontier: list[dict] = field(default_factory=list)  # [{"id","title","description"}] ready tasks offered
+    graph: list[dict] = field(default_factory=list)  # lead: [{"id","title","status","owner","deps"}] shown
+    test_output: str | None = None  # latest test output in the window
+    test_failures: tuple[str, ...] = ()  # failing test ids named in that output
     tests_passed: bool | None = None
-    messages: list[dict] = field(default_factory=list)  # new messages: [{"sender","text"}]
-    files_read: dict[str, str] = field(default_factory=dict)  # path -> content as last read
-    alerts: list[dict] = field(default_factory=list)  # heartbeat alerts [{"agent","task","rounds_active"}]
-    extra: dict[str, Any] = field(default_factory=dict)  # protocol-specific context (e.g. pipeline docs)
+    messages: list[dict] = field(default_factory=list)  # this turn's new messages: [{"sender","text"}]
+    files_read: dict[str, str] = field(default_factory=dict)  # path -> content as last read or written
+    alerts: list[dict] = field(default_factory=list)  # this turn's heartbeat alerts [{"agent","task","rounds"}]
+    script_output: list[str] = field(default_factory=list)  # run_script replies in the window, oldest first
+    extra: dict[str, Any] = field(default_factory=dict)  # graph summary (workers, ready), documents, next file
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -7,7 +7,6 @@ the work units a reference decomposition would have (used by the simulated model
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -19,11 +18,15 @@ if TYPE_CHECKING:  # pragma: no cover
 class WorkUnit:
     """One subtask of a reference decomposition.
 
-    ``symbols`` names what the unit changes inside its files: top-level functions, classes or
-    ``Class.method`` names for ``.py`` files, top-level keys for ``.json`` files; empty means the
-    whole file. ``wrong`` is a plausible but wrong version of the unit's output, in the same form
-    ({symbol: source} or {path: whole file}); the simulated model writes it when its skill fails.
-    ``tests`` are substrings of the test ids (e.g. ``"TestRms"``) that exercise the unit.
+    ``files`` are the files the unit writes (empty for a unit that only runs checks). ``symbols`` names
+    what the unit changes inside them: top-level functions, classes, ``Class.method`` names or
+    assignments for ``.py`` files, top-level keys for ``.json`` files; empty means the whole file.
+    ``tests`` are substrings of the test ids (e.g. ``"TestRms"``) or probe check ids that exercise the
+    unit. ``visible`` is False for work the description does not reveal: it shows up only through an
+    observation during execution (a test or a probe failing for a new reason), and a plan made from the
+    description alone does not contain it. ``probe`` is an optional script a careful agent would write
+    and run to observe the unit (an analysis of the data, a usage example, its own small tests); it
+    prints ``PASSED <check id>`` or ``FAILED <check id> - <reason>`` lines, pytest-style.
     """
 
     id: str
@@ -32,10 +35,10 @@ class WorkUnit:
     files: tuple[str, ...]
     symbols: tuple[str, ...] = ()
     deps: tuple[str, ...] = ()
-    visible: bool = True  # visible from the task description (else revealed only by test output)
+    visible: bool = True
     tests: tuple[str, ...] = ()
-    wrong: Mapping[str, str] = field(default_factory=dict)
-    effort: float = 1.0  # relative size of the unit (scales the rounds a simulated agent spends)
+    effort: float = 1.0  # relative size of the unit (the scheduling workloads built from a task use it)
+    probe: str = ""
 
 
 @dataclass

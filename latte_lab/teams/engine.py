@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from latte_lab import actions as A
 from latte_lab.errors import LatteError, WorkspaceError
@@ -19,6 +19,7 @@ from latte_lab.events import REPLY_LOG_CHARS, EventLog
 from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.history import GraphHistory
 from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
+from latte_lab.models.view import view_from_prompt
 from latte_lab.teams.replies import (
     EVENT_OUTPUT_TAIL,
     PLANNING_TESTS_TAIL,
@@ -127,9 +128,10 @@ class Team:
         change). Returns the action tags the agent may use now; any other tag is refused with an
         ``operator_blocked`` event and a message, and its ``do_<tag>`` is never called.
     ``view(agent) -> AgentView``
-        Called once per model call, before the round's calls start. Pure. Returns what the agent's
-        prompt shows in structured form (start from ``base_view(agent, **fields)``); it must carry
-        nothing the prompt text does not show.
+        Called once per model call, before the round's calls start. Pure. Returns the frame of the
+        agent's view (``base_view(agent, phase=...)``: role, round, phase, actions, teammates); the
+        engine reads the rest from the prompt text (:func:`latte_lab.models.view.view_from_prompt`), so
+        the view a model gets carries nothing its prompt does not show.
     ``do_<tag>(agent, action) -> None``
         Called by ``apply`` for each allowed action of a reply, in document order. May change the
         graph, the workspace and any agent's buffer; must emit an event for every effect and tell the
@@ -216,18 +218,16 @@ class Team:
         self.agents[agent.name] = agent
         return agent
 
-    def base_view(self, agent: Agent, **kw: Any) -> AgentView:
+    def base_view(self, agent: Agent, phase: str = "execution") -> AgentView:
+        """The frame of the agent's view: who is asked, in which role, round and phase, with which actions
+        and teammates. The rest of the view is read from the prompt text (:meth:`_request`)."""
         return AgentView(
-            task=self.task.id, role=agent.role, agent=agent.name, round=self.round,
+            task=self.task.id, role=agent.role, agent=agent.name, round=self.round, phase=phase,
             allowed_actions=self.allowed_actions(agent),
             teammates=tuple(n for n in self.agents if n != agent.name),
-            test_output=agent.test_output, test_failures=agent.test_failures,
-            tests_passed=agent.tests_passed,
-            messages=[{"sender": s, "text": t} for s, t in agent.buffer],
-            files_read=dict(agent.files_read), alerts=list(agent.alerts), **kw,
         )
 
-    def _request(self, agent: Agent, view: AgentView) -> tuple[ModelRequest, str]:
+    def _request(self, agent: Agent, frame: AgentView) -> tuple[ModelRequest, str]:
         history = agent.history[-agent.window:] if agent.window else []
         while history and history[0].role == "assistant":
             history = history[1:]
@@ -243,7 +243,7 @@ class Team:
             temperature=self.config.temperature, max_tokens=self.config.max_tokens, top_p=self.config.top_p,
             base_url=self.config.base_url,
             scope=Scope(seed=self.seed, agent=agent.name, call_index=agent.call_index, trial=self.trial_id),
-            view=view,
+            view=view_from_prompt(frame, agent.system, messages),
         )
         return request, new_text
 

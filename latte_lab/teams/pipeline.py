@@ -75,12 +75,7 @@ class PipelineTeam(Team):
         return ("publish",)
 
     def view(self, agent: Agent):
-        subs = SUBSCRIPTIONS[agent.role]
-        docs = {t: d for t, d in self.documents.items() if t in subs or agent.role == "product_manager"}
-        return self.base_view(agent, phase=self.phase, extra={
-            "documents": docs, "next_file": self._next_file(), "plan_files": list(self.plan_files),
-            "written_files": list(self.written), "qa_round": self.qa_round,
-        })
+        return self.base_view(agent, phase=self.phase)
 
     def _next_file(self) -> str | None:
         for f in self.plan_files:
@@ -134,6 +129,10 @@ class PipelineTeam(Team):
             self._edits_this_turn = 0
             if agent.role == "engineer" and self.phase == "implementation":
                 nxt = self._next_file()
+                if nxt:  # each file is written against the design and the task list, as MetaGPT's WriteCode
+                    for topic in ("design", "tasks"):
+                        if topic in self.documents:
+                            agent.receive(f"[{topic}]\n{self.documents[topic]}")
                 agent.receive(f"Next file of the task list: {nxt}" if nxt else "Every file of the task list is "
                               "written; publish <publish topic=\"code_complete\">summary</publish>.")
             [(_, resp)] = self.call([agent])

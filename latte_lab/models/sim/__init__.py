@@ -1,9 +1,11 @@
 """The simulated model: a seeded offline policy that plays every role of every team.
 
 :class:`SimulatedModel` (``model.py``) answers requests; its behaviour is set by a :class:`Profile`
-(``profiles.py``). Internals: source splicing (``source.py``), task skill (``skill.py``), one call and
-the work on units (``turn.py``), the role policies (``policy.py`` choosing among ``graph_roles.py``,
-``flat_roles.py``, ``pipeline_roles.py``) and reply text (``text.py``).
+(``profiles.py``). Internals: what one call knows from its prompt (``turn.py``), the work on units and
+the evidence behind a patch (``work.py``), the role policies (``policy.py`` for graph workers and the
+dispatch, ``lead.py``, ``flat.py``, ``documents.py``, graph nodes in ``nodes.py``), the task skill
+(``skill.py``), source splicing (``source.py``), generic slips (``mutate.py``) and reply text
+(``text.py``).
 
 >>> from latte_lab.models.sim import PROFILES, SimulatedModel
 >>> sorted(PROFILES), SimulatedModel().profile.name

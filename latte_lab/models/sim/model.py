@@ -1,29 +1,24 @@
 """The simulated model: a seeded offline policy that plays every role of every team.
 
 ``SimulatedModel(profile="default")`` implements the :class:`~latte_lab.models.base.Model` protocol. It
-reads the structured view of the agent's prompt (``request.view``) and the agent's own earlier replies,
-uses the task's reference decomposition and solution as its skill, and answers in the same text
-protocol a real model writes: a short rationale, then action tags. Its profile describes behaviour
-only (how often a patch is right, how long a subtask takes, how often it re-reads, forgets to mark a
-task complete, talks); team-level results emerge from the protocols.
+reads the agent's prompt (the structured view the engine reads back from the prompt text, and the agent's
+own earlier replies in its window), uses the task's reference decomposition and solution as its skill,
+and answers in the same text protocol a real model writes: a short rationale, then action tags. Its
+profile describes behaviour only; team-level results emerge from the protocols.
 
-What each role does (details in ``latte_lab.models.sim.policy``): a Lead offered exploration plans in
-two turns (run the tests, then discover the units the description reveals); a Lead offered only
-``discover_task`` while planning writes the whole plan at once with ``<plan_task>``; during execution a
-graph Lead assigns ready tasks to idle workers, releases and reassigns on heartbeat alerts, asks for
-reviews of high-stakes nodes and adds fix tasks when tests stay red. Workers claim, read, think for a
-few rounds, write whole files with their unit's symbols spliced in, run the tests, and complete (or
-retry, or add follow-up tasks). Without a graph the Lead directs by broadcast ("Dev2: work on X") and
-certifies on green tests; peers announce "I'm taking X"; pipeline roles publish documents and the
-Engineer writes one file per turn.
+What an agent knows comes from its prompt: its chance of writing a unit correctly depends on whether the
+prompt shows the current file, an observation pointing at the unit, and the units it builds on correct
+(``latte_lab.models.sim.work``); work the description does not reveal is found only through
+observations; what falls out of the history window is forgotten. What each role does is described in
+``latte_lab.models.sim.policy`` and the modules it names.
 
 Tokens are estimated with :func:`latte_lab.models.base.estimate_tokens` (four characters per token) for
-the input (system prompt and messages) and the output; latency is ``base_latency_s + output_tokens / tokens_per_second`` and drives the trial's
-virtual clock.
+the input (system prompt and messages) and the output. Latency is ``base_latency_s + input_tokens /
+prefill_tokens_per_s + output_tokens / decode_tokens_per_s`` and drives the trial's virtual clock.
 
-Determinism: every reply is a function of (scope.seed, scope.agent, scope.call_index), the structured
-view and the agent's own earlier replies; no global random state is used. Free tool-output text
-(timings, paths) does not enter the seed, so a trial replays identically on any machine.
+Determinism: every reply is a function of (scope.seed, scope.agent, scope.call_index), the view and the
+agent's own earlier replies; no global random state is used. Tool output is normalised before it enters
+a prompt (timings, paths and addresses removed), so a trial replays identically on any machine.
 
 >>> SimulatedModel("careful")
 SimulatedModel(profile='careful')
@@ -46,23 +41,14 @@ from latte_lab.models.sim.turn import Turn, stable_seed
 
 
 def _decision_key(request: ModelRequest) -> str:
-    """What the reply depends on, minus free tool-output text.
-
-    Test and script output carries timings and absolute paths, and the engine cuts it to a tail of
-    fixed length, so its exact text differs between two runs of the same trial. The policy reads only
-    the structured parts (failing test ids, statuses, file contents, its own earlier replies), so the
-    seed is taken from those and a trial replays identically anywhere.
-    """
+    """What the reply depends on: the view (read from the prompt text) and the agent's own replies."""
     v = request.view
     assert v is not None
     key = {
         "view": [v.task, v.role, v.agent, v.round, v.phase, list(v.allowed_actions), list(v.teammates),
-                 v.current_task, [f.get("id") for f in v.frontier],
-                 [[n.get("id"), n.get("status"), n.get("owner")] for n in v.graph],
-                 list(v.test_failures), v.tests_passed, v.test_output is None, sorted(v.files_read.items()),
-                 [[a.get("agent"), a.get("task")] for a in v.alerts], [m.get("sender") for m in v.messages]],
-        "extra": {k: val for k, val in v.extra.items() if k != "workers"},
-        "workers": v.extra.get("workers"),
+                 v.current_task, v.frontier, v.graph, list(v.test_failures), v.tests_passed,
+                 sorted(v.files_read), [m.get("sender") for m in v.messages], v.alerts, len(v.script_output)],
+        "extra": v.extra,
         "own_replies": [m.content for m in request.messages if m.role == "assistant"],
     }
     return json.dumps(key, sort_keys=True, default=str)
@@ -95,7 +81,7 @@ class SimulatedModel:
         text = reply_text(turn.notes, turn.acts, self.profile.verbosity, rng)
         prompt_text = request.system + "".join(m.content for m in request.messages)
         usage = Usage(input_tokens=estimate_tokens(prompt_text), output_tokens=estimate_tokens(text))
-        latency = self.profile.base_latency_s + usage.output_tokens / self.profile.tokens_per_second
+        latency = self.profile.latency(usage.input_tokens, usage.output_tokens)
         return ModelResponse(text=text, usage=usage, latency_s=round(latency, 6), cached=False,
                              finish_reason="stop", model=f"simulated/{self.profile.name}")
 

@@ -1,32 +1,197 @@
 """The simulated agent's policy: what an agent in a given role does with what its prompt shows.
 
-Every decision is made from the agent's own view (``AgentView``), its own earlier replies (the chat
-history in the request) and its skill (``TaskSkill``). Behaviour is chosen from the role, the phase and
-the actions the prompt offers — never from the name of a team structure, which the view does not carry.
+Every decision is made from the agent's own prompt (``turn.Turn``: the view read back from the prompt
+text, and its own earlier replies) and its skill (``skill.TaskSkill``). Behaviour is chosen from the
+role, the phase and the actions the prompt offers, never from the name of a team structure or a task,
+which the prompt does not carry.
 
-:func:`decide` picks the role's policy: ``graph_roles`` (Lead and workers around a coordination graph),
-``flat_roles`` (a directing Lead and peers without a graph) or ``pipeline_roles`` (an SOP pipeline). They
-are pure: randomness comes from the two generators of a :class:`~latte_lab.models.sim.turn.Turn` (one per
-call, one per subtask), both seeded by the caller.
+Roles: a graph worker (this module), a graph or flat Lead (``lead``), a flat worker or peer (``flat``)
+and the roles that talk through published documents (``documents``).
 """
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Callable
 
 from latte_lab.errors import ModelError
-from latte_lab.models.sim.flat_roles import flat_lead, flat_member
-from latte_lab.models.sim.graph_roles import graph_lead, graph_worker
-from latte_lab.models.sim.pipeline_roles import architect, engineer, product_manager, project_manager, qa
-from latte_lab.models.sim.turn import Turn
+from latte_lab.models.sim import documents, flat, lead
+from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, node_targets
+from latte_lab.models.sim.turn import Turn, stable_seed
+from latte_lab.models.sim.work import BLOCKED, FINISHED, WORKING, blamed, files_of, revealed, stalled, upstream, work
+from latte_lab.tasks.base import WorkUnit
+
+__all__ = ["Turn", "decide", "stable_seed"]
+
+FORGET_RECALL_TURNS = 6  # turns after which a worker who forgot complete_task notices its open task
+_LOST_CLAIM = re.compile(r"Claim of '([^']+)' rejected")
+# what a prompt or a refusal says when workers may not take unassigned tasks themselves
+_NO_SELF_CLAIM = ("cannot pick unassigned tasks", "Self-assignment is not available", "do not self-assign")
+
+
+# ============================================================================== graph worker ====
+
+def graph_worker(t: Turn) -> None:
+    view = t.view
+    node = view.current_task or _remembered_task(t)
+    if node is None:
+        return idle_graph_worker(t)
+    nid = node["id"]
+    t.mark(nid, node.get("title", ""))
+    targets, review = node_targets(t, node)
+    claimed = _claimed(t, nid)
+    refused_now = any(f"Claim of '{nid}' rejected" in m.get("text", "") for m in t.view.messages)
+    if node.get("status") == "assigned" and refused_now:
+        t.note(f"{nid} cannot start yet; waiting for what it depends on.")
+        return
+    if node.get("status") == "assigned" and t.allows("claim_task") and not claimed:
+        t.add("claim_task", id=nid)
+        reads = [f for f in files_of(t, targets + upstream(t, targets)) if t.seen(f) is None
+                 and (f in t.skill.start or f in t.skill.solution)]
+        for f in reads:
+            t.add("read_file", path=f)
+        t.note("Claiming it to start" + (f" and reading {', '.join(reads)}." if reads else "."))
+        return
+    if stalled(t, nid):
+        return
+    if len(targets) > 1 and not review and t.skill.unit(nid) is None and t.allows("discover_task") \
+            and not t.history_on(nid, "<discover_task"):
+        # a broad fix task: keep the first failure, split the rest into tasks others can take in parallel
+        for u in targets[1:]:
+            discover(t, u, f"{u.id}{FIX_SUFFIX}", f"{u.title} (checks failing again)")
+        t.note(f"This covers {len(targets)} units; splitting off {', '.join(u.id for u in targets[1:])} "
+               "as separate tasks and fixing the first myself.")
+    if t.skill.unit(nid) is None and not review and t.history_on(nid, "<discover_task"):
+        targets = targets[:1]
+    targets = targets + _unplanned(t, nid, targets)
+    if not targets:
+        if not t.observed_last() and t.allows("run_tests"):
+            t.add("run_tests")
+            t.note("Running the tests to see what this task needs.")
+            return
+        status = FINISHED if not t.failures() else BLOCKED
+    else:
+        status = work(t, targets, nid)
+    if status == WORKING:
+        return
+    if status == BLOCKED:
+        failing = [u for u in blamed(t, t.failures()) if u not in targets]
+        t.note(f"My part of {nid} is in place but checks still fail "
+               f"({', '.join(u.id for u in failing) or 'unclear why'}).")
+        if failing and t.allows("discover_task"):
+            discover(t, failing[0], f"{failing[0].id}{FIX_SUFFIX}", f"{failing[0].title} (checks failing again)")
+        elif t.allows("broadcast"):
+            t.add("broadcast", f"{nid}: done on my side, but checks still fail for "
+                               f"{', '.join(u.id for u in failing) or 'other parts'}.")
+    start = t.request.scope.call_index - t.turns_on(nid)
+    if t.stable("forget", nid, start).random() < t.profile.p_forget_complete and t.turns_on(nid) < FORGET_RECALL_TURNS:
+        t.note("This looks finished to me.")
+        return
+    t.add("complete_task", id=nid)
+    t.note(f"{nid} is done; marking it complete.")
+    if t.allows("broadcast") and t.rng.random() < t.profile.chattiness:
+        t.add("broadcast", f"Finished {nid}.")
+
+
+def _remembered_task(t: Turn) -> dict | None:
+    """The task its own recent replies say it is working on, when the message that gave it the task has
+    left the window (it has not completed it, and nobody released or closed it since)."""
+    from latte_lab.models.sim.text import marked_task
+
+    nid = marked_task(t.history[-1]) if t.history else None
+    if nid is None or t.history_on(nid, f'<complete_task id="{nid}"'):
+        return None
+    if any(f"Task '{nid}' was" in text or f"Claim of '{nid}' rejected" in text for _, text in t.heard):
+        return None
+    return {"id": nid, "title": "", "description": "", "status": "in_progress"}
+
+
+def _claimed(t: Turn, nid: str) -> bool:
+    """Whether its latest claim of the node in the window was not refused afterwards."""
+    claim, refusal = -1, -1
+    for i, m in enumerate(t.request.messages):
+        if m.role == "assistant" and f'<claim_task id="{nid}"' in m.content:
+            claim = i
+        elif m.role == "user" and f"Claim of '{nid}' rejected" in m.content:
+            refusal = i
+    return claim > refusal
+
+
+def _unplanned(t: Turn, nid: str, targets: list[WorkUnit]) -> list[WorkUnit]:
+    """Work its observations reveal that no plan contains: added to the graph when the agent may
+    discover tasks, taken on in place when it blocks the agent's own checks, else reported."""
+    known = {n.get("id") for n in t.view.frontier} | {nid} | {u.id for u in targets}
+    own_tests = {x for u in targets for x in u.tests}
+    take = []
+    for u in revealed(t):
+        if u.id in known:
+            continue
+        if t.allows("discover_task"):
+            if not t.history_on(nid, f'id="{u.id}"') and discover(t, u):
+                t.note(f"The checks show work nobody planned: {u.id}. Adding it to the graph.")
+        elif own_tests & set(u.tests):
+            take.append(u)
+            t.note(f"{u.id} is not in the plan but blocks my task; fixing it here.")
+        elif t.allows("broadcast") and not t.history_on(nid, f"Found: {u.id}"):
+            t.add("broadcast", f"Found: {u.id} ({u.title}) needs work and is not in the plan.")
+    return take
+
+
+def idle_graph_worker(t: Turn) -> None:
+    view = t.view
+    lost = {m.group(1) for _, text in t.heard for m in _LOST_CLAIM.finditer(text)}
+    options = [n for n in view.frontier if n.get("id") not in lost]
+    if options and t.allows("claim_task") and t.allows("complete_task") and may_self_claim(t):
+        pick = preferred(t, options)
+        targets, _ = node_targets(t, pick)
+        t.add("claim_task", id=pick["id"])
+        reads = [f for f in files_of(t, targets + upstream(t, targets)) if t.seen(f) is None
+                 and (f in t.skill.start or f in t.skill.solution)]
+        for f in reads:
+            t.add("read_file", path=f)
+        t.mark(pick["id"], pick.get("title", ""))
+        t.note(f"{pick['id']} is ready and nobody has it; claiming it." +
+               (" My earlier claim was taken, so I picked another." if lost else ""))
+        return
+    t.note("Nothing is assigned to me yet; waiting for a task.")
+
+
+def may_self_claim(t: Turn) -> bool:
+    """False when its prompt says workers do not take unassigned tasks themselves, or a claim was refused
+    for that reason."""
+    texts = [t.request.system] + [text for _, text in t.heard]
+    return not any(phrase in text for phrase in _NO_SELF_CLAIM for text in texts)
+
+
+def preferred(t: Turn, options: list[dict]) -> dict:
+    """An idle worker's pick among ready tasks: files it already has in its context, tasks early in the
+    list (upstream work is planned first), tasks whose checks it has seen fail; plus Gumbel noise of
+    the profile's ``claim_noise``, so two workers sometimes want the same task."""
+    mine = set(t.view.files_read)
+    n = len(options)
+    best, best_score = options[0], -math.inf
+    for i, node in enumerate(options):
+        units, _ = node_targets(t, node)
+        score = 1.0 - i / max(1, n)
+        score += 1.0 if set(files_of(t, units)) & mine else 0.0
+        score += 0.5 if any(t.failing(u) for u in units) else 0.0
+        u = t.rng.random()
+        score += t.profile.claim_noise * -math.log(-math.log(min(max(u, 1e-12), 1 - 1e-12)))
+        if score > best_score:
+            best, best_score = node, score
+    return best
+
+
+# ================================================================================== dispatch ====
 
 ROLE_POLICIES: dict[str, Callable[[Turn], None]] = {
-    "peer": flat_member,
-    "product_manager": product_manager,
-    "architect": architect,
-    "project_manager": project_manager,
-    "engineer": engineer,
-    "qa": qa,
+    "peer": flat.member,
+    "product_manager": documents.product_manager,
+    "architect": documents.architect,
+    "project_manager": documents.project_manager,
+    "engineer": documents.engineer,
+    "qa": documents.qa,
 }
 _GRAPH_TAGS = ("assign_task", "discover_task", "plan_task", "claim_task", "complete_task")
 
@@ -36,11 +201,12 @@ def decide(t: Turn) -> None:
     role = t.view.role
     graph_like = any(t.allows(tag) for tag in _GRAPH_TAGS) or bool(t.view.graph) or t.view.current_task is not None
     if role == "lead":
-        return graph_lead(t) if graph_like else flat_lead(t)
+        return lead.graph_lead(t) if graph_like else lead.flat_lead(t)
     if role == "worker":
-        return graph_worker(t) if graph_like else flat_member(t)
+        return graph_worker(t) if graph_like else flat.member(t)
     policy = ROLE_POLICIES.get(role)
     if policy is None:
         known = ", ".join(["lead", "worker", *ROLE_POLICIES])
         raise ModelError(f"the simulated model has no policy for role {role!r}; known roles: {known}")
     return policy(t)
+

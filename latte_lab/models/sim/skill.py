@@ -2,9 +2,11 @@
 
 A :class:`TaskSkill` is built once per task from the task's reference decomposition
 (``work_units()``), its reference solution and its starting files. It answers the questions an agent
-answers from experience: which units the description reveals, which unit a failing test belongs to,
-what the correct (or a plausible wrong) version of a unit looks like, and how to patch a file with it.
-Nothing here knows about teams or outcomes.
+answers from experience: which units the description reveals, which unit a failing test or a check
+belongs to, what the correct version of a unit looks like (a wrong one is a generic slip of it,
+``latte_lab.models.sim.mutate``), and how to patch a file with it. Whether the agent gets to write the
+correct version is decided elsewhere, from what its prompt shows. Nothing here knows about teams,
+tasks by name, or outcomes.
 """
 
 from __future__ import annotations
@@ -16,10 +18,9 @@ from dataclasses import dataclass, field
 
 from latte_lab.errors import TaskError
 from latte_lab.models.sim import source as S
+from latte_lab.models.sim.mutate import mutate_file, mutate_symbol
+from latte_lab.models.view import failures_in
 from latte_lab.tasks.base import Task, WorkUnit
-
-# "FAILED test_suite.py::TestRms::test_basic - AssertionError" and collection "ERROR test_x.py - ..."
-_FAILED_LINE = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
 
 
 class _SetupRecorder:
@@ -82,6 +83,7 @@ class TaskSkill:
     _start_symbols: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
+        self._blame_cache: dict[str, frozenset[str]] = {}
         ids = [u.id for u in self.units]
         if len(set(ids)) != len(ids):
             raise TaskError(f"task {self.task_id!r} has duplicate work unit ids: {ids}")
@@ -92,16 +94,17 @@ class TaskSkill:
                     raise TaskError(f"work unit {u.id!r} of task {self.task_id!r} names {path!r}, which is "
                                     "neither a starting file nor in the reference solution")
             if u.symbols:
-                for path in u.files:
-                    sol = self.solution_symbols(path)
-                    missing = [s for s in u.symbols if s not in sol and S.kind(path) != "whole"]
-                    if path in self.solution and missing and len(u.files) == 1:
-                        raise TaskError(f"work unit {u.id!r}: symbols {missing} are not in the reference "
-                                        f"solution of {path}")
+                found = {s for path in u.files for s in self.solution_symbols(path)}
+                found |= {s for path in u.files for s in self.start_symbols(path)}
+                missing = [s for s in u.symbols if s not in found]
+                if missing and any(S.kind(p) != "whole" for p in u.files):
+                    raise TaskError(f"work unit {u.id!r} of task {self.task_id!r}: symbols {missing} are in "
+                                    f"neither the reference solution nor the starting version of {', '.join(u.files)}")
         public_text = "\n".join(self.start.get(p, "") for p in self.public_tests)
         self.public_classes = tuple(dict.fromkeys(re.findall(r"^class (Test\w+)", public_text, re.M)))
-        self.covered = {u.id: any(_test_name(t) in public_text for t in u.tests)
-                        or any(self._by_file(c, u) for c in self.public_classes) for u in self.units}
+        # covered: the public tests exercise the unit, so running them is an observation of it
+        self.covered = {u.id: any(_test_name(t) in public_text for t in u.tests if t.startswith("Test"))
+                        or (u.visible and any(self._by_file(c, u) for c in self.public_classes)) for u in self.units}
 
     # ----- construction -----
     @classmethod
@@ -111,8 +114,12 @@ class TaskSkill:
 
     # ----- unit facts -----
     def patchable(self, unit: WorkUnit) -> bool:
-        """False for check-only units (no symbols and no wrong variant: nothing to write)."""
-        return bool(unit.symbols) or bool(unit.wrong)
+        """False for check-only units (they write no file)."""
+        return bool(self.unit_files(unit))
+
+    def observable(self, unit: WorkUnit) -> bool:
+        """Whether anything an agent can run observes the unit: the public tests, or its probe."""
+        return bool(self.covered.get(unit.id)) or bool(unit.probe)
 
     def visible_units(self) -> list[WorkUnit]:
         return [u for u in self.units if u.visible]
@@ -156,14 +163,24 @@ class TaskSkill:
         return [u for u in self.units if self.unit_failing(u, failures)]
 
     def unit_failing(self, unit: WorkUnit, failures: Iterable[str]) -> bool:
-        """Whether any failure exercises the unit: by its test ids, or, for a failure that no unit
-        names, by a test class named after the unit's file (``TestFindingsJson`` -> findings.json)."""
-        for f in failures:
-            if any(_matches(t, f) for t in unit.tests):
-                return True
-            if self._by_file(f, unit) and not any(_matches(t, f) for u in self.units for t in u.tests):
-                return True
-        return False
+        """Whether any failure exercises the unit: by its test or check ids, or, for a failure that no
+        unit names, by a test class named after the unit's file (``TestFindingsJson`` ->
+        findings.json; visible units only: work the description does not reveal is never blamed by
+        the file alone)."""
+        return any(unit.id in self._blames(f) for f in failures)
+
+    def _blames(self, failure: str) -> frozenset[str]:
+        """Ids of the units one failing id exercises (cached: the same ids come back every turn)."""
+        hit = self._blame_cache.get(failure)
+        if hit is None:
+            named = frozenset(u.id for u in self.units if any(_matches(t, failure) for t in u.tests))
+            hit = named or frozenset(u.id for u in self.units if u.visible and self._by_file(failure, u))
+            self._blame_cache[failure] = hit
+        return hit
+
+    def names_unit(self, unit: WorkUnit, ids: Iterable[str]) -> bool:
+        """Whether any of the test or check ids is one of the unit's own (no matching by file)."""
+        return any(_matches(t, f) for f in ids for t in unit.tests)
 
     def _by_file(self, test_id: str, unit: WorkUnit) -> bool:
         cls = next((p for p in test_id.split("::") if p.startswith("Test")), "")
@@ -188,29 +205,31 @@ class TaskSkill:
             self._start_symbols[path] = _safe_symbols(self.start.get(path, ""), path)
         return self._start_symbols[path]
 
-    def version(self, unit: WorkUnit, path: str, correct: bool) -> dict[str, str] | str:
+    def version(self, unit: WorkUnit, path: str, correct: bool, rng) -> dict[str, str] | str:
         """The unit's output for one file: {symbol: text}, or the whole file text for whole-file units.
 
-        ``correct=False`` gives the unit's wrong variant; where it has none for a symbol, the agent
-        "fails to find the fix" and leaves the starting version.
+        ``correct=False`` gives the correct output with one generic slip in one of its symbols (or in
+        the whole file); when nothing can slip, the agent "fails to find the change" and leaves the
+        version it started from.
         """
         if not unit.symbols:
-            if not correct and path in unit.wrong:
-                return unit.wrong[path]
-            return self.solution.get(path, self.start.get(path, ""))
+            good = self.solution.get(path, self.start.get(path, ""))
+            if correct:
+                return good
+            return mutate_file(good, path, rng) or self.start.get(path, "")
         sol = self.solution_symbols(path)
         start = self.start_symbols(path)
-        out = {}
-        for sym in unit.symbols:
-            if sym not in sol and sym not in start:
-                continue  # the symbol lives in another of the unit's files
-            good = sol.get(sym, start.get(sym, ""))
-            if correct:
-                out[sym] = good
-            elif sym in unit.wrong:
-                out[sym] = unit.wrong[sym]
+        out = {sym: sol.get(sym, start.get(sym, "")) for sym in unit.symbols if sym in sol or sym in start}
+        if not correct and out:
+            names = list(out)
+            rng.shuffle(names)
+            for sym in names:
+                slipped = mutate_symbol(out[sym], path, rng)
+                if slipped is not None and not S.same_symbol(slipped, out[sym], path):
+                    out[sym] = slipped
+                    break
             else:
-                out[sym] = start.get(sym, good)
+                out = {sym: start[sym] for sym in out if sym in start}
         return out
 
     def patch(self, base: str | None, path: str, versions: Mapping[str, str] | str) -> str:
@@ -233,14 +252,12 @@ class TaskSkill:
 
     def state(self, unit: WorkUnit, path: str, view: str | None) -> str:
         """How a unit looks in one file as the agent sees it: ``start`` (untouched or absent),
-        ``solution``, ``wrong`` (its wrong variant) or ``other`` (changed some other way)."""
+        ``solution`` or ``other`` (changed some other way: a slip, or someone else's version)."""
         if view is None:
             return "start"
         if not unit.symbols:
             if self.solution.get(path) is not None and S.normalize_code(view) == S.normalize_code(self.solution[path]):
                 return "solution"
-            if path in unit.wrong and S.normalize_code(view) == S.normalize_code(unit.wrong[path]):
-                return "wrong"
             if path in self.start and S.normalize_code(view) == S.normalize_code(self.start[path]):
                 return "start"
             return "other" if view.strip() else "start"
@@ -258,17 +275,13 @@ class TaskSkill:
                 states.append("start")
             elif sym in sol and S.same_symbol(cur, sol[sym], path):
                 states.append("solution")
-            elif sym in unit.wrong and S.same_symbol(cur, unit.wrong[sym], path):
-                states.append("wrong")
             else:
                 states.append("other")
         if not states or all(s == "solution" for s in states):
             return "solution"
         if all(s == "start" for s in states):
             return "start"
-        if "other" in states:
-            return "other"
-        return "wrong" if "wrong" in states else "start"
+        return "other"
 
     def unit_files(self, unit: WorkUnit) -> list[str]:
         """The unit's files the agent works on (those that exist at the start or in the solution)."""
@@ -298,11 +311,7 @@ def _safe_symbols(text: str, path: str) -> dict[str, str]:
         return {}
 
 
-def failures_in_text(text: str | None) -> tuple[str, ...]:
-    """Failing test ids named in a pytest output (``FAILED``/``ERROR`` summary lines)."""
-    if not text:
-        return ()
-    return tuple(dict.fromkeys(m.group(1) for m in _FAILED_LINE.finditer(text)))
+failures_in_text = failures_in  # failing test or check ids named in a text (FAILED/ERROR lines)
 
 
 _CACHE: dict[str, TaskSkill] = {}

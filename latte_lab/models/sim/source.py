@@ -78,6 +78,13 @@ def _py_spans_cached(source: str) -> tuple:
     return tuple(spans.items())
 
 
+@lru_cache(maxsize=PARSE_CACHE_SIZE)
+def _py_symbols(source: str) -> tuple:
+    lines = source.splitlines()
+    return tuple((name, textwrap.dedent("\n".join(lines[a:b]))) for name, (a, b, _) in _py_spans(source).items())
+
+
+@lru_cache(maxsize=4 * PARSE_CACHE_SIZE)
 def normalize_code(text: str) -> str:
     """Comparable form of a symbol's source: dedented, trailing spaces and blank ends removed."""
     lines = [line.rstrip() for line in textwrap.dedent(text).strip("\n").splitlines()]
@@ -91,8 +98,7 @@ def get_symbols(source: str, path: str) -> dict[str, str]:
     """
     k = kind(path)
     if k == "py":
-        lines = source.splitlines()
-        return {name: textwrap.dedent("\n".join(lines[a:b])) for name, (a, b, _) in _py_spans(source).items()}
+        return dict(_py_symbols(source))
     if k == "json":
         data = _load_json(source)
         return {key: json.dumps(value, sort_keys=True) for key, value in data.items()}

@@ -1,20 +1,22 @@
 """The `debug` task (paper "Debug", released code `debug_sprint`).
 
 A pure-Python signal-processing module, ``signal_toolkit.py``, with eight planted bugs (one per leaf
-function, the kinds listed in the reference document §8.2) and three composite functions that are
-correct but whose tests only pass once the leaves they call are fixed. The public ``test_suite.py``
-(33 tests, one class per function) is the success criterion; there is no hidden suite, so
-``evaluate`` runs the pristine public suite on a temporary copy of the workspace.
+function, the kinds listed in the reference document §8.2) and three composite functions whose tests
+only pass once the leaves they call are fixed; two of the composites have a bug of their own besides.
+The public ``test_suite.py`` (33 tests, one class per function) is the success criterion; there is no
+hidden suite, so ``evaluate`` runs the pristine public suite on a temporary copy of the workspace.
 
 Files ship as package data with a ``.py.txt`` suffix so that neither pytest nor the linter ever
 treats them as project code: ``files/`` holds the starting workspace, ``solution/`` the reference
-module, ``wrong/`` one plausible wrong fix per leaf (the simulated model's failed-skill output).
+module.
 
-Work-unit choice: the description names all eleven functions and their contracts (the docstrings
-state them too), so every unit is ``visible``; the simulated Lead plans from visible units, and a
-careful real team can find each bug from the contract alone. Composite units are check-only (no
-code change): ``symbols=()`` with an empty ``wrong`` and a description starting with
-``CHECK_ONLY_PREFIX`` -- a consumer must not apply the whole-file convention to them.
+Work units: the description names all eleven functions and their contracts, so the eight leaf fixes
+and the three composite checks are ``visible``. Two composites also carry a bug of their own
+(smooth_detrend smooths before it detrends; peak_rate divides by the duration of the downsampled
+signal): their tests fail anyway while the leaves they call are broken, so these bugs show up only
+once those leaves are fixed -- a composite test failing for a new reason. They are the hidden units
+``fix-smooth_detrend`` and ``fix-peak_rate`` (``visible=False``). Composite checks write nothing
+(``files=()``); a description starting with ``CHECK_ONLY_PREFIX`` says so.
 """
 
 from __future__ import annotations
@@ -54,11 +56,17 @@ LEAVES: tuple[tuple[str, str, float, str], ...] = (
     ("zero_crossings", "TestZeroCrossings", 1.0, "count sign changes in both directions"),
     ("downsample", "TestDownsample", 0.8, "keep every factor-th sample starting with the first"),
 )
-# (function, test class, the leaves it calls): correct code whose tests wait for those leaves.
+# (function, test class, the leaves it calls): composites whose tests wait for those leaves.
 COMPOSITES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("band_energy", "TestBandEnergy", ("moving_average", "rms")),
     ("smooth_detrend", "TestSmoothDetrend", ("linear_detrend", "moving_average")),
     ("peak_rate", "TestPeakRate", ("downsample", "find_peaks")),
+)
+# (composite, what its own fix restores): the composites with a bug of their own, masked until the
+# leaves they call are fixed.
+HIDDEN_COMPOSITE_BUGS: tuple[tuple[str, str], ...] = (
+    ("smooth_detrend", "detrend first, then smooth, as its contract states"),
+    ("peak_rate", "divide by the duration of the original signal, not of the downsampled one"),
 )
 CHECK_EFFORT = 0.3  # a composite unit only runs its tests
 
@@ -117,8 +125,6 @@ def top_level_defs(source: str) -> dict[str, str]:
 
 
 
-
-
 @register
 class DebugTask(Task):
     """Fix the eight planted bugs of signal_toolkit.py until the public suite passes."""
@@ -170,7 +176,6 @@ class DebugTask(Task):
 
     # -- reference decomposition ---------------------------------------------------------------
     def work_units(self) -> list[WorkUnit]:
-        wrong = top_level_defs(_resource("wrong/signal_toolkit.py.txt"))
         units = [
             WorkUnit(
                 id=f"fix-{name}",
@@ -181,10 +186,7 @@ class DebugTask(Task):
                 ),
                 files=(MODULE,),
                 symbols=(name,),
-                deps=(),
-                visible=True,
                 tests=(cls,),
-                wrong={name: wrong[name]},
                 effort=effort,
             )
             for name, cls, effort, goal in LEAVES
@@ -194,28 +196,39 @@ class DebugTask(Task):
                 id=f"check-{name}",
                 title=f"Verify {name} passes",
                 description=(
-                    f"{CHECK_ONLY_PREFIX} {name} is correct and needs no code change; once "
-                    f"{' and '.join(calls)} are fixed, run {TEST_FILE} and confirm {cls} passes. "
-                    "Do not rewrite the file for this unit."
+                    f"{CHECK_ONLY_PREFIX} {name} is built on {' and '.join(calls)}; once they are fixed, "
+                    f"run {TEST_FILE} and confirm {cls} passes."
                 ),
-                files=(MODULE,),
-                symbols=(),
+                files=(),
                 deps=tuple(f"fix-{c}" for c in calls),
-                visible=True,
                 tests=(cls,),
-                wrong={},
                 effort=CHECK_EFFORT,
             )
             for name, cls, calls in COMPOSITES
+        ]
+        calls_of = {name: (cls, calls) for name, cls, calls in COMPOSITES}
+        units += [
+            WorkUnit(
+                id=f"fix-{name}",
+                title=f"Fix {name}",
+                description=(
+                    f"{calls_of[name][0]} still fails although {' and '.join(calls_of[name][1])} are fixed: "
+                    f"{name} has a bug of its own. Fix it in {MODULE}: {goal}."
+                ),
+                files=(MODULE,),
+                symbols=(name,),
+                deps=tuple(f"fix-{c}" for c in calls_of[name][1]),
+                visible=False,
+                tests=(calls_of[name][0],),
+            )
+            for name, goal in HIDDEN_COMPOSITE_BUGS
         ]
         return units
 
 
 def is_check_only(unit: WorkUnit) -> bool:
-    """True for a unit that changes no code (a composite check): no symbols and no wrong variant."""
-    return not unit.symbols and not unit.wrong and unit.description.startswith(CHECK_ONLY_PREFIX)
-
-
+    """True for a unit that changes no code (a composite check): it writes no file."""
+    return not unit.files and unit.description.startswith(CHECK_ONLY_PREFIX)
 
 
 __all__ = ["DebugTask", "is_check_only", "top_level_defs"]

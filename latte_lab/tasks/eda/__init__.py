@@ -4,7 +4,15 @@ A 400-row HR table with eight opaque column names and no data dictionary. The te
 column schema (``config.py``), structured findings (``findings.json``) and a narrative
 (``summary.txt``). The public suite checks the form of those files; the hidden suite checks them
 against the planted truth (true mapping, satisfaction as the dominant negative churn driver, bimodal
-salary, department churn extremes) with wording-robust but direction-aware text checks.
+salary, department churn extremes, the satisfaction placeholder) with wording-robust but
+direction-aware text checks.
+
+Hidden work: the satisfaction column holds a placeholder (99) for unanswered surveys
+(``generator.PLACEHOLDER``). Nothing in the description says so; it shows when the data is analysed
+(any profile of that column), and an analysis that misses it finds satisfaction unrelated to churn.
+Declaring it (``MISSING_VALUES`` in config.py) is the hidden unit ``data_quality``; the analyses and the
+summary depend on it. Each unit comes with the probe a careful analyst would run (``probes/``): the
+analysis itself, with ``PASSED``/``FAILED`` lines for what it finds.
 
 Missing deliverables: the released evaluator drops such runs from Table 2; ``evaluate`` still scores
 them (every test reading a missing file fails) and lists the missing files in
@@ -14,7 +22,7 @@ them (every test reading a missing file fails) and lists the missing files in
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache, lru_cache
 from importlib import resources  # not `files`: the task's files/ folder has that name
 from typing import TYPE_CHECKING
 
@@ -51,14 +59,12 @@ def planted() -> dict:
 def _solution() -> dict[str, str]:
     from latte_lab.tasks.eda import solution  # pandas: imported only when a solution is needed
 
-    return solution.build(_data(), planted()["column_map"])
+    return solution.build(_data(), planted()["column_map"], planted()["missing_values"])
 
 
-@lru_cache(maxsize=1)
-def _wrong() -> dict[str, dict[str, str]]:
-    from latte_lab.tasks.eda import solution
-
-    return solution.wrong_variants(_data(), planted()["column_map"])
+@cache
+def _probe(name: str) -> str:
+    return _package_text("probes", f"{name}.py")
 
 
 DESCRIPTION = """\
@@ -76,7 +82,9 @@ Produce three deliverables in the workspace root:
    COLUMN_MAP: dict mapping each of the 8 opaque names to its semantic name (all 8, no others);
    TARGET: the semantic name of the outcome column to explain (a str);
    NUMERIC_FEATURES: list of the semantic names of the numeric predictor columns;
-   CATEGORICAL_FEATURES: list of the semantic names of the categorical predictor columns.
+   CATEGORICAL_FEATURES: list of the semantic names of the categorical predictor columns;
+   MISSING_VALUES: dict mapping a semantic column name to the placeholder value that column uses
+   for a missing answer ({} when the data has none).
    Classify the predictors by data type: every numeric predictor goes in NUMERIC_FEATURES, every
    text-valued one in CATEGORICAL_FEATURES. The id column and the target are not features.
 
@@ -137,7 +145,6 @@ class EdaTask(Task):
         return dict(_solution())
 
     def work_units(self) -> list[WorkUnit]:
-        wrong = _wrong()
         return [
             WorkUnit(
                 id="config",
@@ -145,9 +152,10 @@ class EdaTask(Task):
                 description="Profile employee_data.csv (dtypes, ranges, distinct values) to tell which "
                 "opaque column is which, then write COLUMN_MAP, TARGET and the feature lists.",
                 files=("config.py",),
-                tests=("TestConfigCompleteness", "TestConfigAccuracy", "TestOutputContract::test_config"),
-                wrong=wrong["config"],
+                symbols=("COLUMN_MAP", "TARGET", "NUMERIC_FEATURES", "CATEGORICAL_FEATURES", "ID_COLUMN"),
+                tests=("TestConfigCompleteness", "TestConfigAccuracy", "TestOutputContract::test_config", "config::"),
                 effort=1.5,
+                probe=_probe("config"),
             ),
             WorkUnit(
                 id="findings_univariate",
@@ -156,9 +164,10 @@ class EdaTask(Task):
                 "outliers and missing values; write those three findings.json categories.",
                 files=("findings.json",),
                 symbols=("distributions", "outliers", "missing_data"),
-                deps=("config",),
-                tests=("TestPlantedFindings::test_salary", "TestOutputContract"),
-                wrong=wrong["findings_univariate"],
+                deps=("config", "data_quality"),
+                tests=("TestPlantedFindings::test_salary", "TestDataQuality::test_missing_data",
+                       "TestOutputContract::test_findings", "findings_univariate::"),
+                probe=_probe("findings_univariate"),
             ),
             WorkUnit(
                 id="findings_relationships",
@@ -167,10 +176,11 @@ class EdaTask(Task):
                 "across departments and salary tiers; write relationships and subgroup_effects.",
                 files=("findings.json",),
                 symbols=("relationships", "subgroup_effects"),
-                deps=("config",),
-                tests=("TestPlantedFindings::test_satisfaction", "TestPlantedFindings::test_department"),
-                wrong=wrong["findings_relationships"],
+                deps=("config", "data_quality"),
+                tests=("TestPlantedFindings::test_satisfaction", "TestPlantedFindings::test_department",
+                       "findings_relationships::"),
                 effort=1.5,
+                probe=_probe("findings_relationships"),
             ),
             WorkUnit(
                 id="summary",
@@ -178,8 +188,20 @@ class EdaTask(Task):
                 description="Synthesize the findings into a narrative of at least 100 words.",
                 files=("summary.txt",),
                 deps=("findings_univariate", "findings_relationships"),
-                tests=("TestNarrative", "TestOutputContract::test_summary"),
-                wrong=wrong["summary"],
+                tests=("TestNarrative", "TestOutputContract::test_summary", "summary::"),
+                probe=_probe("summary"),
+            ),
+            WorkUnit(
+                id="data_quality",
+                title="Treat the satisfaction placeholder as missing",
+                description="The satisfaction column holds a placeholder value outside its 1-10 scale for "
+                "unanswered surveys; declare it in config.MISSING_VALUES so every analysis drops those rows.",
+                files=("config.py",),
+                symbols=("MISSING_VALUES",),
+                deps=("config",),
+                visible=False,
+                tests=("TestDataQuality::test_placeholder_declared", "data_quality::"),
+                effort=0.5,
             ),
         ]
 

@@ -2,7 +2,11 @@
 
 The table follows the released task's recipe (reference §8.1): 400 employees, eight columns whose
 names are shuffled to ``var_01..var_08`` and whose order is shuffled again, with three planted
-properties the hidden suite checks the team's findings against. ``employee_data.csv`` in this
+properties the hidden suite checks the team's findings against. One data-quality problem is planted
+on top (not in the released table): the satisfaction survey was not answered for
+``PLACEHOLDER_ROWS`` employees, whose score is recorded as the placeholder ``PLACEHOLDER`` (outside
+the 1-10 scale). Churn was drawn from the true scores, so an analysis that takes the placeholder for a
+score finds satisfaction unrelated to churn; one that treats it as missing finds the planted driver. ``employee_data.csv`` in this
 package is this generator's output (a test checks they agree); tasks read the shipped file so that a
 future numpy changing a random stream cannot silently change the task.
 """
@@ -18,6 +22,9 @@ N_ROWS = 400  # the released table's size
 DATA_SEED = 42  # rows
 NAME_SEED = 542  # which opaque name each semantic column gets
 ORDER_SEED = 2042  # column order in the CSV
+PLACEHOLDER_SEED = 7  # which employees did not answer the satisfaction survey
+PLACEHOLDER_ROWS = 28  # 7 % of the table: enough to hide the driver from a naive correlation
+PLACEHOLDER = 99.0  # recorded satisfaction of an unanswered survey
 
 SEMANTIC_COLUMNS = (
     "emp_id",
@@ -55,6 +62,9 @@ def generate_semantic(seed: int = DATA_SEED, n: int = N_ROWS) -> pd.DataFrame:
     p = p + LOW_TIER_CHURN_SHIFT * low_tier + np.array([DEPT_CHURN_SHIFT[d] for d in dept])
     p = np.clip(p, 0.02, 0.95)
     churned = (rng.random(n) < p).astype(int)
+    unanswered = np.random.default_rng(PLACEHOLDER_SEED).choice(n, size=min(PLACEHOLDER_ROWS, n), replace=False)
+    satisfaction = satisfaction.copy()
+    satisfaction[unanswered] = PLACEHOLDER
     return pd.DataFrame(
         {
             "emp_id": np.arange(1, n + 1),
@@ -113,6 +123,8 @@ def planted_properties(mapping: dict[str, str]) -> dict:
         "highest_churn_dept": "Sales",
         "lowest_churn_dept": "Engineering",
         "departments": list(DEPARTMENTS),
+        "missing_values": {"satisfaction": PLACEHOLDER},
+        "placeholder_rows": PLACEHOLDER_ROWS,
     }
 
 

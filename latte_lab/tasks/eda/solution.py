@@ -1,8 +1,8 @@
 """The eda task's reference solution, computed from the shipped table.
 
 Every number in ``findings.json`` and ``summary.txt`` is computed here from ``employee_data.csv``
-(deterministic: same CSV, same text). ``wrong_variants`` holds the plausible mistakes the simulated
-model writes when its skill fails; the hidden suite catches each of them.
+(deterministic: same CSV, same text), with placeholder values (``missing_values``: semantic column ->
+placeholder) treated as missing.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _config_text(mapping: dict[str, str], target: str = TARGET) -> str:
+def _config_text(mapping: dict[str, str], missing_values: dict[str, float], target: str = TARGET) -> str:
     lines = [
         '"""Shared schema for employee_data.csv: opaque column name -> semantic name."""',
         "",
@@ -35,25 +35,31 @@ def _config_text(mapping: dict[str, str], target: str = TARGET) -> str:
         f"NUMERIC_FEATURES = {list(NUMERIC_FEATURES)!r}",
         f"CATEGORICAL_FEATURES = {list(CATEGORICAL_FEATURES)!r}",
         'ID_COLUMN = "emp_id"',
+        f"MISSING_VALUES = {{{', '.join(f'{k!r}: {v:g}' for k, v in sorted(missing_values.items()))}}}",
         "",
     ]
     return "\n".join(lines).replace("'", '"')
 
 
-def compute_stats(csv_text: str, mapping: dict[str, str]) -> dict:
-    """The figures the findings quote, from the opaque table and the true mapping."""
+def compute_stats(csv_text: str, mapping: dict[str, str], missing_values: dict[str, float]) -> dict:
+    """The figures the findings quote, from the opaque table, the true mapping and the placeholders."""
     df = pd.read_csv(io.StringIO(csv_text)).rename(columns=mapping)
     inverse = {v: k for k, v in mapping.items()}
+    placeholders = {col: int((df[col] == value).sum()) for col, value in missing_values.items()}
+    for col, value in missing_values.items():
+        df[col] = df[col].where(df[col] != value)
     low_tier = df["salary"] < TIER_SPLIT
     sat_low, sat_high = df["satisfaction"] < SAT_LOW, df["satisfaction"] >= SAT_HIGH
     hist, edges = np.histogram(df["salary"], bins=12)
-    corr = {c: float(df[c].corr(df[TARGET])) for c in NUMERIC_FEATURES}
+    corr = {c: float(df[c].corr(df[TARGET])) for c in NUMERIC_FEATURES}  # pairwise: missing rows skipped
     by_dept = df.groupby("dept")[TARGET].mean()
     return {
         "opaque": inverse,
         "n": len(df),
         "cells": int(df.size),
         "missing": int(df.isna().sum().sum()),
+        "placeholders": placeholders,
+        "placeholder_values": dict(missing_values),
         "churn_rate": float(df[TARGET].mean()),
         "low_tier_share": float(low_tier.mean()),
         "low_tier_mean": float(df.loc[low_tier, "salary"].mean()),
@@ -148,9 +154,13 @@ def findings(s: dict) -> dict[str, list[dict[str, str]]]:
         ],
         "missing_data": [
             _entry(
-                "The table has no missing values.",
-                f"0 missing of {s['cells']} cells ({s['n']} rows x 8 columns).",
-            ),
+                f"{col.capitalize()} ({o[col]}) holds the placeholder {s['placeholder_values'][col]:g} for "
+                "unanswered surveys, outside its scale: these rows are missing values and are left out of "
+                f"every {col} figure.",
+                f"{n} of {s['n']} rows ({_pct(n / s['n'])}) hold {s['placeholder_values'][col]:g}; no other "
+                "column has missing or placeholder values (0 empty cells).",
+            )
+            for col, n in s["placeholders"].items()
         ],
     }
 
@@ -170,52 +180,19 @@ def summary(s: dict) -> str:
         f"{_pct(s['low_tier_churn'])} compared with {_pct(s['high_tier_churn'])} in the high tier. Churn also "
         f"differs by department: {top} has the highest rate ({_pct(s['dept_churn'][top])}) and {bottom} the "
         f"lowest ({_pct(s['dept_churn'][bottom])}). Tenure is right-skewed with "
-        f"{s['iqr_outliers']['tenure_months']} outliers beyond the IQR fences, weekly hours are capped at 30 and 70, and no data is missing. "
+        f"{s['iqr_outliers']['tenure_months']} outliers beyond the IQR fences, weekly hours are capped at 30 and 70, and "
+        + "; ".join(f"{n} unanswered {col} scores recorded as {s['placeholder_values'][col]:g} are treated as missing"
+                    for col, n in s["placeholders"].items())
+        + ". "
         "Retention efforts should start with satisfaction, then the low pay tier and the Sales team.\n"
     )
 
 
-def build(csv_text: str, mapping: dict[str, str]) -> dict[str, str]:
+def build(csv_text: str, mapping: dict[str, str], missing_values: dict[str, float]) -> dict[str, str]:
     """{path: content} of the three deliverables."""
-    s = compute_stats(csv_text, mapping)
+    s = compute_stats(csv_text, mapping, missing_values)
     return {
-        "config.py": _config_text(mapping),
+        "config.py": _config_text(mapping, missing_values),
         "findings.json": json.dumps(findings(s), indent=2) + "\n",
         "summary.txt": summary(s),
-    }
-
-
-def wrong_variants(csv_text: str, mapping: dict[str, str]) -> dict[str, dict[str, str]]:
-    """Per work unit, a plausible wrong output in the unit's own form."""
-    s = compute_stats(csv_text, mapping)
-    inverse = {v: k for k, v in mapping.items()}
-    swapped = dict(mapping)
-    # The binary churn flag and the small-integer project count are easy to confuse at a glance.
-    swapped[inverse["churned"]], swapped[inverse["n_projects"]] = "n_projects", "churned"
-    right = findings(s)
-    wrong_rel = json.loads(json.dumps(right["relationships"]))
-    wrong_rel[0] = _entry(
-        f"Satisfaction ({s['opaque']['satisfaction']}) drives churn positively: more satisfied employees "
-        "churn more.",
-        f"positive correlation with churn, r = {abs(s['corr']['satisfaction']):.3f}.",
-    )
-    wrong_dist = json.loads(json.dumps(right["distributions"]))
-    wrong_dist[0] = _entry(
-        f"Salary ({s['opaque']['salary']}) is unimodal and roughly normal.",
-        f"mean {(s['low_tier_mean'] * s['low_tier_share'] + s['high_tier_mean'] * (1 - s['low_tier_share'])):,.0f}.",
-    )
-    generic = (
-        f"We looked at {s['n']} rows and eight columns of employee data. The columns have opaque names, so we "
-        "mapped each of them to a meaning by looking at value ranges and types. The data is complete with "
-        "no missing values. Several numeric columns have skewed distributions and a few outliers, which we "
-        "list in the findings file with their counts. The categorical column has four levels of different "
-        "sizes. The findings file reports distributions, relationships, subgroup effects, outliers and "
-        "missing data, each with numbers. Further work could build a predictive model of churn and "
-        "validate it on new data from the same company, and add charts for each of the columns.\n"
-    )
-    return {
-        "config": {"config.py": _config_text(swapped)},
-        "findings_univariate": {"distributions": json.dumps(wrong_dist, indent=2)},
-        "findings_relationships": {"relationships": json.dumps(wrong_rel, indent=2)},
-        "summary": {"summary.txt": generic},
     }

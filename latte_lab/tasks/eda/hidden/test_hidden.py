@@ -420,3 +420,24 @@ class TestNarrative:
     def test_analytic_vocabulary(self, summary):
         hits = [k for k in ANALYTIC_KEYWORDS if k in summary.lower()]
         assert len(hits) >= MIN_ANALYTIC_KEYWORDS, hits
+
+
+class TestDataQuality:
+    def test_placeholder_declared(self, config, planted):
+        declared = getattr(config, "MISSING_VALUES", None)
+        assert isinstance(declared, dict), "config.MISSING_VALUES is missing or not a dict"
+        expected = planted["missing_values"]
+        assert set(declared) == set(expected), f"placeholders declared for {sorted(declared)}"
+        for column, value in expected.items():
+            assert float(declared[column]) == float(value), f"{column}: {declared[column]!r}"
+
+    def test_missing_data_reports_the_placeholder(self, findings, planted, data):
+        texts = _entries(findings, ("missing_data",))
+        for column, value in planted["missing_values"].items():
+            opaque = {v: k for k, v in planted["column_map"].items()}[column]
+            hits = [t for t in texts if _mentions(t, column, opaque) and re.search(rf"(?<![\d.]){value:g}(?![\d])", t)]
+            assert hits, f"no missing_data entry names {column} and its placeholder {value:g}"
+            count = planted["placeholder_rows"]
+            share = f"{100 * count / len(data):.1f}"
+            assert any(re.search(rf"(?<![\d.])(?:{count}|{share})(?![\d])", t) for t in hits), \
+                f"the missing_data entry on {column} does not say how many rows ({count}) hold the placeholder"

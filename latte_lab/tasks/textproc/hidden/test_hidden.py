@@ -318,3 +318,20 @@ class TestPipelineIntegration:
 
         doc = pipeline().Pipeline([step("a"), step("b"), step("c")]).run("x")
         assert calls == ["a", "b", "c"] and doc.get_metadata("last") == "c"
+
+
+class TestTypographicApostrophes:
+    """Real text types apostrophes as U+2019; the shared tokenizer must read them as apostrophes."""
+
+    def test_words_keep_typographic_apostrophes(self):
+        assert tokenizer().tokenize_words("Don\u2019t stop") == ["don't", "stop"]
+
+    def test_unique_words(self):
+        assert Document("I can\u2019t; you can\u2019t.").unique_words == ["i", "can't", "you"]
+
+    def test_similarity_ignores_the_apostrophe_style(self):
+        assert mod("similarity").cosine_similarity("don\u2019t stop", "don't stop") == pytest.approx(1.0)
+
+    def test_keywords_keep_possessives(self):
+        text = "The team\u2019s plan. The team\u2019s goal."
+        assert mod("keywords").KeywordExtractor().extract(text, top_k=1) == ["team's"]

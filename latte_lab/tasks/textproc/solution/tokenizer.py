@@ -3,15 +3,16 @@
 import re
 
 WORD_PATTERN = re.compile(r"[a-z0-9]+(?:'[a-z0-9]+)*")
+APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})  # typographic forms of '
 
 
 class Tokenizer:
     """Turns text into tokens."""
 
     def tokenize_words(self, text: str) -> list[str]:
-        """Lowercased word tokens: runs of letters/digits, inner apostrophes kept ("don't");
-        punctuation is dropped."""
-        return WORD_PATTERN.findall(text.lower())
+        """Lowercased word tokens: runs of letters/digits, inner apostrophes kept ("don't", also when
+        typed as a typographic apostrophe, "don\u2019t"); punctuation is dropped."""
+        return WORD_PATTERN.findall(text.lower().translate(APOSTROPHES))
 
     def tokenize_sentences(self, text: str) -> list[str]:
         """Sentences: the text is split after '.', '!' or '?' followed by whitespace; each sentence

@@ -1,0 +1,58 @@
+"""Graph nodes as the simulated agent reads and writes them: which units a node stands for, and the
+description of a node it adds."""
+
+from __future__ import annotations
+
+from latte_lab.models.sim.turn import Turn
+from latte_lab.models.view import failures_in
+from latte_lab.tasks.base import WorkUnit
+
+FIX_SUFFIX = "-fix"  # id of a follow-up task for a unit whose checks fail again: "<unit id>-fix"
+
+
+def node_targets(t: Turn, node: dict) -> tuple[list[WorkUnit], bool]:
+    """The units a graph node stands for, and whether it is a review (verify) node."""
+    sk = t.skill
+    nid = node.get("id", "")
+    u = sk.unit(nid)
+    if u is not None:
+        return [u], False
+    if nid.endswith("-verify") and sk.unit(nid[: -len("-verify")]) is not None:
+        return [sk.unit(nid[: -len("-verify")])], True
+    base = nid.removesuffix(FIX_SUFFIX)
+    if base != nid and sk.unit(base) is not None:
+        return [sk.unit(base)], False
+    from latte_lab.models.sim.work import blamed
+
+    text = f"{node.get('title', '')}\n{node.get('description', '')}"
+    found = blamed(t, failures_in(node.get("description")))
+    found += [m for m in sk.units_in_text(node.get("title", "")) if m not in found]
+    if not found and t.tests_known():
+        found = blamed(t, t.failures())
+    if not found:
+        found = sk.units_in_text(text)
+    return sk.order(found), False
+
+
+def failure_report(t: Turn, units: list[WorkUnit]) -> str:
+    """A task description for units: what they are, and the failures seen that point at them."""
+    fails = [f for f in t.failures() + t.reported if any(t.skill.unit_failing(u, [f]) for u in units)][:6]
+    lines = [f"{u.title}: {u.description}" for u in units]
+    lines += [f"FAILED {f}" for f in dict.fromkeys(fails)]
+    lines.append("Run the checks, fix the code and re-run them.")
+    return "\n".join(lines)
+
+
+def exists(t: Turn, nid: str) -> bool:
+    """Whether its prompt shows the task id is taken (shown in the graph or the ready list, or a discovery
+    of it was refused as a duplicate)."""
+    return (any(n.get("id") == nid for n in t.view.graph + t.view.frontier)
+            or any(f"Task id '{nid}' already exists" in text for _, text in t.heard))
+
+
+def discover(t: Turn, unit: WorkUnit, nid: str | None = None, title: str | None = None) -> bool:
+    """Adds a task for the unit unless its prompt shows that id is already taken."""
+    nid = nid or unit.id
+    if exists(t, nid):
+        return False
+    return t.add("discover_task", failure_report(t, [unit]), id=nid, title=title or unit.title, dependencies="")

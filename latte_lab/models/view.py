@@ -1,0 +1,209 @@
+"""An agent's structured view, read back from its prompt text: it carries nothing the prompt does not show.
+
+Teams build a prompt (system text and a window of messages) and a *frame* (who is asked, in which role,
+round and phase, with which actions); :func:`view_from_prompt` reads everything else from the text of
+the messages in the window, as a model reading its prompt would: the files it has read or written, the
+latest test result and the failures it names, script outputs, its task, the ready tasks offered to it,
+the graph the Lead is shown, heartbeat alerts, published documents and the messages new this turn.
+What fell out of the window is gone, and a test output cut to its tail names only the failures in it.
+
+The texts recognised are the ones latte_lab's teams and tools write (``latte_lab.teams.replies`` and
+the team modules); a team with its own formats gets the generic parts (files, tests, scripts,
+messages).
+
+>>> from latte_lab.models.base import AgentView, Message
+>>> frame = AgentView(task="demo", role="worker", agent="Dev1")
+>>> msgs = [Message("user", "[From System]: === a.py ===\\nx = 1\\n\\n[From System]: ❌ Tests failed:\\n"
+...                 "FAILED t.py::TestA::test_x - assert 1 == 2\\n1 failed")]
+>>> v = view_from_prompt(frame, "You are Dev1.", msgs)
+>>> v.files_read, v.test_failures, v.tests_passed
+({'a.py': 'x = 1'}, ('t.py::TestA::test_x',), False)
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import replace
+
+from latte_lab.models.base import AgentView, Message
+
+SEGMENT = re.compile(r"\[From ([^\]\n]+)\]: ")  # how the engine joins the messages of one turn
+SYSTEM = "System"
+_FAILED_LINE = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
+_FILE_HEADER = re.compile(r"^=== (\S+) ===\n")
+_CAP_NOTE = re.compile(r"\n\[\.\.\. \d+ more characters not shown \.\.\.\]$")
+_NOT_FOUND = re.compile(r"^\[file not found: ([^\]]+)\]")
+_TEST_HEADERS = ("✅ Tests passed!", "❌ Tests failed:", "⏱️ Tests timed out")
+_SCRIPT_HEADERS = ("✅ Script completed:", "❌ Script exited", "⏱️ Script timed out", "❌ Could not run")
+_STATUS_HEADER = re.compile(r"^=== CURRENT TEST STATUS \(round \d+\) ===\n")
+_FIX_NOTE = "All tasks are done but the tests still fail"
+_NOT_ACCEPTED = "⚠️ Completion not accepted: the tests still fail.\n"
+_TASK_BLOCK = "=== YOUR CURRENT TASK ==="
+_ASSIGNED = re.compile(r"^You have been assigned task '([^']+)': ([^\n]*)\n?(.*)$", re.DOTALL)
+_TASK_NOW = re.compile(r"^Your task '([^']+)' is now (\w+)")
+_TASK_GONE = re.compile(r"^Task '([^']+)' was (released|closed) by")
+_READY_BLOCK = "=== AVAILABLE TASKS (ready to claim) ==="
+_NO_READY = "No tasks are currently available"
+_READY_LINE = re.compile(r"^• ([^:\n]+): ([^\n]*?)(?: — (.*))?$")
+_GRAPH_BLOCK = "=== CURRENT TASKS ==="
+_GRAPH_LINE = re.compile(r"^(\S+) ([^:\s]+): (.*?) \((?:Owner: ([^)]+)|Unassigned)\)(?: \[Requires: ([^\]]*)\])?$")
+_DONE_COUNT = re.compile(r"^\[(\d+) completed task")
+_TEAM_LINE = re.compile(r"^(\S+): (?:working on (\S+)|idle)$")
+_ICON_STATUS = {"⏳": "pending", "📌": "assigned", "🔨": "in_progress"}
+_HEARTBEAT = re.compile(r"^⚠️ Heartbeat: (\S+) (.*?)(\d+) rounds.*?<release_task id=\"([^\"]+)\"", re.DOTALL)
+_DOC = re.compile(r"^\[([a-z_]+)\]\n(.*)$", re.DOTALL)
+_NEXT_FILE = re.compile(r"^Next file of the task list: (\S+)")
+_EDIT_REFUSED = re.compile(r"^⚠️ Edit to (?:existing file )?'([^']+)' (?:refused|blocked|was not written)")
+
+
+def segments(content: str) -> list[tuple[str, str]]:
+    """(sender, text) of every message joined into one user turn, in order (text before the first
+    marker is the System's)."""
+    parts = SEGMENT.split(content)
+    out = []
+    if parts[0].strip():
+        out.append((SYSTEM, parts[0].strip()))
+    for i in range(1, len(parts) - 1, 2):
+        out.append((parts[i], parts[i + 1].strip("\n")))
+    return out
+
+
+def failures_in(text: str | None) -> tuple[str, ...]:
+    """Failing test ids named in a test output (``FAILED``/``ERROR`` lines), in order, once each."""
+    if not text:
+        return ()
+    return tuple(dict.fromkeys(m.group(1) for m in _FAILED_LINE.finditer(text)))
+
+
+def _test_text(text: str) -> tuple[str, bool] | None:
+    """(output, passed) when the segment is a test result of any form the teams send."""
+    m = _STATUS_HEADER.match(text)
+    body = text[m.end():] if m else text
+    if body.startswith(_TEST_HEADERS):
+        return text, body.startswith(_TEST_HEADERS[0])
+    if text.startswith(_FIX_NOTE) or text.startswith(_NOT_ACCEPTED):
+        return text, False
+    return None
+
+
+def _task_block(text: str) -> dict:
+    lines = text.split("\n")
+    fields = {"id": "", "status": "", "title": ""}
+    rest = []
+    for line in lines[1:]:
+        key, sep, value = line.partition(": ")
+        if sep and key in ("ID", "Status", "Title") and not rest:
+            fields[{"ID": "id", "Status": "status", "Title": "title"}[key]] = value.strip()
+        else:
+            rest.append(line)
+    return {**fields, "description": "\n".join(rest).strip()}
+
+
+def _graph_block(text: str) -> tuple[list[dict], dict]:
+    nodes, extra = [], {"done_count": 0, "ready": [], "workers": {}, "critical_path": []}
+    section = "tasks"
+    for line in text.split("\n")[1:]:
+        if line.startswith("=== READY TO ASSIGN"):
+            section = "ready"
+        elif line.startswith("=== TEAM ==="):
+            section = "team"
+        elif line.startswith("Critical path: "):
+            extra["critical_path"] = [x.strip() for x in line[len("Critical path: "):].split("→")]
+        elif section == "tasks":
+            if m := _DONE_COUNT.match(line):
+                extra["done_count"] = int(m.group(1))
+            elif m := _GRAPH_LINE.match(line):
+                deps = [d.strip() for d in (m.group(5) or "").split(",") if d.strip()]
+                nodes.append({"id": m.group(2), "title": m.group(3), "status": _ICON_STATUS.get(m.group(1), "pending"),
+                              "owner": m.group(4), "deps": deps})
+        elif section == "ready" and line.startswith("• "):
+            extra["ready"].append(line[2:].split(":", 1)[0].strip())
+        elif section == "team" and (m := _TEAM_LINE.match(line)):
+            extra["workers"][m.group(1)] = m.group(2)
+    return nodes, extra
+
+
+def view_from_prompt(frame: AgentView, system: str, messages: Sequence[Message]) -> AgentView:
+    """The view of a prompt: ``frame``'s task, role, agent, round, phase, actions and teammates, and
+    every other field read from the messages (oldest first; later text wins)."""
+    from latte_lab.actions import EditFile, parse_actions
+
+    files: dict[str, str] = {}
+    test_output: str | None = None
+    tests_passed: bool | None = None
+    scripts: list[str] = []
+    current: dict | None = None
+    frontier: list[dict] = []
+    graph: list[dict] = []
+    extra: dict = {}
+    documents: dict[str, str] = {}
+    last_user = max((i for i, m in enumerate(messages) if m.role == "user"), default=-1)
+    new_messages: list[dict] = []
+    alerts: list[dict] = []
+    for i, msg in enumerate(messages):
+        if msg.role == "assistant":
+            for action in parse_actions(msg.content).actions:
+                if isinstance(action, EditFile):
+                    files[action.path] = action.content
+            continue
+        for sender, text in segments(msg.content):
+            if i == last_user:
+                new_messages.append({"sender": sender, "text": text})
+            if sender != SYSTEM:
+                if m := _DOC.match(text):
+                    documents[m.group(1)] = m.group(2)
+                elif m := _ASSIGNED.match(text):
+                    if current is None:
+                        current = {"id": m.group(1), "title": m.group(2), "description": m.group(3).strip(),
+                                   "status": "assigned"}
+                continue
+            if tested := _test_text(text):
+                test_output, tests_passed = tested
+            elif text.startswith(_SCRIPT_HEADERS):
+                scripts.append(text)
+            elif m := _NOT_FOUND.match(text):
+                files[m.group(1)] = ""
+            elif m := _EDIT_REFUSED.match(text):
+                files.pop(m.group(1), None)
+            elif text.startswith(_TASK_BLOCK):
+                current = _task_block(text)
+            elif m := _TASK_NOW.match(text):
+                if current is not None and current["id"] == m.group(1):
+                    current = {**current, "status": m.group(2)}
+            elif m := _TASK_GONE.match(text):
+                if current is not None and current["id"] == m.group(1):
+                    current = None
+            elif text.startswith(_READY_BLOCK):
+                frontier = []
+                for line in text.split("\n")[1:]:
+                    if m := _READY_LINE.match(line):
+                        frontier.append({"id": m.group(1).strip(), "title": m.group(2).strip(),
+                                         "description": (m.group(3) or "").strip()})
+            elif text.startswith(_NO_READY):
+                frontier = []
+            elif text.startswith(_GRAPH_BLOCK):
+                graph, extra = _graph_block(text)
+            elif m := _HEARTBEAT.match(text):
+                if i == last_user:
+                    alerts.append({"agent": m.group(1), "task": m.group(4), "rounds": int(m.group(3))})
+            elif m := _NEXT_FILE.match(text):
+                if i == last_user:
+                    extra["next_file"] = m.group(1)
+            elif m := _FILE_HEADER.match(text):
+                files[m.group(1)] = _CAP_NOTE.sub("", text[m.end():])
+            elif m := _DOC.match(text):
+                documents[m.group(1)] = m.group(2)
+    if documents:
+        extra["documents"] = documents
+    return replace(
+        frame, current_task=current, frontier=frontier, graph=graph, test_output=test_output,
+        test_failures=failures_in(test_output), tests_passed=tests_passed, messages=new_messages,
+        files_read=files, alerts=alerts, script_output=scripts, extra=extra,
+    )
+
+
+def frame_of(view: AgentView) -> AgentView:
+    """The frame of a view: who is asked, in which role, round and phase, with which actions."""
+    return AgentView(task=view.task, role=view.role, agent=view.agent, round=view.round, phase=view.phase,
+                     allowed_actions=tuple(view.allowed_actions), teammates=tuple(view.teammates))

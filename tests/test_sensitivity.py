@@ -1,0 +1,86 @@
+"""The sensitivity study: its design, the counts it reads from events, its summary, the shipped results."""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+import pytest
+
+import latte_lab as ll
+from latte_lab.analysis import sensitivity as S
+from latte_lab.errors import ConfigError
+
+
+def test_the_module_is_callable_as_its_main_function():
+    assert callable(ll.analysis.sensitivity) and ll.analysis.sensitivity.summarise is S.summarise
+    assert ll.analysis.load_sensitivity is S.load_sensitivity
+
+
+def test_one_parameter_at_a_time_around_the_base_profile():
+    configs = S.sensitivity_configs({"p_straggler": [0.0, 0.3], "prefill_tokens_per_s": [1000]}, seeds=2,
+                                    tasks=["debug", "eda"], teams=["latte", "static"])
+    specs = list(dict.fromkeys(c["model"] for c in configs))
+    assert specs == ["simulated/default", "simulated/default?p_straggler=0.0", "simulated/default?p_straggler=0.3",
+                     "simulated/default?prefill_tokens_per_s=1000"]
+    assert len(configs) == 4 * 2 * 2 * 2 and [c["seed"] for c in configs[:16]] == [0] * 16  # seed-major
+    assert [S.setting_of(s) for s in specs] == [("baseline", None), ("p_straggler", 0.0), ("p_straggler", 0.3),
+                                                ("prefill_tokens_per_s", 1000.0)]
+    with pytest.raises(ConfigError, match="known: .*p_correct_patch"):
+        S.sensitivity_configs({"patience": [1]}, seeds=1)
+    with pytest.raises(ConfigError, match="probability"):
+        S.sensitivity_configs({"p_straggler": [2.0]}, seeds=1)
+    # every default parameter is a behaviour parameter of the profile, none names a team or task
+    from latte_lab.models.sim import Profile
+
+    assert all(hasattr(Profile(), p) for p in S.DEFAULT_GRID)
+
+
+def _rows(latte_tokens=100.0, lw_tokens=400.0):
+    rows = []
+    for task in ("debug", "eda"):
+        for team, tokens, acc, ovw in (("latte", latte_tokens, 1.0, 2), ("leader_worker", lw_tokens, 0.8, 8),
+                                       ("decentralized", 500.0, 0.9, 10), ("static", 300.0, 0.5, 1),
+                                       ("pipeline", 200.0, 0.25, 0)):
+            for seed in (0, 1):
+                rows.append({"task": task, "team": team, "model": "simulated/default", "seed": seed, "status": "ok",
+                             "accuracy": acc, "total_tokens": tokens, "wall_clock_seconds": tokens / 10,
+                             "total_rounds": 10, "cross_agent_overwrites": ovw, "parameter": "baseline",
+                             "value": math.nan, "self_claims": 1, "claim_conflicts": 0,
+                             "discovered_after_planning": 1, "releases": 0, "lead_fraction": 0.5})
+    return pd.DataFrame(rows)
+
+
+def test_summary_ratios_and_gaps():
+    s = S.summarise(_rows())
+    row = s.iloc[0]
+    assert row["parameter"] == "baseline" and row["trials"] == 20
+    assert row["token_ratio_vs_leader_worker"] == pytest.approx(0.25)
+    assert row["token_ratio_vs_decentralized"] == pytest.approx(0.2)
+    assert row["wall_ratio_vs_leader_worker"] == pytest.approx(0.25)
+    assert row["overwrite_ratio_vs_decentralized"] == pytest.approx(0.2)
+    assert row["accuracy_gap_vs_static"] == pytest.approx(0.5) and row["accuracy_gap_vs_pipeline"] == pytest.approx(0.75)
+    table = S.team_table(_rows())
+    assert table.loc[("all", "latte"), "trials"] == 4 and table.loc[("debug", "static"), "total_tokens"] == 300.0
+
+
+def test_directions_against_the_papers_printed_numbers():
+    d = S.directions(_rows())
+    tokens = d[(d["metric"] == "tokens") & (d["task"] == "all")].set_index("versus")
+    assert tokens.loc["leader_worker", "paper_latte_better"] and tokens.loc["leader_worker", "ours_latte_better"]
+    assert tokens.loc["leader_worker", "same_direction"]
+    dearer = S.directions(_rows(latte_tokens=900.0))  # LATTE made the most expensive: every token direction flips
+    assert not dearer[(dearer["metric"] == "tokens")]["same_direction"].any()
+    assert set(d["versus"]) == {"leader_worker", "decentralized", "static", "pipeline"}
+
+
+def test_the_shipped_study_covers_the_grid_with_ten_seeds_and_summarises():
+    rows = S.load_sensitivity()
+    settings = rows.groupby(["parameter", "value"], dropna=False).size()
+    assert len(settings) == 1 + sum(len(v) for v in S.DEFAULT_GRID.values())
+    counts = rows.groupby(["parameter", "value", "task", "team"], dropna=False)["seed"].nunique()
+    assert (counts == S.DEFAULT_SEEDS).all()
+    assert set(rows["team"]) == set(S.TEAMS) and set(rows["task"]) == set(S.TASKS)
+    assert (rows["status"] == "ok").all()
+    summary = ll.analysis.sensitivity(rows=rows)
+    assert len(summary) == len(settings) and summary["token_ratio_vs_leader_worker"].notna().all()

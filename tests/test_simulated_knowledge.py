@@ -1,0 +1,162 @@
+"""What a simulated agent knows: only what its prompt shows, and work it finds only by observing.
+
+- the structured view a model is given is read from the prompt text, and every fact in it is in that text;
+- agents whose read_file does nothing write much worse code than agents who read;
+- hidden work: LATTE's final graph is larger than the one it planned, and the static team leaves the
+  hidden units undone more often than LATTE does.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import fields
+
+import pytest
+
+import latte_lab as ll
+from latte_lab.models.base import AgentView, Message
+from latte_lab.models.sim import SimulatedModel
+from latte_lab.models.sim.skill import skill_for
+from latte_lab.models.view import frame_of, view_from_prompt
+from latte_lab.teams.engine import Team
+
+FRAME = {"task", "role", "agent", "round", "phase", "allowed_actions", "teammates"}
+
+
+class Recording:
+    """The simulated model, keeping every request it answers."""
+
+    def __init__(self, **kw):
+        self.inner = SimulatedModel(**kw)
+        self.requests = []
+
+    def generate(self, request):
+        self.requests.append(request)
+        return self.inner.generate(request)
+
+
+def run(tmp_path, task, team, seed=0, model=None, **cfg):
+    config = ll.TrialConfig(task=task, team=team, model="simulated", seed=seed, runs_dir=str(tmp_path), **cfg)
+    result = ll.run_trial(config, model=model)
+    assert result.status == "ok", result.error
+    return result
+
+
+def _prompt_text(request) -> str:
+    return request.system + "\n".join(m.content for m in request.messages)
+
+
+@pytest.mark.parametrize("team", ["latte", "static", "leader_worker", "decentralized", "pipeline"])
+def test_the_view_is_read_from_the_prompt_text_only(tmp_path, team):
+    model = Recording()
+    run(tmp_path, "eda", team, model=model, max_rounds=8)
+    assert len(model.requests) > 5
+    for req in model.requests:
+        view = req.view
+        # the view is exactly what reading the prompt gives, from the frame and the text alone
+        assert view_from_prompt(frame_of(view), req.system, req.messages) == view
+        # and every fact in it is in that text
+        text = _prompt_text(req)
+        for path, content in view.files_read.items():
+            assert path in text and content.strip()[:200] in text, path
+        assert all(f in (view.test_output or "") for f in view.test_failures)
+        assert view.test_output is None or view.test_output[:200] in text
+        if view.current_task:
+            assert view.current_task["id"] in text
+        assert all(n["id"] in text for n in view.frontier + view.graph)
+        assert all(a["task"] in text and a["agent"] in text for a in view.alerts)
+        assert all(out[:200] in text for out in view.script_output)
+        assert all(m["text"][:200] in req.messages[-1].content for m in view.messages)
+
+
+def test_what_leaves_the_window_leaves_the_view():
+    frame = AgentView(task="debug", role="worker", agent="Dev1")
+    read = Message("user", "[From System]: === a.py ===\nx = 1")
+    later = [Message("assistant", "Working on task t1."), Message("user", "[From System]: Continue.")]
+    assert view_from_prompt(frame, "s", [read, *later]).files_read == {"a.py": "x = 1"}
+    assert view_from_prompt(frame, "s", later).files_read == {}  # the read fell out of the window
+    own = Message("assistant", 'Done.\n\n<edit_file path="b.py">\ny = 2\n</edit_file>')
+    assert view_from_prompt(frame, "s", [read, own]).files_read == {"a.py": "x = 1", "b.py": "y = 2\n"}
+    # the frame is all a team contributes: everything else comes from the text
+    extra = {f.name for f in fields(AgentView)} - FRAME
+    empty = view_from_prompt(frame, "s", [])
+    assert all(getattr(empty, name) in (None, (), [], {}) for name in extra)
+
+
+def test_a_cut_test_output_names_only_the_failures_it_shows():
+    frame = AgentView(task="debug", role="worker", agent="Dev1")
+    tail = "❌ Tests failed:\n...\nFAILED test_suite.py::TestRms::test_a - x\n30 failed, 3 passed"
+    view = view_from_prompt(frame, "s", [Message("user", f"[From System]: {tail}")])
+    assert view.test_failures == ("test_suite.py::TestRms::test_a",) and view.tests_passed is False
+
+
+def _mean_accuracy(tmp_path, team, task, seeds):
+    return statistics.mean(run(tmp_path / f"{team}-{task}-{s}", task, team, seed=s).accuracy for s in seeds)
+
+
+def test_agents_whose_read_file_does_nothing_write_much_worse_code(tmp_path, monkeypatch):
+    seeds = (0, 1)
+    cases = [("latte", "debug"), ("leader_worker", "textproc")]
+    default = statistics.mean(_mean_accuracy(tmp_path / "a", team, task, seeds) for team, task in cases)
+
+    def read_nothing(self, agent, action):  # the action is accepted and nothing comes back
+        return None
+
+    monkeypatch.setattr(Team, "do_read_file", read_nothing)
+    from latte_lab.teams.flat import FlatTeam
+
+    monkeypatch.setattr(FlatTeam, "do_read_file", read_nothing)
+    blind = statistics.mean(_mean_accuracy(tmp_path / "b", team, task, seeds) for team, task in cases)
+    assert blind < default - 0.3, (blind, default)
+
+
+def _hidden_done(result, task) -> int:
+    """Hidden units in their reference state in the final workspace."""
+    skill = skill_for(task)
+    ws = result.run_dir / "workspace"
+    done = 0
+    for u in skill.units:
+        if u.visible:
+            continue
+        files = {f: (ws / f).read_text(encoding="utf-8") if (ws / f).exists() else None for f in skill.unit_files(u)}
+        done += all(skill.state(u, f, text) == "solution" for f, text in files.items())
+    return done
+
+
+@pytest.mark.parametrize("task", ["eda", "textproc"])
+def test_hidden_work_grows_the_latte_graph_and_static_leaves_it_undone(tmp_path, task):
+    seeds = (0, 1, 2)
+    latte = [run(tmp_path / f"l{s}", task, "latte", seed=s) for s in seeds]
+    static = [run(tmp_path / f"s{s}", task, "static", seed=s) for s in seeds]
+    for r in latte:
+        assert r.metrics["graph_size_final"] > r.metrics["graph_size_initial"]
+    for r in static:
+        assert r.metrics["graph_size_final"] == r.metrics["graph_size_initial"]
+    assert sum(_hidden_done(r, task) for r in latte) > sum(_hidden_done(r, task) for r in static)
+
+
+@pytest.mark.parametrize("team", ["latte", "leader_worker", "pipeline"])
+def test_the_virtual_clock_adds_the_lead_then_the_slowest_worker(tmp_path, team):
+    """Each call takes base + input / prefill rate + output / decode rate; within a round the agents that act
+    together cost the slowest of them, and an agent run before them (the Lead, a pipeline role) adds its own
+    call; tools add their nominal seconds."""
+    from latte_lab.teams.engine import VIRTUAL_SCRIPT_SECONDS, VIRTUAL_TEST_SECONDS
+
+    res = run(tmp_path, "textproc", team, max_rounds=6)
+    ev = res.events
+    profile = SimulatedModel().profile
+    replies = ev[ev["type"] == "agent_reply"]
+    for r in replies.itertuples():
+        assert r.latency_s == pytest.approx(profile.latency(r.input_tokens, r.output_tokens), abs=1e-5)
+    expected = 0.0
+    for rnd, group in replies.groupby("round"):
+        batches = group.groupby((group["seq"].diff() > 1).cumsum())  # replies logged together ran together
+        alone = {"Lead", "ProductManager", "Architect", "ProjectManager", "Engineer", "QAEngineer"}
+        for _, batch in batches:
+            solo = batch[batch["agent"].isin(alone)]
+            together = batch[~batch["agent"].isin(alone)]
+            expected += solo["latency_s"].sum() + (together["latency_s"].max() if len(together) else 0.0)
+    tools = ev[ev["type"].isin(["run_tests", "run_script"])]
+    expected += VIRTUAL_TEST_SECONDS * (tools["type"] == "run_tests").sum()
+    expected += VIRTUAL_SCRIPT_SECONDS * ((tools["type"] == "run_script") & tools["returncode"].notna()).sum()
+    assert res.row["wall_clock_seconds"] == pytest.approx(expected, rel=1e-6)
