@@ -372,11 +372,14 @@ def from_task(task_id: str, *, rounds_per_effort: int = ROUNDS_PER_EFFORT) -> Wo
     ``ceil(effort * rounds_per_effort)`` rounds each (at least one).
 
     >>> from_task("eda")
-    <WorkloadSpec 'eda': 4 nodes, work 10, critical path 8>
+    <WorkloadSpec 'eda': 5 nodes, work 11, critical path 9>
     """
     from latte_lab import tasks
 
-    units = tasks.get(task_id).work_units()
+    from latte_lab.dag import topological_order
+
+    by_id = {u.id: u for u in tasks.get(task_id).work_units()}
+    units = [by_id[nid] for nid in topological_order({u.id: u.deps for u in by_id.values()})]
     rounds_per_effort = _positive_int("rounds_per_effort", rounds_per_effort)
     return WorkloadSpec(tuple(u.id for u in units), tuple(tuple(u.deps) for u in units),
                         tuple(max(1, math.ceil(u.effort * rounds_per_effort - 1e-9)) for u in units),
