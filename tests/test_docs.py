@@ -12,15 +12,16 @@ import latte_lab
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(latte_lab.__file__).parent
-TASK_PAYLOADS = ("files", "hidden", "solution", "wrong")  # tasks/<task>/<these>: data the sandbox runs
+TASK_PAYLOADS = ("files", "hidden", "probes", "solution", "wrong")  # tasks/<task>/<these>: data the sandbox runs
 # Modules documented through the module that uses them, or implementation details of one feature.
 INTERNAL = {
     "latte_lab.cli.cache", "latte_lab.cli.figures", "latte_lab.cli.prices", "latte_lab.cli.sweep",  # api/cli.md
     "latte_lab.cli.trial",
-    "latte_lab.models.sim.flat_roles", "latte_lab.models.sim.graph_roles", "latte_lab.models.sim.pipeline_roles",
-    "latte_lab.models.sim.policy", "latte_lab.models.sim.skill", "latte_lab.models.sim.source",
-    "latte_lab.models.sim.text", "latte_lab.models.sim.turn",  # the simulated model's internals
-    "latte_lab.tasks.eda.generator", "latte_lab.tasks.eda.solution", "latte_lab.tasks.textproc.variants",
+    "latte_lab.models.sim.documents", "latte_lab.models.sim.flat", "latte_lab.models.sim.lead",
+    "latte_lab.models.sim.mutate", "latte_lab.models.sim.nodes", "latte_lab.models.sim.policy",
+    "latte_lab.models.sim.skill", "latte_lab.models.sim.source", "latte_lab.models.sim.text",
+    "latte_lab.models.sim.turn", "latte_lab.models.sim.work",  # the simulated model's internals
+    "latte_lab.tasks.eda.generator", "latte_lab.tasks.eda.solution",
     "latte_lab.teams.prompt_text",
 }
 

@@ -14,6 +14,9 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 
 import latte_lab
 import latte_lab.graph as graph_module
+import latte_lab.graph._core as graph_core
+import latte_lab.graph._nodes as graph_nodes
+import latte_lab.graph._serial as graph_serial
 from latte_lab.errors import DataError, LatteError, OperatorError
 from latte_lab.graph import CoordinationGraph, Status, UnknownNodeError, frontier_bruteforce
 
@@ -646,9 +649,12 @@ TestGraphMachine.settings = settings(max_examples=150, stateful_step_count=50, d
 
 # ------------------------------------------------------------------------------------------- doctests
 
-def test_module_doctests():
-    result = doctest.testmod(graph_module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 5 and result.failed == 0
+@pytest.mark.parametrize("module", [graph_module, graph_core, graph_nodes, graph_serial], ids=lambda m: m.__name__)
+def test_module_doctests(module):
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0
+    if module is graph_module:
+        assert result.attempted > 5
 
 
 def test_discover_dependency_forms_and_repeats():
@@ -686,3 +692,15 @@ def test_log_entries_are_fresh_plain_dicts():
     assert json.loads(json.dumps(g.log)) == g.log
     rebuilt = CoordinationGraph.from_log(g.log)
     assert rebuilt.log == g.log and rebuilt.snapshot() == g.snapshot()
+
+
+def test_the_graph_package_keeps_its_public_names_in_one_place():
+    names = ["CoordinationGraph", "Status", "UnknownNodeError", "frontier_bruteforce", "LEAD", "SYSTEM_AGENT",
+             "VERIFY_SUFFIX", "ROLES", "UNKNOWN_DEP_POLICIES", "VERIFY_REROUTES", "SNAPSHOT_FORMAT",
+             "DEDUPE_BY_SET_ABOVE"]
+    for name in names:
+        assert getattr(graph_module, name) is not None
+    assert set(graph_module.__all__) <= set(names)
+    assert latte_lab.CoordinationGraph is graph_module.CoordinationGraph and latte_lab.Status is graph_module.Status
+    g = CoordinationGraph()
+    assert g.lead == graph_module.LEAD and CoordinationGraph.from_snapshot({"nodes": []}).lead == graph_module.LEAD

@@ -1,208 +1,49 @@
-"""The dynamic coordination graph of LATTE: nodes, dependency edges, statuses and the seven operators.
+"""The coordination graph's state machine: :class:`CoordinationGraph`, its queries and its seven operators.
 
-A node is a subtask; an edge ``u -> v`` means v cannot start before u is finished (done or verified).
-Every operator checks its preconditions first and only then mutates, so a rejected operator raises
-:class:`~latte_lab.errors.OperatorError` and leaves the graph exactly as it was (paper Appendix A3;
-the readings where the paper is silent are in ``DESIGN.md``).
-
-The frontier (pending nodes whose dependencies are all finished) is maintained incrementally: each
-node keeps the number of its unfinished dependencies, and the ready nodes live in an insertion-ordered
-dict keyed by id. An operator touches only its node and that node's successors, so a Complete costs
-O(out-degree) and every other operator O(1) (Verify: O(out-degree of the target)).
-``frontier()`` returns the ready ids in creation order: the dict is re-sorted by creation sequence only
-when a node became ready out of creation order (rare in practice; O(k log k) for k ready nodes), and the
-list is cached until the ready set changes, so an unchanged frontier costs one O(k) copy.
-:func:`frontier_bruteforce` recomputes it from scratch and exists only as a test oracle.
-
-Two rule sets (``roles``):
-
-- ``"paper"`` (default): Appendix A3 with caller permissions. Assign/Release/Close/Verify are Lead-only,
-  Claim/Complete worker-only, Discover open to everyone (the Lead, workers and ``"System"``).
-- ``"official"``: the looser rules of the authors' released code. Anyone may Assign (to any name, a
-  worker or not), Release and Verify; Close is Lead-only but also closes pending nodes; Complete accepts
-  the owner's node in status assigned as well as in_progress; Verify does not require the target to be
-  done; and no node ever becomes verified (the released code has no such status).
-
-Verified (paper rules): when a verify node ``<v>-verify`` finishes, by Complete or by the Lead's Close,
-its target v becomes verified if it is done. Verify routes v's successors through the review node
-according to ``verify_reroute``: ``"unstarted"`` (pending or assigned successors wait for the review;
-the default), ``"all"`` (every successor, the released code) or ``"none"`` (only the edge v -> v-verify,
-Appendix A3's literal postcondition).
-
-Owners: Complete and Close keep the last owner in ``agent`` (the paper's lambda(v) <- (w, done)); the
-finisher is recorded in ``completed_by`` (and ``closed`` says the Lead force-completed the node).
-Invariants: a pending node has no agent; an assigned or in_progress node has one.
-
->>> g = CoordinationGraph()
->>> g.discover("plan", title="Plan the fix", by="Lead")
->>> g.discover("fix", deps=["plan"], title="Fix rms", by="Lead")
->>> g.frontier()
-['plan']
->>> g.claim("plan", "Dev1"); g.complete("plan", "Dev1")
->>> g.frontier()
-['fix']
->>> g.verify("plan", by="Lead")    # downstream work that has not started now waits for the review
-'plan-verify'
->>> g.frontier(), g.deps("fix")
-(['plan-verify'], ['plan', 'plan-verify'])
->>> g.assign("plan-verify", "Dev2", by="Lead"); g.claim("plan-verify", "Dev2")
->>> g.complete("plan-verify", "Dev2")
->>> g.status("plan"), g.frontier()
-(<Status.VERIFIED: 'verified'>, ['fix'])
->>> g.close("fix", by="Lead")
-Traceback (most recent call last):
-...
-latte_lab.errors.OperatorError: close on node 'fix' rejected: status is pending; Close needs assigned or in_progress
+Import it from :mod:`latte_lab.graph`, whose docstring describes the rules. How it stays fast: the frontier
+(pending nodes whose dependencies are all finished) is maintained incrementally. Each node keeps the number
+of its unfinished dependencies, and the ready nodes live in an insertion-ordered dict keyed by id. An
+operator touches only its node and that node's successors, so a Complete costs O(out-degree) and every
+other operator O(1) (Verify: O(out-degree of the target)). ``frontier()`` returns the ready ids in creation
+order: the dict is re-sorted by creation sequence only when a node became ready out of creation order (rare
+in practice; O(k log k) for k ready nodes), and the list is cached until the ready set changes, so an
+unchanged frontier costs one O(k) copy. :func:`frontier_bruteforce` recomputes it from scratch and exists
+only as a test oracle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from enum import Enum
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from latte_lab import dag
-from latte_lab.errors import DataError, LatteError, OperatorError
+from latte_lab.errors import LatteError, OperatorError
+from latte_lab.graph import _serial
+from latte_lab.graph._nodes import (
+    ASSIGNED,
+    DONE,
+    IN_PROGRESS,
+    LEAD,
+    PENDING,
+    SYSTEM_AGENT,
+    VERIFIED,
+    VERIFY_SUFFIX,
+    Node,
+    Status,
+    UnknownNodeError,
+    is_active,
+    is_finished,
+    new_node,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
 
-__all__ = [
-    "ROLES",
-    "SYSTEM_AGENT",
-    "VERIFY_SUFFIX",
-    "CoordinationGraph",
-    "Status",
-    "UnknownNodeError",
-    "frontier_bruteforce",
-]
-
 ROLES = ("paper", "official")  # rule sets: the paper's Appendix A3, or the released code's looser rules
 UNKNOWN_DEP_POLICIES = ("reject", "drop")  # Discover: reject unknown deps (paper), or drop them (released)
-VERIFY_REROUTES = ("unstarted", "all", "none")  # which successors of v wait for v's review (module docstring)
-LEAD = "Lead"  # the Lead's agent name everywhere: teams, events, metrics, schedulers
-SYSTEM_AGENT = "System"  # the orchestrator's own name; it may Discover (fix-task injection) and nothing else
-VERIFY_SUFFIX = "-verify"  # Verify(v) adds node f"{v}{VERIFY_SUFFIX}", as in the released code
-SNAPSHOT_FORMAT = 1  # bumped when the snapshot layout changes, so old run directories are detected
+VERIFY_REROUTES = ("unstarted", "all", "none")  # which successors of v wait for v's review (latte_lab.graph)
 DEDUPE_BY_SET_ABOVE = 8  # Discover finds repeated deps by scanning the kept list up to this many deps
-
-
-class Status(str, Enum):
-    """A node's status; a ``str`` so ``g.status("t1") == "pending"`` holds and JSON stays plain."""
-
-    PENDING = "pending"
-    ASSIGNED = "assigned"
-    IN_PROGRESS = "in_progress"
-    DONE = "done"
-    VERIFIED = "verified"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-# Module-level aliases: the hot paths compare enum members by identity.
-_PENDING = Status.PENDING
-_ASSIGNED = Status.ASSIGNED
-_IN_PROGRESS = Status.IN_PROGRESS
-_DONE = Status.DONE
-_VERIFIED = Status.VERIFIED
-_STATUS_BY_VALUE = {s.value: s for s in Status}
-
-
-class UnknownNodeError(LatteError, KeyError):
-    """A query named a node the graph does not hold."""
-
-    def __str__(self) -> str:  # KeyError would repr() the message
-        return str(self.args[0]) if self.args else ""
-
-
-def _finished(status: Status) -> bool:
-    return status is _DONE or status is _VERIFIED
-
-
-def _active(status: Status) -> bool:
-    return status is _ASSIGNED or status is _IN_PROGRESS
-
-
-class _Node:
-    """Mutable per-node state, made by :func:`_new_node`; never handed out (callers get plain dicts from
-    ``node()``)."""
-
-    __slots__ = (
-        "agent",
-        "assigned_by",
-        "closed",
-        "completed_by",
-        "created_by",
-        "deps",
-        "description",
-        "id",
-        "is_verify",
-        "seq",
-        "status",
-        "succ",
-        "title",
-        "unfinished",
-        "verify_of",
-    )
-
-    def record(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "title": self.title,
-            "description": self.description,
-            "status": self.status.value,
-            "agent": self.agent,
-            "deps": [d.id for d in self.deps],
-            "successors": [s.id for s in self.succ],
-            "is_verify": self.is_verify,
-            "verify_of": self.verify_of,
-            "created_by": self.created_by,
-            "created_seq": self.seq,
-            "assigned_by": self.assigned_by,
-            "completed_by": self.completed_by,
-            "closed": self.closed,
-        }
-
-
-_new_node_object = object.__new__
-
-
-def _new_node(node_id: str, title: str, description: str, deps: list[_Node], created_by: str, seq: int,
-              is_verify: bool = False, verify_of: str | None = None) -> _Node:
-    """A pending node with no owner. A plain function rather than ``_Node.__init__``: building a graph of
-    10^5 nodes spends a sixth of its time here, and skipping the class call saves a fifth of that."""
-    n = _new_node_object(_Node)
-    n.id = node_id
-    n.title = title
-    n.description = description
-    n.status = _PENDING
-    n.agent = None
-    n.deps = deps  # predecessor nodes in edge-insertion order
-    n.succ = []  # successor nodes, always in creation order
-    n.is_verify = is_verify
-    n.verify_of = verify_of
-    n.created_by = created_by
-    n.seq = seq
-    n.assigned_by = None
-    n.completed_by = None
-    n.closed = False
-    n.unfinished = 0  # dependencies not yet done/verified
-    return n
-
-
-def _discover_entry(e: tuple) -> dict[str, Any]:
-    """The log entry of a Discover, stored as ``(node, deps, title, description, by, dropped)``."""
-    entry = {"op": "discover", "node": e[0], "deps": list(e[1]), "title": e[2], "description": e[3], "by": e[4]}
-    if e[5]:
-        entry["dropped_deps"] = list(e[5])
-    return entry
-
-
-_RECORD_KEYS = frozenset(
-    ("id", "title", "description", "status", "agent", "deps", "successors", "is_verify", "verify_of",
-     "created_by", "created_seq", "assigned_by", "completed_by", "closed"))
 
 
 class CoordinationGraph:
@@ -212,7 +53,7 @@ class CoordinationGraph:
     ----------
     roles:
         ``"paper"`` enforces the paper's caller permissions and preconditions; ``"official"`` reproduces
-        the released code's looser rules (see the module docstring).
+        the released code's looser rules (see :mod:`latte_lab.graph`).
     lead:
         The Lead's agent name, for the Lead-only operators and to stop the Lead claiming work.
     on_unknown_dep:
@@ -223,7 +64,7 @@ class CoordinationGraph:
         The team's worker names. Under the paper's rules Assign rejects any other name (A3: w in W);
         None accepts any name but the Lead's and the orchestrator's.
     verify_reroute:
-        Which successors of v Verify(v) puts behind the review node (module docstring); each ``verify``
+        Which successors of v Verify(v) puts behind the review node (:mod:`latte_lab.graph`); each ``verify``
         call may override it.
     """
 
@@ -247,8 +88,8 @@ class CoordinationGraph:
         self.on_unknown_dep = on_unknown_dep
         self._paper = roles == "paper"  # which precondition set applies (from_log replays with official)
         self._check_callers = True  # off only while replaying a log of already-accepted operations
-        self._nodes: dict[str, _Node] = {}
-        self._log: list[dict[str, Any] | tuple] = []  # Discover's entries are tuples (_discover_entry)
+        self._nodes: dict[str, Node] = {}
+        self._log: list[dict[str, Any] | tuple] = []  # Discover's entries are tuples (_serial.discover_entry)
         self._counts: dict[Status, int] = {s: 0 for s in Status}
         self._owned: dict[str, dict[str, None]] = {}  # agent -> ids it holds assigned/in_progress
         self._ready: dict[str, int] = {}  # ready node id -> creation seq, insertion-ordered
@@ -289,13 +130,13 @@ class CoordinationGraph:
         >>> g.log_since(0)[0]["dropped_deps"]
         ['ghost']
         """
-        return [dict(e) if type(e) is dict else _discover_entry(e) for e in self._log[start:]]
+        return [dict(e) if type(e) is dict else _serial.discover_entry(e) for e in self._log[start:]]
 
     def nodes(self) -> list[str]:
         """All node ids in creation order."""
         return list(self._nodes)
 
-    def _get(self, node_id: str) -> _Node:
+    def _get(self, node_id: str) -> Node:
         try:
             return self._nodes[node_id]
         except (KeyError, TypeError):
@@ -327,7 +168,7 @@ class CoordinationGraph:
 
     def all_done(self) -> bool:
         """True when every node is done or verified. An empty graph is not done: nothing was planned."""
-        return bool(self._nodes) and self._counts[_DONE] + self._counts[_VERIFIED] == len(self._nodes)
+        return bool(self._nodes) and self._counts[DONE] + self._counts[VERIFIED] == len(self._nodes)
 
     def nodes_of(self, agent: str) -> list[str]:
         """Ids the agent holds in status assigned or in_progress, in creation order."""
@@ -355,11 +196,11 @@ class CoordinationGraph:
         Finished nodes are left out because they no longer delay anything; ties go to the chain that starts
         at, and then runs through, the earliest-created nodes (:func:`latte_lab.dag.critical_path`). O(V + E).
         """
-        return dag.critical_path({n.id: [d.id for d in n.deps] for n in self._nodes.values() if not _finished(n.status)})
+        return dag.critical_path({n.id: [d.id for d in n.deps] for n in self._nodes.values() if not is_finished(n.status)})
 
     # ------------------------------------------------------------------ internal state changes
 
-    def _add_ready(self, n: _Node) -> None:
+    def _add_ready(self, n: Node) -> None:
         if n.seq < self._ready_max:
             self._ready_sorted = False
         else:
@@ -367,26 +208,26 @@ class CoordinationGraph:
         self._ready[n.id] = n.seq
         self._frontier_cache = None
 
-    def _remove_ready(self, n: _Node) -> None:
+    def _remove_ready(self, n: Node) -> None:
         if self._ready.pop(n.id, None) is not None:
             self._frontier_cache = None
             if not self._ready:
                 self._ready_max = -1
                 self._ready_sorted = True
 
-    def _transition(self, n: _Node, status: Status, agent: str | None) -> None:
+    def _transition(self, n: Node, status: Status, agent: str | None) -> None:
         """Move ``n`` to (status, agent), keeping counts, the owner index and the frontier in step.
 
         Every Claim and Complete passes here, so the status tests are written out rather than calling
         ``_active``/``_finished``."""
         old_status, old_agent = n.status, n.agent
         owned = self._owned
-        if (old_status is _ASSIGNED or old_status is _IN_PROGRESS) and old_agent is not None:
+        if (old_status is ASSIGNED or old_status is IN_PROGRESS) and old_agent is not None:
             held = owned[old_agent]
             del held[n.id]
             if not held:
                 del owned[old_agent]
-        if status is _ASSIGNED or status is _IN_PROGRESS:
+        if status is ASSIGNED or status is IN_PROGRESS:
             held = owned.get(agent)  # type: ignore[arg-type]
             if held is None:
                 owned[agent] = {n.id: None}  # type: ignore[index]
@@ -397,19 +238,19 @@ class CoordinationGraph:
         counts[status] += 1
         n.status, n.agent = status, agent
         if n.unfinished == 0:
-            if old_status is _PENDING:
-                if status is not _PENDING:
+            if old_status is PENDING:
+                if status is not PENDING:
                     self._remove_ready(n)
-            elif status is _PENDING:
+            elif status is PENDING:
                 self._add_ready(n)
         # No operator un-finishes a node, so only the finishing direction needs successor updates.
-        if (status is _DONE or status is _VERIFIED) and old_status is not _DONE and old_status is not _VERIFIED:
+        if (status is DONE or status is VERIFIED) and old_status is not DONE and old_status is not VERIFIED:
             for s in n.succ:
                 s.unfinished -= 1
-                if s.unfinished == 0 and s.status is _PENDING:
+                if s.unfinished == 0 and s.status is PENDING:
                     self._add_ready(s)
 
-    def _op_node(self, op: str, node_id: str) -> _Node:
+    def _op_node(self, op: str, node_id: str) -> Node:
         n = self._nodes.get(node_id) if type(node_id) is str or isinstance(node_id, str) else None
         if n is None:
             raise OperatorError(op, node_id if isinstance(node_id, str) else repr(node_id),
@@ -434,7 +275,7 @@ class CoordinationGraph:
     # ------------------------------------------------------------------ the seven operators
 
     def discover(self, node_id: str, deps: Iterable[str] = (), title: str = "", description: str = "",
-                 by: str = "Lead", *, on_unknown_dep: str | None = None) -> None:
+                 by: str = LEAD, *, on_unknown_dep: str | None = None) -> None:
         """Discover(v, deps): add pending node ``node_id`` with edges from each dependency.
 
         Callable by anyone (Lead, workers, ``"System"``). Rejects an existing id, unknown dependencies
@@ -453,7 +294,7 @@ class CoordinationGraph:
         policy = self.on_unknown_dep if on_unknown_dep is None else on_unknown_dep
         if policy not in UNKNOWN_DEP_POLICIES:
             raise OperatorError(op, node_id, f"on_unknown_dep must be one of {UNKNOWN_DEP_POLICIES}")
-        kept: list[_Node] = []
+        kept: list[Node] = []
         dropped: tuple[str, ...] = ()
         # A repeated id counts once; a set only pays off beyond a handful of dependencies.
         seen: set[str] | None = set() if len(deps) > DEDUPE_BY_SET_ABOVE else None
@@ -478,13 +319,13 @@ class CoordinationGraph:
         # A new node has no successors, so edges into it cannot close a cycle: no search is needed. The
         # self-dependency check above is the only way a Discover could close one, and it is rejected.
         seq = len(nodes)
-        n = _new_node(node_id, title, description, kept, by, seq)
+        n = new_node(node_id, title, description, kept, by, seq)
         nodes[node_id] = n
-        self._counts[_PENDING] += 1
+        self._counts[PENDING] += 1
         unfinished = 0
         for d in kept:
             d.succ.append(n)
-            if d.status is not _DONE and d.status is not _VERIFIED:
+            if d.status is not DONE and d.status is not VERIFIED:
                 unfinished += 1
         if unfinished:
             n.unfinished = unfinished
@@ -506,7 +347,7 @@ class CoordinationGraph:
             raise OperatorError(op, node_id, "title and description must be strings")
         self._require_name(op, node_id, by)
 
-    def assign(self, node_id: str, agent: str, by: str = "Lead") -> None:
+    def assign(self, node_id: str, agent: str, by: str = LEAD) -> None:
         """Assign(v, w): give pending ``node_id`` to ``agent`` (status assigned).
 
         Lead-only under the paper's rules. Dependencies need not be finished (the released code does
@@ -524,11 +365,11 @@ class CoordinationGraph:
         if self._paper and self._check_callers and self.workers is not None and agent not in self.workers:
             raise OperatorError(op, node_id, f"{agent!r} is not a worker of this team; workers: "
                                              f"{', '.join(self.workers)}")
-        if n.status is not _PENDING:
+        if n.status is not PENDING:
             raise OperatorError(op, node_id, f"status is {n.status.value}; Assign needs pending "
                                              "(release it first to reassign)")
         n.assigned_by = by
-        self._transition(n, _ASSIGNED, agent)
+        self._transition(n, ASSIGNED, agent)
         self._log.append({"op": op, "node": node_id, "agent": agent, "by": by, "deps_done": n.unfinished == 0})
 
     def claim(self, node_id: str, agent: str) -> None:
@@ -536,9 +377,9 @@ class CoordinationGraph:
         op = "claim"
         n = self._op_node(op, node_id)
         self._require_worker(op, node_id, agent)
-        if n.status is _PENDING:
+        if n.status is PENDING:
             pass
-        elif n.status is _ASSIGNED:
+        elif n.status is ASSIGNED:
             if n.agent != agent:
                 raise OperatorError(op, node_id, f"assigned to {n.agent!r}, not {agent!r}")
         else:
@@ -546,9 +387,9 @@ class CoordinationGraph:
             raise OperatorError(op, node_id, f"status is {n.status.value}{owner}; only pending or "
                                              "assigned-to-you nodes can be claimed")
         if n.unfinished:
-            waiting = [d.id for d in n.deps if not _finished(d.status)]
+            waiting = [d.id for d in n.deps if not is_finished(d.status)]
             raise OperatorError(op, node_id, f"dependencies not finished: {', '.join(waiting)}")
-        self._transition(n, _IN_PROGRESS, agent)
+        self._transition(n, IN_PROGRESS, agent)
         self._log.append({"op": op, "node": node_id, "agent": agent})
 
     def complete(self, node_id: str, agent: str) -> None:
@@ -559,7 +400,7 @@ class CoordinationGraph:
         op = "complete"
         n = self._op_node(op, node_id)
         self._require_worker(op, node_id, agent)
-        if n.status is _IN_PROGRESS or (not self._paper and n.status is _ASSIGNED):
+        if n.status is IN_PROGRESS or (not self._paper and n.status is ASSIGNED):
             if n.agent != agent:
                 raise OperatorError(op, node_id, f"owned by {n.agent!r}, not {agent!r}")
         else:
@@ -567,36 +408,36 @@ class CoordinationGraph:
             raise OperatorError(op, node_id, f"status is {n.status.value}; Complete needs {need} "
                                              "(claim it first)")
         n.completed_by = agent
-        self._transition(n, _DONE, agent)
+        self._transition(n, DONE, agent)
         entry: dict[str, Any] = {"op": op, "node": node_id, "agent": agent}
         self._mark_verified(n, entry)
         self._log.append(entry)
 
-    def _mark_verified(self, n: _Node, entry: dict[str, Any]) -> None:
+    def _mark_verified(self, n: Node, entry: dict[str, Any]) -> None:
         """A finished verify node makes its done target verified (paper rules; the released code has no
         verified status). ``roles``, not the precondition set: a replayed paper log must do the same."""
         if self.roles == "paper" and n.is_verify and n.verify_of is not None:
             target = self._nodes[n.verify_of]
-            if target.status is _DONE:
-                self._transition(target, _VERIFIED, target.agent)
+            if target.status is DONE:
+                self._transition(target, VERIFIED, target.agent)
                 entry["verified"] = target.id
 
-    def release(self, node_id: str, by: str = "Lead") -> None:
+    def release(self, node_id: str, by: str = LEAD) -> None:
         """Release(v): return an assigned/in_progress node to pending with no owner (Lead-only, paper)."""
         op = "release"
         n = self._op_node(op, node_id)
         self._require_name(op, node_id, by)
         if self._paper:
             self._require_lead(op, node_id, by)
-        if not _active(n.status):
+        if not is_active(n.status):
             raise OperatorError(op, node_id, f"status is {n.status.value}; Release needs assigned or in_progress")
         prev_agent, prev_status = n.agent, n.status.value
         n.assigned_by = None
-        self._transition(n, _PENDING, None)
+        self._transition(n, PENDING, None)
         self._log.append({"op": op, "node": node_id, "by": by, "prev_agent": prev_agent,
                           "prev_status": prev_status})
 
-    def close(self, node_id: str, by: str = "Lead") -> None:
+    def close(self, node_id: str, by: str = LEAD) -> None:
         """Close(v): the Lead force-completes an assigned/in_progress node (official: any unfinished one).
 
         Closing a verify node marks its target verified, as completing it does.
@@ -604,19 +445,19 @@ class CoordinationGraph:
         op = "close"
         n = self._op_node(op, node_id)
         self._require_lead(op, node_id, by)
-        if self._paper and not _active(n.status):
+        if self._paper and not is_active(n.status):
             raise OperatorError(op, node_id, f"status is {n.status.value}; Close needs assigned or in_progress")
-        if _finished(n.status):
+        if is_finished(n.status):
             raise OperatorError(op, node_id, f"status is {n.status.value}; the node is already finished")
         prev_agent, prev_status = n.agent, n.status.value
         n.completed_by = by
         n.closed = True
-        self._transition(n, _DONE, n.agent)
+        self._transition(n, DONE, n.agent)
         entry = {"op": op, "node": node_id, "by": by, "prev_agent": prev_agent, "prev_status": prev_status}
         self._mark_verified(n, entry)
         self._log.append(entry)
 
-    def verify(self, node_id: str, by: str = "Lead", *, reroute: str | None = None) -> str:
+    def verify(self, node_id: str, by: str = LEAD, *, reroute: str | None = None) -> str:
         """Verify(v): add pending node ``<v>-verify`` after v, and in front of v's successors per ``reroute``.
 
         ``"unstarted"`` (default of the graph's ``verify_reroute``): successors that are pending or
@@ -631,135 +472,53 @@ class CoordinationGraph:
         n = self._op_node(op, node_id)
         if self._paper:
             self._require_lead(op, node_id, by)
-            if n.status is not _DONE:
+            if n.status is not DONE:
                 raise OperatorError(op, node_id, f"status is {n.status.value}; Verify needs done")
         self._require_name(op, node_id, by)
         vid = node_id + VERIFY_SUFFIX
         if vid in self._nodes:
             raise OperatorError(op, node_id, f"node {vid!r} already exists; the node was verified before")
         if mode == "unstarted":
-            reroute = [s for s in n.succ if s.status is _PENDING or s.status is _ASSIGNED]
+            reroute = [s for s in n.succ if s.status is PENDING or s.status is ASSIGNED]
         else:
             reroute = list(n.succ) if mode == "all" else []
         description = (f"Review the work of task {node_id!r} ({n.title}): check correctness, edge cases "
                        f"and what downstream tasks expect; fix problems or broadcast them, then complete "
                        f"{vid!r}.")
-        v = _new_node(vid, f"Verify: {n.title}", description, [n], by, len(self._nodes), True, node_id)
+        v = new_node(vid, f"Verify: {n.title}", description, [n], by, len(self._nodes), True, node_id)
         self._nodes[vid] = v
-        self._counts[_PENDING] += 1
+        self._counts[PENDING] += 1
         n.succ.append(v)
-        if not _finished(n.status):
+        if not is_finished(n.status):
             v.unfinished = 1
         else:
             self._add_ready(v)
         for s in reroute:
             v.succ.append(s)
             s.deps.append(v)
-            if s.unfinished == 0 and s.status is _PENDING:
+            if s.unfinished == 0 and s.status is PENDING:
                 self._remove_ready(s)
             s.unfinished += 1
         self._log.append({"op": op, "node": node_id, "by": by, "verify_id": vid, "reroute": mode,
                           "rerouted": [s.id for s in reroute]})
         return vid
 
-    # ------------------------------------------------------------------ serialisation
+    # ------------------------------------------------------------------ as data (bodies in _serial)
 
     def snapshot(self) -> dict[str, Any]:
         """The whole graph as plain JSON-serialisable data (the log is not included)."""
-        return {
-            "format": SNAPSHOT_FORMAT,
-            "roles": self.roles,
-            "lead": self.lead,
-            "on_unknown_dep": self.on_unknown_dep,
-            "workers": list(self.workers) if self.workers is not None else None,
-            "verify_reroute": self.verify_reroute,
-            "nodes": [n.record() for n in self._nodes.values()],
-        }
+        return _serial.snapshot(self)
 
     @classmethod
     def from_snapshot(cls, snapshot: dict[str, Any]) -> CoordinationGraph:
         """Rebuild a graph from :meth:`snapshot` output; the result snapshots to an equal dict.
 
-        The log of the rebuilt graph starts empty. Malformed input raises :class:`DataError`.
+        The log of the rebuilt graph starts empty. Malformed input raises :class:`~latte_lab.errors.DataError`.
         """
-        def bad(why: str) -> DataError:
-            return DataError(f"graph snapshot is malformed: {why}; pass the dict CoordinationGraph.snapshot() made")
-
-        if not isinstance(snapshot, dict) or not isinstance(snapshot.get("nodes"), list):
-            raise bad("expected a dict with a 'nodes' list")
-        if snapshot.get("format", SNAPSHOT_FORMAT) != SNAPSHOT_FORMAT:
-            raise bad(f"format {snapshot.get('format')!r}, this version reads {SNAPSHOT_FORMAT}")
-        try:
-            g = cls(snapshot.get("roles", "paper"), lead=snapshot.get("lead", "Lead"),
-                    on_unknown_dep=snapshot.get("on_unknown_dep", "reject"), workers=snapshot.get("workers"),
-                    verify_reroute=snapshot.get("verify_reroute", "unstarted"))
-        except LatteError as exc:
-            raise bad(str(exc)) from None
-        records = snapshot["nodes"]
-        for i, r in enumerate(records):
-            if not isinstance(r, dict) or not isinstance(r.get("id"), str) or not r["id"]:
-                raise bad(f"node #{i} has no string id")
-            missing = _RECORD_KEYS - r.keys()
-            if missing:
-                raise bad(f"node {r['id']!r} lacks {sorted(missing)}")
-            if r["id"] in g._nodes:
-                raise bad(f"node id {r['id']!r} appears twice")
-            if r["created_seq"] != i:
-                raise bad(f"node {r['id']!r} has created_seq {r['created_seq']!r} at position {i}")
-            status = _STATUS_BY_VALUE.get(r["status"])
-            if status is None:
-                raise bad(f"node {r['id']!r} has unknown status {r['status']!r}")
-            agent = r["agent"]
-            if status is _PENDING and agent is not None:
-                raise bad(f"pending node {r['id']!r} has agent {agent!r}")
-            if _active(status) and not (isinstance(agent, str) and agent):
-                raise bad(f"{status.value} node {r['id']!r} has no agent")
-            n = _new_node(r["id"], str(r["title"]), str(r["description"]), [], r["created_by"], i,
-                      bool(r["is_verify"]), r["verify_of"])
-            n.status, n.agent = status, agent
-            n.assigned_by, n.completed_by, n.closed = r["assigned_by"], r["completed_by"], bool(r["closed"])
-            g._nodes[n.id] = n
-        for r in records:
-            n = g._nodes[r["id"]]
-            if not isinstance(r["deps"], list):
-                raise bad(f"node {n.id!r} deps is not a list")
-            for d in r["deps"]:
-                dn = g._nodes.get(d)
-                if dn is None or dn is n or dn in n.deps:
-                    raise bad(f"node {n.id!r} has unknown, self or repeated dependency {d!r}")
-                n.deps.append(dn)
-                dn.succ.append(n)
-            if n.verify_of is not None and n.verify_of not in g._nodes:
-                raise bad(f"verify node {n.id!r} targets unknown node {n.verify_of!r}")
-        for r in records:
-            n = g._nodes[r["id"]]
-            n.succ.sort(key=lambda s: s.seq)
-            if r["successors"] != [s.id for s in n.succ]:
-                raise bad(f"node {n.id!r} successors {r['successors']!r} do not match the deps")
-        # Acyclicity (Kahn): a snapshot edited by hand could hold a cycle the operators never allow.
-        indeg = {n.id: len(n.deps) for n in g._nodes.values()}
-        queue = [n for n in g._nodes.values() if not n.deps]
-        seen = 0
-        while queue:
-            n = queue.pop()
-            seen += 1
-            for s in n.succ:
-                indeg[s.id] -= 1
-                if indeg[s.id] == 0:
-                    queue.append(s)
-        if seen != len(g._nodes):
-            raise bad("the dependency edges contain a cycle")
-        for n in g._nodes.values():
-            g._counts[n.status] += 1
-            n.unfinished = sum(1 for d in n.deps if not _finished(d.status))
-            if _active(n.status):
-                g._owned.setdefault(n.agent, {})[n.id] = None  # type: ignore[arg-type]
-            if n.status is _PENDING and n.unfinished == 0:
-                g._add_ready(n)
-        return g
+        return _serial.from_snapshot(cls, snapshot)
 
     @classmethod
-    def from_log(cls, log: Iterable[dict[str, Any]], roles: str = "paper", *, lead: str = "Lead",
+    def from_log(cls, log: Iterable[dict[str, Any]], roles: str = "paper", *, lead: str = LEAD,
                  on_unknown_dep: str = "reject", workers: Iterable[str] | None = None,
                  verify_reroute: str = "unstarted") -> CoordinationGraph:
         """Rebuild a graph by replaying a log of applied operations (``g.log``).
@@ -767,64 +526,22 @@ class CoordinationGraph:
         Replay skips caller permissions and uses the official (looser) preconditions, which accept every
         operation either rule set accepted, so a log from either ``roles`` replays; the rebuilt graph
         then takes the given settings. Pass the original ``lead``: node records keep caller names.
+        A log that cannot be replayed raises :class:`~latte_lab.errors.DataError` naming the entry.
         """
-        g = cls(roles, lead=lead, on_unknown_dep=on_unknown_dep, workers=workers, verify_reroute=verify_reroute)
-        g._paper, g._check_callers = False, False
-        entries = [dict(e) for e in log]
-        try:
-            for i, e in enumerate(entries):
-                try:
-                    g._replay(e)
-                except (KeyError, TypeError) as exc:
-                    raise DataError(f"log entry #{i} {e!r} is malformed ({exc!r})") from None
-                except OperatorError as exc:
-                    raise DataError(f"log entry #{i} cannot be replayed: {exc}") from None
-        finally:
-            g._paper, g._check_callers = roles == "paper", True
-        g._log = entries
-        return g
+        return _serial.from_log(cls, log, roles, lead=lead, on_unknown_dep=on_unknown_dep, workers=workers,
+                                verify_reroute=verify_reroute)
 
     def replay_entry(self, entry: dict[str, Any]) -> None:
         """Applies one entry of another graph's ``log`` to this graph (under this graph's rules), e.g. to
         rebuild intermediate states step by step; ``from_log`` replays a whole log at once."""
-        self._replay(entry)
-
-    def _replay(self, e: dict[str, Any]) -> None:
-        op = e["op"]
-        if op == "discover":
-            self.discover(e["node"], e["deps"], e.get("title", ""), e.get("description", ""), e["by"],
-                          on_unknown_dep="reject")
-        elif op == "assign":
-            self.assign(e["node"], e["agent"], e["by"])
-        elif op == "claim":
-            self.claim(e["node"], e["agent"])
-        elif op == "complete":
-            self.complete(e["node"], e["agent"])
-        elif op == "release":
-            self.release(e["node"], e["by"])
-        elif op == "close":
-            self.close(e["node"], e["by"])
-        elif op == "verify":
-            self.verify(e["node"], e["by"], reroute=e.get("reroute", "unstarted"))
-        else:
-            raise DataError(f"unknown operation {op!r} in the log")
+        _serial.apply_entry(self, entry)
 
     def to_networkx(self) -> nx.DiGraph:
         """A networkx DiGraph (edges dep -> node) whose node attributes are the node records."""
-        import networkx as nx
-
-        G = nx.DiGraph()
-        for n in self._nodes.values():
-            attrs = n.record()
-            del attrs["id"], attrs["deps"], attrs["successors"]
-            G.add_node(n.id, **attrs)
-        for n in self._nodes.values():
-            for d in n.deps:
-                G.add_edge(d.id, n.id)
-        return G
+        return _serial.to_networkx(self)
 
 
 def frontier_bruteforce(graph: CoordinationGraph) -> list[str]:
     """The frontier recomputed from scratch in O(V + E): the oracle for the incremental one."""
     return [n.id for n in graph._nodes.values()
-            if n.status is _PENDING and all(d.status is _DONE or d.status is _VERIFIED for d in n.deps)]
+            if n.status is PENDING and all(d.status is DONE or d.status is VERIFIED for d in n.deps)]
