@@ -25,6 +25,7 @@ CACHE_MODES: tuple[str, ...] = get_args(CacheMode)
 Sandbox = Literal["auto", "bwrap", "local"]  # where agent code runs (latte_lab.sandbox.run.resolve_sandbox)
 SANDBOXES: tuple[str, ...] = get_args(Sandbox)
 DEFAULT_CACHE_MODE = "read_write"
+BACKENDS = ("local", "ray")  # where a sweep's trials run (latte_lab.sweep.run_sweep)
 DEFAULT_TEMPERATURE = 0.7  # the paper's sampling temperature (A4.4)
 DEFAULT_MAX_TOKENS = 4096  # the paper's output cap per call (A4.4); the released code used 8,192
 DEFAULT_MAX_RETRIES = 2  # the SDKs' default; enough for transient 429/5xx without hiding an outage
@@ -42,6 +43,7 @@ DEFAULT_RATE_LIMITS: dict[str, tuple[float | None, float | None]] = {
 
 # --- model specs: the one set of rules, used by TrialConfig and latte_lab.models.make_model ---
 MODEL_PROVIDERS = ("openai", "anthropic", "simulated", "scripted")
+FREE_PROVIDERS = ("simulated", "scripted")  # local models: no bill, no price needed
 DEFAULT_SIMULATED_PROFILE = "default"
 SPEC_FORMS = (
     "simulated",

@@ -72,18 +72,18 @@ class Exercise:
 # --------------------------------------------------------------------------------------------- material
 
 def _frontier_graph():
-    from latte_lab.graph import CoordinationGraph
+    from latte_lab.graph import LEAD, CoordinationGraph
 
     g = CoordinationGraph()
     for nid, deps in (("plan", []), ("load", ["plan"]), ("clean", ["load"]), ("stats", ["clean"]),
                       ("plots", ["clean"]), ("model", ["stats"]), ("report", ["plots", "model"]),
                       ("docs", []), ("lint", ["plan"])):
-        g.discover(nid, deps, title=nid, by="Lead")
+        g.discover(nid, deps, title=nid, by=LEAD)
     for nid, worker in (("plan", "W1"), ("load", "W1"), ("clean", "W2")):
         g.claim(nid, worker)
         g.complete(nid, worker)
     g.claim("stats", "W1")
-    g.assign("lint", "W2", by="Lead")
+    g.assign("lint", "W2", by=LEAD)
     return g
 
 

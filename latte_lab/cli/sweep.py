@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from latte_lab.config import CACHE_MODES, DEFAULT_CACHE_MODE
+from latte_lab.config import BACKENDS, CACHE_MODES, DEFAULT_CACHE_MODE
 
 
 def _names(values: list[str]) -> list[str]:
@@ -30,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the first replicate; replicate i gets seed + i")
     p.add_argument("--jobs", type=_jobs, default=None,
                    help="worker processes, 1 to 4 per CPU, or auto (default: 1); with Ray, trials in flight")
-    p.add_argument("--backend", choices=("local", "ray"), default="local")
+    p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0])
     p.add_argument("--ray-address", default=None, help="an existing Ray cluster (auto, ray://host:10001)")
     p.add_argument("--out", default="runs/sweep", help="sweep directory (default: runs/sweep)")
     p.add_argument("--max-dollars", type=float, default=None, help="stop once the sweep has billed this much")

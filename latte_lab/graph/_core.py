@@ -76,7 +76,7 @@ class CoordinationGraph:
             raise LatteError(
                 f"unknown on_unknown_dep {on_unknown_dep!r}; use one of {', '.join(UNKNOWN_DEP_POLICIES)}")
         if not isinstance(lead, str) or not lead:
-            raise LatteError("lead must be a non-empty agent name such as 'Lead'")
+            raise LatteError(f"lead must be a non-empty agent name such as {LEAD!r}")
         if verify_reroute not in VERIFY_REROUTES:
             raise LatteError(f"unknown verify_reroute {verify_reroute!r}; use one of {', '.join(VERIFY_REROUTES)}")
         self.workers = tuple(workers) if workers is not None else None

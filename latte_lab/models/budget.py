@@ -26,12 +26,10 @@ import math
 import threading
 from dataclasses import dataclass
 
-from latte_lab.config import parse_model_spec
+from latte_lab.config import FREE_PROVIDERS, parse_model_spec
 from latte_lab.errors import ConfigError, LatteError
 from latte_lab.models.base import ModelRequest, ModelResponse
 from latte_lab.models.ledger import PRICES_ENV, Price, find_price, load_prices
-
-FREE_PROVIDERS = ("simulated", "scripted")  # local models: no bill
 
 
 class BudgetExceeded(LatteError):

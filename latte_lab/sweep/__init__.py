@@ -26,12 +26,11 @@ from pathlib import Path
 from typing import Any
 
 from latte_lab import rundir, sweepdir
-from latte_lab.config import TrialConfig
+from latte_lab.config import BACKENDS, TrialConfig
 from latte_lab.errors import ConfigError, DataError
 from latte_lab.sweep.estimate import SweepPlan
 from latte_lab.sweep.grid import GRID_AXES, check_jobs, expand_grid, max_jobs
 
-BACKENDS = ("local", "ray")
 STATE_FILE = "state.sqlite"  # in <out>/.sweep: the sweep's rate-limit pacing and spend, shared by its workers
 
 __all__ = ["BACKENDS", "GRID_AXES", "SweepPlan", "check_jobs", "dry_run", "expand_grid", "max_jobs", "run_sweep"]

@@ -13,10 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from latte_lab import rundir, sweepdir
-from latte_lab.config import TrialConfig, parse_model_spec
+from latte_lab.config import FREE_PROVIDERS, TrialConfig, parse_model_spec
 from latte_lab.errors import DataError
 
-FREE_PROVIDERS = ("simulated", "scripted")
 CONDITION = ("task", "team", "model")
 
 

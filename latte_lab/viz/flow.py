@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from latte_lab.analysis import style
+from latte_lab.graph import LEAD
 
 __all__ = ["agents_of", "flow", "round_lines", "tokens_by_round"]
 
@@ -64,7 +65,7 @@ def agents_of(events) -> list[str]:
         if e.get("type") in ("agent_reply", "broadcast", "publish") and isinstance(a, str) and a not in names:
             names.append(a)
     lead = init.get("lead") if init else None
-    return sorted(names, key=lambda a: (a != lead, a != "Lead", len(a), a))
+    return sorted(names, key=lambda a: (a != lead, a != LEAD, len(a), a))
 
 
 def _quote(text) -> str:
@@ -86,7 +87,7 @@ def _phrase(e: Mapping, short: Mapping[str, str]) -> tuple[str | None, str | Non
     if kind == "claim_blocked":
         return agent, f"claim {task} refused"
     if kind in ("release_task", "close_task"):
-        return e.get("requester") or agent or "Lead", f"{kind.split('_')[0]} {task}"
+        return e.get("requester") or agent or LEAD, f"{kind.split('_')[0]} {task}"
     if kind == "create_verify_node":
         return e.get("requester") or agent, f"verify {task}"
     if kind in ("edit_file", "read_file", "run_script"):

@@ -31,14 +31,12 @@ from collections.abc import Iterable
 
 from latte_lab.analysis import graph_drawing as gd
 from latte_lab.analysis import style
+from latte_lab.analysis.graph_drawing import LEGEND_ROW_IN, MARGIN_IN, TITLE_IN
+from latte_lab.analysis.style import STATUS_COLORS
 from latte_lab.errors import DataError
 
 __all__ = ["STATUS_COLORS", "GraphDrawing", "Layout", "draw", "draw_graph", "graph_panels", "layout"]
 
-STATUS_COLORS = style.STATUS_COLORS
-TITLE_IN = gd.TITLE_IN
-LEGEND_ROW_IN = gd.LEGEND_ROW_IN
-MARGIN_IN = gd.MARGIN_IN
 NO_SNAPSHOTS = ("this result has no graph snapshots to draw (teams without a task graph record none); "
                 "ll.viz.flow and ll.viz.gantt show what their agents did")
 
