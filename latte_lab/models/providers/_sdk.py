@@ -1,4 +1,5 @@
-"""What the provider clients share: error mapping and the wording of failures.
+"""What the provider clients share: the SDK client around one call (:class:`SDKModel`), error mapping and
+the wording of failures.
 
 The ``openai`` and ``anthropic`` SDKs are generated from the same template (Stainless), so they expose
 the same exception classes (``AuthenticationError``, ``RateLimitError``, ``APIStatusError``, ...) and
@@ -16,6 +17,7 @@ the latte_lab error hierarchy; every message passes through :func:`~latte_lab.mo
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from latte_lab.errors import (
@@ -26,7 +28,8 @@ from latte_lab.errors import (
     ModelTimeoutError,
     RateLimitError,
 )
-from latte_lab.models.keys import redact
+from latte_lab.models.base import ModelRequest, ModelResponse
+from latte_lab.models.keys import get_api_key, redact
 
 CONTEXT_LENGTH_MARKERS = (
     "context_length_exceeded",
@@ -96,3 +99,51 @@ def map_sdk_error(
     if isinstance(exc, ValueError):  # JSON decoding of a malformed body
         return ModelResponseError(f"{where}: the server sent a body that is not valid JSON ({detail})")
     return ModelError(f"{where}: {type(exc).__name__}: {detail}")
+
+
+class SDKModel:
+    """A model served through an official SDK: the client with the SDK's own retries and timeout, the API
+    key, timing and error mapping around each call. A provider module subclasses it and says how one
+    request becomes a call (:meth:`_create`) and how the reply becomes a response (:meth:`_parse`)."""
+
+    key_env = ""  # the environment variable holding the API key
+
+    def __init__(self, sdk: Any, client_class: Any, root_error: type[BaseException], model: str, *, provider: str,
+                 base_url: str | None, api_key: str | None, max_retries: int, timeout_s: float, http_client: Any):
+        self.provider = provider
+        self.model = model
+        self.base_url = base_url
+        self.max_retries = max_retries
+        self.timeout_s = timeout_s
+        key = api_key or get_api_key(self.key_env, provider=provider, base_url=base_url)
+        self._sdk = sdk
+        self._sdk_error = root_error  # the SDK's own exceptions all derive from it
+        self._client = client_class(
+            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
+            http_client=http_client,  # the rate limiter's 429 hook, when one is set
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.model!r}, base_url={self.base_url!r})"
+
+    def _create(self, request: ModelRequest, model: str) -> Any:  # pragma: no cover - every provider overrides
+        raise NotImplementedError
+
+    def _parse(self, reply: Any, *, model: str, latency_s: float, where: str) -> ModelResponse:  # pragma: no cover
+        raise NotImplementedError
+
+    def _error(self, exc: BaseException, model: str) -> ModelError:
+        return map_sdk_error(
+            exc, self._sdk, provider=self.provider, model=model, env_var=self.key_env,
+            base_url=self.base_url, max_retries=self.max_retries, timeout_s=self.timeout_s,
+        )
+
+    def generate(self, request: ModelRequest) -> ModelResponse:
+        model = request.model or self.model
+        start = time.perf_counter()
+        try:
+            reply = self._create(request, model)
+        except (self._sdk_error, ValueError) as exc:
+            raise self._error(exc, model) from None
+        latency = time.perf_counter() - start
+        return self._parse(reply, model=model, latency_s=latency, where=f"{self.provider}/{model}")

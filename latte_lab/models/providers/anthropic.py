@@ -18,14 +18,13 @@ models that reject it (the request's temperature still keys the cache).
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from latte_lab.config import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
-from latte_lab.errors import ModelError, ModelResponseError
+from latte_lab.errors import ModelResponseError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
-from latte_lab.models.keys import get_api_key, redact
-from latte_lab.models.providers._sdk import map_sdk_error
+from latte_lab.models.keys import redact
+from latte_lab.models.providers._sdk import SDKModel
 
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 STOP_REASONS = {
@@ -60,8 +59,10 @@ def message_params(request: ModelRequest, model: str, *, send_temperature: bool 
     return params
 
 
-class AnthropicModel:
+class AnthropicModel(SDKModel):
     """``anthropic/<model>`` through the official SDK."""
+
+    key_env = ANTHROPIC_KEY_ENV
 
     def __init__(
         self,
@@ -76,39 +77,16 @@ class AnthropicModel:
     ):
         import anthropic
 
-        self.provider = "anthropic"
-        self.model = model
-        self.base_url = base_url
-        self.max_retries = max_retries
-        self.timeout_s = timeout_s
         self.send_temperature = send_temperature
-        key = api_key or get_api_key(ANTHROPIC_KEY_ENV, provider="anthropic", base_url=base_url)
-        self._sdk = anthropic
-        self._client = anthropic.Anthropic(
-            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
-            http_client=http_client,  # the rate limiter's 429 hook, when one is set
-        )
+        super().__init__(anthropic, anthropic.Anthropic, anthropic.AnthropicError, model, provider="anthropic",
+                         base_url=base_url, api_key=api_key, max_retries=max_retries, timeout_s=timeout_s,
+                         http_client=http_client)
 
-    def __repr__(self) -> str:
-        return f"AnthropicModel({self.model!r}, base_url={self.base_url!r})"
+    def _create(self, request: ModelRequest, model: str) -> Any:
+        return self._client.messages.create(**message_params(request, model, send_temperature=self.send_temperature))
 
-    def _error(self, exc: BaseException, model: str) -> ModelError:
-        return map_sdk_error(
-            exc, self._sdk, provider="anthropic", model=model, env_var=ANTHROPIC_KEY_ENV,
-            base_url=self.base_url, max_retries=self.max_retries, timeout_s=self.timeout_s,
-        )
-
-    def generate(self, request: ModelRequest) -> ModelResponse:
-        model = request.model or self.model
-        start = time.perf_counter()
-        try:
-            message = self._client.messages.create(
-                **message_params(request, model, send_temperature=self.send_temperature)
-            )
-        except (self._sdk.AnthropicError, ValueError) as exc:
-            raise self._error(exc, model) from None
-        latency = time.perf_counter() - start
-        return parse_message(message, model=model, latency_s=latency, where=f"anthropic/{model}")
+    def _parse(self, reply: Any, *, model: str, latency_s: float, where: str) -> ModelResponse:
+        return parse_message(reply, model=model, latency_s=latency_s, where=where)
 
 
 def parse_message(message: Any, *, model: str, latency_s: float, where: str) -> ModelResponse:

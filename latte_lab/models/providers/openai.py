@@ -20,14 +20,13 @@ Parameter quirks of model families (the reason for :func:`chat_params`):
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 from latte_lab.config import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
-from latte_lab.errors import ModelError, ModelResponseError
+from latte_lab.errors import ModelResponseError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
-from latte_lab.models.keys import get_api_key, redact
-from latte_lab.models.providers._sdk import map_sdk_error
+from latte_lab.models.keys import redact
+from latte_lab.models.providers._sdk import SDKModel
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 MAX_COMPLETION_TOKENS_PREFIXES = ("o1", "o3", "o4", "gpt-5")  # families that renamed max_tokens
@@ -62,8 +61,10 @@ def chat_params(request: ModelRequest, model: str) -> dict[str, Any]:
     return params
 
 
-class OpenAIModel:
+class OpenAIModel(SDKModel):
     """``openai/<model>`` through the official SDK, or an OpenAI-compatible server via ``base_url``."""
+
+    key_env = OPENAI_KEY_ENV
 
     def __init__(
         self,
@@ -78,36 +79,14 @@ class OpenAIModel:
     ):
         import openai
 
-        self.provider = provider
-        self.model = model
-        self.base_url = base_url
-        self.max_retries = max_retries
-        self.timeout_s = timeout_s
-        key = api_key or get_api_key(OPENAI_KEY_ENV, provider=provider, base_url=base_url)
-        self._sdk = openai
-        self._client = openai.OpenAI(
-            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
-            http_client=http_client,  # the rate limiter's 429 hook, when one is set
-        )
+        super().__init__(openai, openai.OpenAI, openai.OpenAIError, model, provider=provider, base_url=base_url,
+                         api_key=api_key, max_retries=max_retries, timeout_s=timeout_s, http_client=http_client)
 
-    def __repr__(self) -> str:
-        return f"OpenAIModel({self.model!r}, base_url={self.base_url!r})"
+    def _create(self, request: ModelRequest, model: str) -> Any:
+        return self._client.chat.completions.create(**chat_params(request, model))
 
-    def _error(self, exc: BaseException, model: str) -> ModelError:
-        return map_sdk_error(
-            exc, self._sdk, provider=self.provider, model=model, env_var=OPENAI_KEY_ENV,
-            base_url=self.base_url, max_retries=self.max_retries, timeout_s=self.timeout_s,
-        )
-
-    def generate(self, request: ModelRequest) -> ModelResponse:
-        model = request.model or self.model
-        start = time.perf_counter()
-        try:
-            completion = self._client.chat.completions.create(**chat_params(request, model))
-        except (self._sdk.OpenAIError, ValueError) as exc:
-            raise self._error(exc, model) from None
-        latency = time.perf_counter() - start
-        return parse_completion(completion, model=model, latency_s=latency, where=f"{self.provider}/{model}")
+    def _parse(self, reply: Any, *, model: str, latency_s: float, where: str) -> ModelResponse:
+        return parse_completion(reply, model=model, latency_s=latency_s, where=where)
 
 
 def parse_completion(completion: Any, *, model: str, latency_s: float, where: str) -> ModelResponse:
