@@ -55,6 +55,17 @@ SPEC_FORMS = (
 )
 
 
+def check_cache_mode(mode: str) -> str:
+    """``mode`` when it is one of :data:`CACHE_MODES`, else a ConfigError listing them.
+
+    >>> check_cache_mode("replay")
+    'replay'
+    """
+    if mode not in CACHE_MODES:
+        raise ConfigError(f"unknown cache mode {mode!r}; use one of {', '.join(CACHE_MODES)}")
+    return mode
+
+
 def parse_model_spec(spec: str, *, base_url: str | None = None) -> tuple[str, str]:
     """``(provider, model)`` for a model spec; a spec of no accepted form raises ConfigError listing them.
 

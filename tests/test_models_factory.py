@@ -127,7 +127,8 @@ def test_defaults_have_one_home():
     from latte_lab.models import base, cache
     from latte_lab.models.providers import anthropic, openai
 
-    assert cache.CACHE_MODES is config.CACHE_MODES
+    with pytest.raises(ConfigError, match="use one of " + ", ".join(config.CACHE_MODES)):
+        cache.CachedModel(None, None, "bogus")  # the rule is config's, not a copy
     assert TrialConfig.model_fields["cache"].annotation is config.CacheMode
     params = inspect.signature(make_model).parameters
     assert (params["cache_mode"].default, params["max_retries"].default, params["timeout_s"].default) == (

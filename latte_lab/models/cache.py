@@ -26,7 +26,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Self
 
-from latte_lab.config import CACHE_MODES, DEFAULT_CACHE_MODE
+from latte_lab.config import DEFAULT_CACHE_MODE, check_cache_mode
 from latte_lab.errors import CacheMissError, ConfigError, DataError
 from latte_lab.models.base import Message, ModelRequest, ModelResponse, Scope, Usage
 from latte_lab.models.keys import redact
@@ -437,8 +437,7 @@ class CachedModel:
     """
 
     def __init__(self, inner, cache: ResponseCache, mode: str = DEFAULT_CACHE_MODE):
-        if mode not in CACHE_MODES:
-            raise ConfigError(f"unknown cache mode {mode!r}; use one of {', '.join(CACHE_MODES)}")
+        check_cache_mode(mode)
         if inner is None and mode != "replay":
             raise ConfigError(f"cache mode {mode!r} needs a model to call on a miss; only 'replay' works without")
         self.inner = inner

@@ -16,10 +16,10 @@ from __future__ import annotations
 import os
 
 from latte_lab.config import (
-    CACHE_MODES,
     DEFAULT_CACHE_MODE,
     DEFAULT_MAX_RETRIES,
     DEFAULT_TIMEOUT_S,
+    check_cache_mode,
     parse_model_spec,
 )
 from latte_lab.errors import ConfigError
@@ -44,8 +44,7 @@ def make_model(
     needed and no network call can happen. The simulated model is free and deterministic, so it is
     cached only when a cache is passed explicitly. ``opts`` go to the model's constructor.
     """
-    if cache_mode not in CACHE_MODES:
-        raise ConfigError(f"unknown cache mode {cache_mode!r}; use one of {', '.join(CACHE_MODES)}")
+    check_cache_mode(cache_mode)
     if max_retries < 0 or timeout_s <= 0:
         raise ConfigError("max_retries must be >= 0 and timeout_s > 0")
     provider, name = parse_model_spec(spec, base_url=base_url)
