@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from latte_lab.errors import ModelError
-from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, exists, failure_report, node_targets
+from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, discover_fix, exists, failure_report, node_targets
 from latte_lab.models.sim.turn import Turn
 from latte_lab.models.sim.work import blamed, files_of, uniq
 from latte_lab.tasks.base import WorkUnit
@@ -132,16 +132,16 @@ def _fix_tasks(t: Turn, shown: dict, done: set[str], verifying: set[str]) -> Non
     """Tasks for what its fresh test run shows failing and nobody is working on."""
     if not (t.allows("discover_task") and _fresh(t) and t.failures()):
         return
-    targeted = {x for nid in shown for x in (nid, nid.removesuffix(FIX_SUFFIX), nid.removesuffix("-verify"))}
+    targeted = {x for nid in shown for x in (nid, nid.split(FIX_SUFFIX)[0], nid.removesuffix("-verify"))}
     targeted |= {u.id for n in shown.values() for u in node_targets(t, n)[0]} | verifying
     for u in t.skill.failing_units(t.failures()):
-        if u.id in targeted or f"{u.id}{FIX_SUFFIX}" in shown:
+        if u.id in targeted:
             continue
         if not u.visible and not exists(t, u.id):
             # the tests point at work nobody planned; it is real once what it builds on is finished
             if all(d in done or d not in shown for d in u.deps) and discover(t, u):
                 t.note(f"The tests show work nobody planned: {u.id}; adding it.")
-        elif discover(t, u, f"{u.id}{FIX_SUFFIX}", f"{u.title} (tests failing again)"):
+        elif discover_fix(t, u):
             t.note(f"{u.id} looks finished but its tests fail; adding a fix task.")
 
 

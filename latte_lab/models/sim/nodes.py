@@ -19,7 +19,7 @@ def node_targets(t: Turn, node: dict) -> tuple[list[WorkUnit], bool]:
         return [u], False
     if nid.endswith("-verify") and sk.unit(nid[: -len("-verify")]) is not None:
         return [sk.unit(nid[: -len("-verify")])], True
-    base = nid.removesuffix(FIX_SUFFIX)
+    base = nid.split(FIX_SUFFIX)[0]
     if base != nid and sk.unit(base) is not None:
         return [sk.unit(base)], False
     from latte_lab.models.sim.work import blamed
@@ -50,9 +50,25 @@ def exists(t: Turn, nid: str) -> bool:
             or any(f"Task id '{nid}' already exists" in text for _, text in t.heard))
 
 
+MAX_FIX_ATTEMPTS = 5  # follow-up tasks for one unit: <unit>-fix, <unit>-fix-2, ...
+
+
 def discover(t: Turn, unit: WorkUnit, nid: str | None = None, title: str | None = None) -> bool:
     """Adds a task for the unit unless its prompt shows that id is already taken."""
     nid = nid or unit.id
     if exists(t, nid):
         return False
     return t.add("discover_task", failure_report(t, [unit]), id=nid, title=title or unit.title, dependencies="")
+
+
+def discover_fix(t: Turn, unit: WorkUnit) -> bool:
+    """Adds a follow-up task for a unit whose checks fail again, under the first id not taken
+    (``<unit>-fix``, ``<unit>-fix-2``, ...); none when one of them is still open."""
+    ids = [f"{unit.id}{FIX_SUFFIX}"] + [f"{unit.id}{FIX_SUFFIX}-{k}" for k in range(2, MAX_FIX_ATTEMPTS + 1)]
+    open_ids = {n.get("id") for n in t.view.graph + t.view.frontier}
+    if open_ids & set(ids):
+        return False
+    for nid in ids:
+        if not exists(t, nid):
+            return discover(t, unit, nid, f"{unit.title} (checks failing again)")
+    return False

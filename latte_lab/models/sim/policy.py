@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from latte_lab.errors import ModelError
 from latte_lab.models.sim import documents, flat, lead
-from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, node_targets
+from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, discover_fix, node_targets
 from latte_lab.models.sim.turn import Turn, stable_seed
 from latte_lab.models.sim.work import BLOCKED, FINISHED, WORKING, blamed, files_of, revealed, stalled, upstream, work
 from latte_lab.tasks.base import WorkUnit
@@ -80,7 +80,7 @@ def graph_worker(t: Turn) -> None:
         t.note(f"My part of {nid} is in place but checks still fail "
                f"({', '.join(u.id for u in failing) or 'unclear why'}).")
         if failing and t.allows("discover_task"):
-            discover(t, failing[0], f"{failing[0].id}{FIX_SUFFIX}", f"{failing[0].title} (checks failing again)")
+            discover_fix(t, failing[0])
         elif t.allows("broadcast"):
             t.add("broadcast", f"{nid}: done on my side, but checks still fail for "
                                f"{', '.join(u.id for u in failing) or 'other parts'}.")
