@@ -88,8 +88,14 @@ class Turn:
         return any(a.tag == tag and all(a.attr(k) == v for k, v in attrs.items()) for a in self.last)
 
     def observed_last(self) -> bool:
-        """Whether its last reply ran the tests or a script (so this prompt shows fresh results)."""
-        return any(a.tag in OBSERVE_TAGS for a in self.last)
+        """Whether its last reply ran the tests or a script (so this prompt shows fresh results), or only
+        re-read files right after doing so (the results still describe the code)."""
+        if any(a.tag in OBSERVE_TAGS for a in self.last):
+            return True
+        if self.last and all(a.tag == "read_file" for a in self.last) and len(self.history) >= 2:
+            before = tags_in(self.history[-2])
+            return any(a.tag in OBSERVE_TAGS for a in before) and not any(a.tag == "edit_file" for a in before)
+        return False
 
     def turns_on(self, key: str) -> int:
         """Consecutive earlier replies, newest first, that said they were working on ``key``."""
