@@ -76,7 +76,7 @@ def test_what_leaves_the_window_leaves_the_view():
     assert view_from_prompt(frame, "s", [read, *later]).files_read == {"a.py": "x = 1"}
     assert view_from_prompt(frame, "s", later).files_read == {}  # the read fell out of the window
     own = Message("assistant", 'Done.\n\n<edit_file path="b.py">\ny = 2\n</edit_file>')
-    assert view_from_prompt(frame, "s", [read, own]).files_read == {"a.py": "x = 1", "b.py": "y = 2\n"}
+    assert view_from_prompt(frame, "s", [read, own]).files_read == {"a.py": "x = 1", "b.py": "y = 2"}
     # the frame is all a team contributes: everything else comes from the text
     extra = {f.name for f in fields(AgentView)} - FRAME
     empty = view_from_prompt(frame, "s", [])
@@ -149,7 +149,7 @@ def test_the_virtual_clock_adds_the_lead_then_the_slowest_worker(tmp_path, team)
     for r in replies.itertuples():
         assert r.latency_s == pytest.approx(profile.latency(r.input_tokens, r.output_tokens), abs=1e-5)
     expected = 0.0
-    for rnd, group in replies.groupby("round"):
+    for _round, group in replies.groupby("round"):
         batches = group.groupby((group["seq"].diff() > 1).cumsum())  # replies logged together ran together
         alone = {"Lead", "ProductManager", "Architect", "ProjectManager", "Engineer", "QAEngineer"}
         for _, batch in batches:
@@ -158,5 +158,6 @@ def test_the_virtual_clock_adds_the_lead_then_the_slowest_worker(tmp_path, team)
             expected += solo["latency_s"].sum() + (together["latency_s"].max() if len(together) else 0.0)
     tools = ev[ev["type"].isin(["run_tests", "run_script"])]
     expected += VIRTUAL_TEST_SECONDS * (tools["type"] == "run_tests").sum()
-    expected += VIRTUAL_SCRIPT_SECONDS * ((tools["type"] == "run_script") & tools["returncode"].notna()).sum()
-    assert res.row["wall_clock_seconds"] == pytest.approx(expected, rel=1e-6)
+    if "returncode" in tools:
+        expected += VIRTUAL_SCRIPT_SECONDS * ((tools["type"] == "run_script") & tools["returncode"].notna()).sum()
+    assert res.virtual_seconds == pytest.approx(expected, rel=1e-6)  # planning included

@@ -149,7 +149,7 @@ def test_pipeline_phase_order_and_fixed_decomposition(tmp_path):
     assert res.success and res.reason == "tests_passed"
     # the bus delivers by topic: the Architect saw the requirements, the Engineer the task list
     assert "Make the tests pass." in requests_of(model, "Architect")[0].messages[-1].content
-    assert "signal_toolkit.py" in requests_of(model, "Engineer")[0].view.extra["plan_files"]
+    assert "signal_toolkit.py" in requests_of(model, "Engineer")[0].view.extra["documents"]["tasks"]
 
 
 def test_pipeline_refuses_replanning_after_the_task_list(tmp_path):

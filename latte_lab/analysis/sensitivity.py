@@ -39,10 +39,9 @@ DATA_FILE = "sensitivity.csv"  # bundled per-trial results of the study (make se
 DEFAULT_SEEDS = 10
 # One-at-a-time grid around the default profile: a worse and a better value of each parameter.
 DEFAULT_GRID: dict[str, list] = {
-    "p_correct_patch": [0.65, 0.95],  # how often a well-informed patch is right
-    "p_straggler": [0.0, 0.25],  # how often an agent stalls on a subtask
-    "prefill_tokens_per_s": [1000.0, 25000.0],  # how fast long prompts are read
-    "unguided_factor": [0.2, 1.0],  # how much an observation pointing at a unit matters
+    "p_correct_patch": [0.65, 0.95],  # patch skill: how often a well-informed patch is right
+    "p_straggler": [0.0, 0.25],  # straggler rate: how often an agent stalls on a subtask
+    "prefill_tokens_per_s": [1000.0, 25000.0],  # how fast long prompts are read (context cost in time)
 }
 TRIAL_COLUMNS = ("task", "team", "model", "seed", "status", "success", "accuracy", "total_tokens",
                  "wall_clock_seconds", "total_rounds", "cross_agent_overwrites", "graph_size_initial",
@@ -174,7 +173,7 @@ def summarise(rows) -> "pd.DataFrame":  # noqa: F821
     out = []
     for (parameter, value), group in frame.groupby(["parameter", "value"], dropna=False, sort=False):
         per_task = []
-        for task, cell in group.groupby("task"):
+        for _task, cell in group.groupby("task"):
             m = cell.groupby("team")[["total_tokens", "wall_clock_seconds", "cross_agent_overwrites", "accuracy"]].mean()
 
             def get(team, col, m=m):

@@ -87,17 +87,47 @@ def _test_text(text: str) -> tuple[str, bool] | None:
     return None
 
 
+_PREDECESSORS = "=== ITS PREREQUISITES (direct predecessors) ==="
+_PRED_LINE = re.compile(r"^• ([^:\s]+): (.*) \[(\w+)(?:, done by ([^\]]+))?\]$")
+_CHANGED_FILE = re.compile(r"^([^\s(;]+)(?: \(([^)]*)\))?$")
+
+
+def _predecessors(lines: list[str]) -> list[dict]:
+    """The direct predecessors a worker is shown with its task (D4): what they were and produced."""
+    out: list[dict] = []
+    for line in lines:
+        if m := _PRED_LINE.match(line):
+            out.append({"id": m.group(1), "title": m.group(2), "status": m.group(3), "done_by": m.group(4),
+                        "files": {}, "description": ""})
+        elif out and line.startswith("  changed: "):
+            for part in line[len("  changed: "):].split("; "):
+                if fm := _CHANGED_FILE.match(part.strip()):
+                    syms = [x.strip() for x in (fm.group(2) or "").split(",") if x.strip()]
+                    out[-1]["files"][fm.group(1)] = syms
+        elif out and line.startswith("  "):
+            out[-1]["description"] = (out[-1]["description"] + "\n" + line[2:]).strip()
+    return out
+
+
 def _task_block(text: str) -> dict:
     lines = text.split("\n")
     fields = {"id": "", "status": "", "title": ""}
-    rest = []
+    rest: list[str] = []
+    preds: list[str] | None = None
     for line in lines[1:]:
         key, sep, value = line.partition(": ")
-        if sep and key in ("ID", "Status", "Title") and not rest:
+        if preds is not None:
+            preds.append(line)
+        elif line.strip() == _PREDECESSORS:
+            preds = []
+        elif sep and key in ("ID", "Status", "Title") and not rest:
             fields[{"ID": "id", "Status": "status", "Title": "title"}[key]] = value.strip()
         else:
             rest.append(line)
-    return {**fields, "description": "\n".join(rest).strip()}
+    block = {**fields, "description": "\n".join(rest).strip()}
+    if preds is not None:
+        block["predecessors"] = _predecessors(preds)
+    return block
 
 
 def _graph_block(text: str) -> tuple[list[dict], dict]:
@@ -157,6 +187,7 @@ def view_from_prompt(frame: AgentView, system: str, messages: Sequence[Message])
                     if current is None:
                         current = {"id": m.group(1), "title": m.group(2), "description": m.group(3).strip(),
                                    "status": "assigned"}
+                        frontier = []  # the ready list shown before it got a task is about idle time
                 continue
             if tested := _test_text(text):
                 test_output, tests_passed = tested
@@ -168,6 +199,7 @@ def view_from_prompt(frame: AgentView, system: str, messages: Sequence[Message])
                 files.pop(m.group(1), None)
             elif text.startswith(_TASK_BLOCK):
                 current = _task_block(text)
+                frontier = []
             elif m := _TASK_NOW.match(text):
                 if current is not None and current["id"] == m.group(1):
                     current = {**current, "status": m.group(2)}
