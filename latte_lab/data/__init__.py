@@ -2,6 +2,7 @@
 
 - ``prices.csv``: list prices per million tokens, with their source and date (the cost ledger).
 - ``paper_reference.csv``: the numbers printed in the paper, typed by hand with their section.
+- ``sensitivity.csv``: per-trial results of the simulated model's sensitivity study (notebook 05).
 - ``published/``: the authors' per-trial data (their ``experiments/`` folder, unmodified; see its
   ``SOURCE.md``), the default input of ``latte-lab figures`` and notebook 03.
 
