@@ -476,14 +476,15 @@ def test_policy_never_branches_on_team_or_task_names():
 
 # ----------------------------------------------------------------------- whole trials (engine) ----
 
-def run(tmp_path, task, team, model, seed=0):
+def run(tmp_path, task, team, model, seed=0, **switches):
     from latte_lab.config import TrialConfig
     from latte_lab.trial import run_trial
 
     if isinstance(model, str):
-        result = run_trial(TrialConfig(task=task, team=team, model=model, seed=seed, runs_dir=str(tmp_path)))
+        result = run_trial(TrialConfig(task=task, team=team, model=model, seed=seed, runs_dir=str(tmp_path), **switches))
     else:
-        result = run_trial(TrialConfig(task=task, team=team, seed=seed, runs_dir=str(tmp_path)), model=model)
+        result = run_trial(TrialConfig(task=task, team=team, seed=seed, runs_dir=str(tmp_path), **switches),
+                           model=model)
     assert result.status == "ok", result.error
     return result
 

@@ -24,6 +24,7 @@ from latte_lab.teams.engine import (
 from latte_lab.teams.prompt_text import prompt
 
 EXPLORE_ACTIONS = ("run_tests", "read_file", "run_script")
+PREDECESSOR_PREVIEW_CHARS = 300  # description characters shown per predecessor (D4 context; keeps it scoped)
 _STATUS_ICON = {"pending": "⏳", "assigned": "📌", "in_progress": "🔨"}
 
 
@@ -50,6 +51,7 @@ class GraphTeam(Team):
     lead_prompt = "latte_lead"
     planning_prompt = "latte_lead_planning"
     worker_prompt = "latte_worker"
+    lead_at_start = False  # invoke the Lead in round 1 whatever the triggers say (the static team's assignments)
 
     LEAD_PLANNING_ACTIONS: tuple[str, ...] = ("discover_task", *EXPLORE_ACTIONS)
     LEAD_ACTIONS: tuple[str, ...] = ()
@@ -57,17 +59,20 @@ class GraphTeam(Team):
 
     # ----- set-up and planning -----
     def setup(self) -> None:
-        self.graph = CoordinationGraph(roles=self.config.roles, lead=LEAD)
         n = self.config.n_workers
         self.workers = [f"Dev{i}" for i in range(1, n + 1)]
+        self.graph = CoordinationGraph(roles=self.config.roles, lead=LEAD, workers=self.workers,
+                                       verify_reroute=self.config.verify_reroute)
         lead_system = prompt(self.lead_prompt, workers=", ".join(self.workers))
         lead_system += f"\n\nYou are coordinating {n} teammates: {', '.join(self.workers)}."
         self.lead = self.add_agent(Agent(LEAD, "lead", lead_system, window=PLANNING_WINDOW))
         for name in self.workers:
             self.add_agent(Agent(name, "worker", prompt(self.worker_prompt, agent=name), window=WORKER_WINDOW))
         self._alerted: set[str] = set()
-        self._lead_sig: tuple | None = None
+        self._lead_sig: tuple | None = None  # the graph as the Lead last saw it (``_graph_sig``)
         self._lead_skips = 0
+        self.node_outputs: dict[str, dict[str, set[str]]] = {}  # node -> path -> symbols written for it
+        self._seen_state: dict[str, tuple | None] = {}  # worker -> its task as it was shown at its last turn
         self._planning_turn = 0
         self._dispatched_prev = True
         self.log.emit("initialize", agents=list(self.agents), lead=LEAD, num_teammates=n)
@@ -89,7 +94,7 @@ class GraphTeam(Team):
             for action in self.parse(lead, resp.text):
                 tag = action_tag(action)
                 explored = explored or tag in EXPLORE_ACTIONS
-                if tag not in self.LEAD_PLANNING_ACTIONS:
+                if tag not in self.allowed_actions(lead):
                     self.log.emit("operator_blocked", agent=LEAD, operator=tag, task=getattr(action, "id", None),
                                   reason="planning")
                     lead.receive(f"⚠️ <{tag}> is not available while planning; emit <discover_task> tags.")
@@ -113,6 +118,7 @@ class GraphTeam(Team):
             return False
         lead.wipe()
         lead.window = LEAD_WINDOW
+        self._lead_sig = self._graph_sig()  # the Lead made G_0: changes are counted from there
         intro = self.project_text()
         for agent in self.agents.values():
             agent.receive(intro)
@@ -173,11 +179,60 @@ class GraphTeam(Team):
                 agent.receive("No tasks are currently available. Wait for dependencies to complete.")
         elif agent.task_shown != agent.current_task:
             node = self.graph.node(agent.current_task)
-            agent.receive(f"=== YOUR CURRENT TASK ===\nID: {agent.current_task}\nStatus: {node['status']}\n"
-                          f"Title: {node['title']}\n{node['description'] or ''}")
+            text = (f"=== YOUR CURRENT TASK ===\nID: {agent.current_task}\nStatus: {node['status']}\n"
+                    f"Title: {node['title']}\n{node['description'] or ''}")
+            if self.config.worker_context == "paper":
+                text += self.predecessors_text(agent.current_task)
+            agent.receive(text)
             agent.task_shown = agent.current_task
-        elif not agent.buffer:
+        elif self.config.dispatch == "paper" and self._task_state(agent) != self._seen_state.get(agent.name):
+            agent.receive(self._task_update(agent))
+        elif not agent.buffer:  # dispatched with nothing new: only a dispatch rule that runs busy workers anyway
             agent.receive(f"Continue working on task {agent.current_task}.")
+        self._seen_state[agent.name] = self._task_state(agent)
+
+    def _task_state(self, agent: Agent) -> tuple | None:
+        """The worker's task as G_t shows it: id, status, owner, dependencies."""
+        nid = agent.current_task
+        if nid is None or nid not in self.graph:
+            return None
+        node = self.graph.node(nid)
+        return (nid, str(node["status"]), node["agent"], tuple(node["deps"]))
+
+    def _task_update(self, agent: Agent) -> str:
+        nid, status, _, deps = self._task_state(agent)
+        seen = self._seen_state.get(agent.name)
+        text = f"Your task '{nid}' is now {status}."
+        new_deps = [d for d in deps if seen is None or seen[0] != nid or d not in seen[3]]
+        if new_deps:
+            text += f" It now also waits for: {', '.join(new_deps)}."
+        return text
+
+    def predecessors(self, nid: str) -> list[dict]:
+        """The direct predecessors of a node as its worker sees them (D4): what they were and produced."""
+        out = []
+        for d in self.graph.deps(nid):
+            node = self.graph.node(d)
+            files = self.node_outputs.get(d, {})
+            out.append({"id": d, "title": node["title"], "status": str(node["status"]),
+                        "description": (node["description"] or "")[:PREDECESSOR_PREVIEW_CHARS],
+                        "done_by": node["completed_by"], "files": {p: sorted(files[p]) for p in sorted(files)}})
+        return out
+
+    def predecessors_text(self, nid: str) -> str:
+        preds = self.predecessors(nid)
+        if not preds:
+            return ""
+        lines = ["", "=== ITS PREREQUISITES (direct predecessors) ==="]
+        for p in preds:
+            who = f", done by {p['done_by']}" if p["done_by"] else ""
+            lines.append(f"• {p['id']}: {p['title']} [{p['status']}{who}]")
+            if p["files"]:
+                lines.append("  changed: " + "; ".join(f"{path} ({', '.join(syms)})" if syms else path
+                                                        for path, syms in p["files"].items()))
+            if p["description"]:
+                lines.append("  " + p["description"].replace("\n", "\n  "))
+        return "\n".join(lines)
 
     # ----- the round -----
     def run_round(self, r: int) -> bool:
@@ -201,44 +256,57 @@ class GraphTeam(Team):
         return finished
 
     def heartbeat(self, r: int) -> bool:
-        """Step 1: flags stalled workers to the Lead; returns whether any alert fired."""
+        """Step 1: flags stalled workers to the Lead (``heartbeat_rule``); returns whether any alert fired."""
         H = self.config.heartbeat
         fired = False
         for name in self.workers:
             w = self.agents[name]
-            if not w.current_task or w.current_task in self._alerted or w.task_since is None:
+            if not w.current_task or w.task_since is None:
                 continue
             rounds_active = r - w.task_since
-            if rounds_active >= H and r - w.last_activity_round >= H:
+            if self.config.heartbeat_rule == "paper":
+                # Algorithm 1: no actions in H consecutive rounds; counted from the later of its last action
+                # and the round it got the task, and repeated after every further H silent rounds
+                last = max(w.last_action_round, w.task_since)
+                silent = r - 1 - last
+                if silent < H or silent % H:
+                    continue
+                why = f"has emitted no action for {silent} rounds (last action: round {w.last_action_round})"
+            else:
+                last = w.last_activity_round
+                silent = r - last
+                if w.current_task in self._alerted or rounds_active < H or silent < H:
+                    continue
                 self._alerted.add(w.current_task)
-                fired = True
-                self.log.emit("heartbeat_alert", agent=name, task=w.current_task, rounds_active=rounds_active,
-                              last_activity_round=w.last_activity_round,
-                              rounds_without_activity=r - w.last_activity_round)
-                self.lead.alerts.append({"agent": name, "task": w.current_task, "rounds_active": rounds_active})
-                self.lead.receive(f"⚠️ Heartbeat: {name} has been on task '{w.current_task}' for {rounds_active} "
-                                  f"rounds without editing any files or running any scripts (last activity: round "
-                                  f"{w.last_activity_round}). They may be stuck — check in with them or use "
-                                  f"<release_task id=\"{w.current_task}\" /> to reassign.")
+                why = (f"has been on task '{w.current_task}' for {rounds_active} rounds without editing any files "
+                       f"or running any scripts (last activity: round {last})")
+            fired = True
+            self.log.emit("heartbeat_alert", agent=name, task=w.current_task, rounds_active=rounds_active,
+                          last_activity_round=last, rounds_without_activity=silent, rule=self.config.heartbeat_rule)
+            self.lead.alerts.append({"agent": name, "task": w.current_task, "rounds_active": rounds_active,
+                                     "rounds_silent": silent})
+            self.lead.receive(f"⚠️ Heartbeat: {name} {why}. They may be stuck — check in with them or use "
+                              f"<release_task id=\"{w.current_task}\" /> to reassign.")
         return fired
 
     def invoke_lead(self, r: int, fired: bool) -> bool:
-        """Step 3 (the Lead): runs it when a trigger holds; returns whether it ran."""
+        """Step 3 for the Lead (``lead_triggers``): runs it when a trigger holds; returns whether it ran."""
         lead = self.lead
-        stuck = not self.graph.frontier() and all(self.agents[w].current_task is None for w in self.workers)
+        paper = self.config.lead_triggers == "paper"
         sig = self._graph_sig()
         reasons = []
-        if r == 1:
+        if r == 1 and (self.lead_at_start or not paper):
             reasons.append("first_round")
         if self._lead_sig is not None and sig != self._lead_sig:
             reasons.append("graph_changed")
         if fired:
             reasons.append("heartbeat")
-        if lead.buffer:
+        if not paper and lead.buffer:
             reasons.append("messages")
         if self._lead_skips >= self.config.lead_idle_limit:
             reasons.append("idle_limit")
-        if stuck and not self.graph.all_done():
+        if not paper and not self.graph.all_done() and not self.graph.frontier() \
+                and all(self.agents[w].current_task is None for w in self.workers):
             reasons.append("team_stuck")
         if not reasons:
             self._lead_skips += 1
@@ -253,18 +321,31 @@ class GraphTeam(Team):
         return True
 
     def _graph_sig(self) -> tuple:
+        """What "the graph changed" compares (``graph_change``): every applied operator, or the counts."""
+        if self.config.graph_change == "any":
+            return (self.graph.version,)
         counts = self.graph.counts()
         return (len(self.graph), counts.get("done", 0) + counts.get("verified", 0))
 
+    def has_new_context(self, agent: Agent) -> bool:
+        """Whether a busy worker has something new since its last turn: a message or a tool result, a task it
+        has not been shown, or a change of its task in G_t (its own claim of an assigned task included)."""
+        return (bool(agent.buffer) or agent.task_shown != agent.current_task
+                or self._task_state(agent) != self._seen_state.get(agent.name))
+
     def select_workers(self) -> list[Agent]:
+        """Busy workers per ``dispatch``, plus min(|frontier|, idle) idle workers, in team order."""
+        mode = self.config.dispatch
         frontier = self.graph.frontier()
         workers = [self.agents[w] for w in self.workers]
         active = [w for w in workers if w.current_task]
         idle = [w for w in workers if not w.current_task]
-        if self.config.dispatch == "released":
+        if mode == "paper":
+            active = [w for w in active if self.has_new_context(w)]
+        elif mode == "released":
             active = [w for w in active if w.buffer or not w.dispatched_last_round]
         chosen_idle = idle[:len(frontier)]
-        if not active and not chosen_idle and idle and not self._dispatched_prev:
+        if mode != "paper" and not active and not chosen_idle and idle and not self._dispatched_prev:
             chosen_idle = idle[:1]  # nobody ran last round either: let one idle worker look around
         chosen = {a.name for a in active + chosen_idle}
         return [w for w in workers if w.name in chosen]
@@ -321,13 +402,6 @@ class GraphTeam(Team):
                 agent.receive(text)
             return False
 
-    def refuse(self, agent: Agent, event: str, operator: str, nid: str | None, text: str, **fields) -> None:
-        """An operator this team does not offer now: an event with reason ``static_graph`` and a message."""
-        if event == "operator_blocked":
-            fields["operator"] = operator
-        self.log.emit(event, agent=agent.name, task=nid, reason="static_graph", **fields)
-        agent.receive(text)
-
     def do_discover_task(self, agent: Agent, action) -> None:
         if action.id in self.graph:
             self.log.emit("discover_task_skipped", agent=agent.name, task=action.id, reason="duplicate_id")
@@ -346,15 +420,12 @@ class GraphTeam(Team):
         self.log.emit("discover_task", agent=agent.name, task=action.id, title=action.title, dependencies=deps)
 
     def do_assign_task(self, agent: Agent, action) -> None:
-        to = action.to
-        if to not in self.workers:
-            self.log.emit("operator_blocked", agent=agent.name, operator="assign_task", task=action.id,
-                          reason="unknown_agent")
-            agent.receive(f"⚠️ assign_task: no teammate named '{to}'; teammates: {', '.join(self.workers)}.")
-            return
+        to = action.to  # the graph refuses a name that is not a worker (paper rules; official: a ghost owner)
         if not self._operate(agent, "assign_task", action.id, lambda: self.graph.assign(action.id, to, by=agent.name)):
             return
         self.log.emit("assign_task", task=action.id, assigner=agent.name, assignee=to)
+        if to not in self.workers:
+            return
         node = self.graph.node(action.id)
         worker = self.agents[to]
         worker.receive(f"You have been assigned task '{action.id}': {node['title']}\n{node['description'] or ''}",
@@ -386,10 +457,14 @@ class GraphTeam(Team):
         if not self._operate(agent, "complete_task", nid, lambda: self.graph.complete(nid, agent.name)):
             return
         self.log.emit("complete_task", agent=agent.name, task=nid)
-        target = self.graph.node(nid)["verify_of"]
-        if target:
-            self.log.emit("task_verified", task=target, verify_id=nid)
+        self._log_verified(nid)
         self._free(agent.name, nid)
+
+    def _log_verified(self, nid: str) -> None:
+        """A task_verified event when finishing verify node ``nid`` made its target verified."""
+        verified = self.graph.log_since(self.graph.version - 1)[0].get("verified")
+        if verified:
+            self.log.emit("task_verified", task=verified, verify_id=nid)
 
     def do_release_task(self, agent: Agent, action) -> None:
         nid = action.id
@@ -407,9 +482,7 @@ class GraphTeam(Team):
                              blocked="close_task_blocked"):
             return
         self.log.emit("close_task", task=nid, prev_owner=prev, agent=agent.name)
-        target = self.graph.node(nid)["verify_of"]
-        if target:
-            self.log.emit("task_verified", task=target, verify_id=nid)
+        self._log_verified(nid)
         self._free(prev, nid, note=f"Task '{nid}' was closed by {agent.name}.")
 
     def do_verify_task(self, agent: Agent, action) -> None:
@@ -422,17 +495,22 @@ class GraphTeam(Team):
         vid = made[0]
         rerouted = sorted(s for s in self.graph.successors(vid) if s in before)
         self.log.emit("create_verify_node", task=nid, verify_id=vid, requester=agent.name,
-                      successors_rerouted=rerouted)
+                      successors_rerouted=rerouted, reroute=self.graph.verify_reroute)
         agent.receive(f"Verify node '{vid}' created for task '{nid}'. Assign it to a teammate with "
                       f"<assign_task id=\"{vid}\" to=\"DevN\" /> (ideally not the one who did '{nid}').")
 
-    def do_edit_file(self, agent: Agent, action) -> None:
-        if agent.role != "lead" and agent.current_task is None and self.ws.exists(action.path):
+    def do_edit_file(self, agent: Agent, action):
+        if self.config.edit_requires_task and agent.role != "lead" and agent.current_task is None \
+                and self.ws.exists(action.path):
             self.log.emit("edit_blocked", agent=agent.name, path=action.path, reason="no_active_task")
             agent.receive(f"⚠️ Edit to existing file '{action.path}' blocked: claim a task before modifying "
                           "project files.")
-            return
-        super().do_edit_file(agent, action)
+            return None
+        record = super().do_edit_file(agent, action)
+        if record is not None and agent.current_task is not None:  # what the node produced (D4 context)
+            paths = self.node_outputs.setdefault(agent.current_task, {})
+            paths.setdefault(record.path, set()).update(record.symbols)
+        return record
 
     def progress(self) -> tuple[int, int]:
         counts = self.graph.counts()
