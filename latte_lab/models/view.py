@@ -26,10 +26,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import replace
 
+from latte_lab.graph import SYSTEM_AGENT as SYSTEM  # the sender of the engine's own messages
 from latte_lab.models.base import AgentView, Message
 
 SEGMENT = re.compile(r"\[From ([^\]\n]+)\]: ")  # how the engine joins the messages of one turn
-SYSTEM = "System"
 _FAILED_LINE = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
 _FILE_HEADER = re.compile(r"^=== (\S+) ===\n")
 _CAP_NOTE = re.compile(r"\n\[\.\.\. \d+ more characters not shown \.\.\.\]$")

@@ -23,6 +23,7 @@ from pathlib import Path
 from latte_lab.analysis import graph_drawing as gd
 from latte_lab.analysis import style
 from latte_lab.errors import DataError, LatteError
+from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.viz import flow as flowmod
 from latte_lab.viz import graph as graphmod
 
@@ -137,7 +138,7 @@ class _EventsPanel:
     def __init__(self, ax, n_lines: int, agents: list[str]):
         ax.set_axis_off()
         width_in = ax.get_position().width * ax.figure.get_figwidth()
-        name_in = max(gd._text_width_in(f"{a}: ") for a in [*agents, "System"]) * 1.15 + 0.05  # bold is wider
+        name_in = max(gd._text_width_in(f"{a}: ") for a in [*agents, SYSTEM_AGENT]) * 1.15 + 0.05  # bold is wider
         self.chars = int((width_in - name_in) / (style.MIN_FONT_PT * 0.56 / 72))  # what fits beside the names
         ax.set_xlim(0, width_in)
         ax.set_ylim(n_lines, 0)

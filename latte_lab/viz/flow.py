@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 from latte_lab.analysis import style
 from latte_lab.graph import LEAD
+from latte_lab.graph import SYSTEM_AGENT as SYSTEM
 
 __all__ = ["agents_of", "flow", "round_lines", "tokens_by_round"]
 
@@ -29,7 +30,6 @@ ROUND_IN = 0.36  # width of one round in the flow view
 LANE_IN = 0.34  # height of one agent's lane
 BROADCAST_COLOR = "#1d4ed8"
 PUBLISH_COLOR = "#b54708"
-SYSTEM = "System"
 MARKS = {  # event type -> (marker, colour, legend label), drawn in this order inside a round's cell
     "read_file": ("o", "#98a2b3", "read a file"),
     "edit_file": ("s", "#344054", "edit a file"),

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from latte_lab.graph import SYSTEM_AGENT
+
 __all__ = ["OUTCOME_STYLE", "activity", "gantt"]
 
 ATTEMPT_COLOR = "#5b8def"
@@ -49,7 +51,7 @@ def activity(events) -> Any:
         if kind not in ACTIVITY_FIELDS:
             continue
         agent = e.get("agent") or e.get("sender")
-        if not agent or agent == "System":
+        if not agent or agent == SYSTEM_AGENT:
             continue
         field = ACTIVITY_FIELDS[kind]
         rows.append({"agent": agent, "round": e.get("round"), "kind": kind, "detail": e.get(field) if field else ""})
