@@ -23,7 +23,7 @@ from typing import Any
 
 from latte_lab.errors import DataError
 
-__all__ = ["bottom_levels", "critical_path", "depths", "layered_positions", "topological_order"]
+__all__ = ["bottom_levels", "critical_path", "depths", "topological_order"]
 
 Deps = Mapping[str, Iterable[str]]
 
@@ -155,24 +155,3 @@ def depths(deps: Deps) -> dict[str, int]:
         raise DataError(f"the dependency graph has a cycle ({cycle}); a task graph must be acyclic") from None
     return {n: generation[n] for n in deps}
 
-
-def layered_positions(deps: Deps, *, key: Callable[[str], Any] | None = None, x_step: float = 1.0,
-                      y_step: float = 1.0) -> dict[str, tuple[float, float]]:
-    """Positions for drawing a DAG left to right: one column per depth (``x = depth * x_step``), the nodes of
-    a column stacked ``y_step`` apart and centred on ``y = 0``, top to bottom in mapping order (or sorted by
-    ``key``).
-
-    >>> layered_positions({"a": [], "b": ["a"], "c": ["a"]})
-    {'a': (0.0, 0.0), 'b': (1.0, 0.5), 'c': (1.0, -0.5)}
-    """
-    columns: dict[int, list[str]] = {}
-    for n, d in depths(deps).items():
-        columns.setdefault(d, []).append(n)
-    pos: dict[str, tuple[float, float]] = {}
-    for d, nodes in columns.items():
-        if key is not None:
-            nodes = sorted(nodes, key=key)
-        middle = (len(nodes) - 1) / 2.0
-        for row, n in enumerate(nodes):
-            pos[n] = (float(d * x_step), float((middle - row) * y_step))
-    return {n: pos[n] for n in deps}

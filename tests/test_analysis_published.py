@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import latte_lab as ll
-from latte_lab.analysis import figures, report, schema, stats
+from latte_lab.analysis import figures, graph_drawing, report, schema, stats
 
 
 @pytest.fixture(scope="module")
@@ -275,6 +275,7 @@ def test_figures_render(pub):
 
 def test_graph_layout_is_fixed_and_uses_final_depths(pub):
     pos = figures.graph_layout(pub.snapshots)
-    assert pos["task-1"][0] == 0.0
-    assert pos["task-3"][0] == pytest.approx(3 * figures.LAYOUT_X_STEP)  # task-1 > task-2 > verify > task-3
+    x = {n: p[0] for n, p in pos.items()}
+    assert x["task-1"] < x["task-2"] < x["task-2-verify"] < x["task-3"]  # task-1 > task-2 > verify > task-3
     assert pos == figures.graph_layout(pub.snapshots)
+    assert pos == graph_drawing.plan(figures.snapshot_records(pub.snapshots)).pos  # the one layout (Figure 3C's)

@@ -75,15 +75,6 @@ def test_a_cycle_is_named():
         dag.depths({"a": ["b"], "b": ["a"]})
 
 
-def test_layered_positions_centre_each_column():
-    deps = {"r": [], "a": ["r"], "b": ["r"], "c": ["r"], "s": ["a", "b", "c"]}
-    pos = dag.layered_positions(deps, x_step=2.0, y_step=3.0)
-    assert pos["r"] == (0.0, 0.0) and pos["s"] == (4.0, 0.0)
-    assert [pos[n] for n in "abc"] == [(2.0, 3.0), (2.0, 0.0), (2.0, -3.0)]
-    by_key = dag.layered_positions(deps, key=lambda n: {"a": 2, "b": 1, "c": 0}.get(n, 0))
-    assert by_key["c"][1] > by_key["b"][1] > by_key["a"][1]
-
-
 def test_the_coordination_graph_and_workloads_share_it():
     g = ll.CoordinationGraph()
     for nid, deps in (("x", []), ("y", []), ("z", ["x", "y"])):

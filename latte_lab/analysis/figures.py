@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from latte_lab import dag, schema
+from latte_lab import schema
 from latte_lab.analysis import graph_drawing, stats, style
 from latte_lab.errors import DataError
 
@@ -29,8 +29,6 @@ OPERATOR_LABELS = {"discover_task": "Discover", "assign_task": "Assign", "claim_
 
 FIGURE3B_TEAMS = ("latte", "static")  # dynamic vs static graph size
 FIGURE3C_ROUNDS = (0, 2, 5, 11)  # the published example's panels
-LAYOUT_X_STEP = 2.8  # horizontal distance between dependency depths (graph_layout)
-LAYOUT_Y_STEP = 2.2  # vertical distance between nodes of one depth (graph_layout)
 
 FIGURE4_PANELS = (
     ("A", "cross_agent_overwrites", "Overwrites per trial"),
@@ -227,15 +225,12 @@ def _node_key(node: str):
 
 
 def graph_layout(snapshots: pd.DataFrame) -> dict[str, tuple[float, float]]:
-    """Fixed positions for every node of a run: x = dependency depth x 2.8, nodes of one depth sorted by id
-    and spaced 2.2 apart vertically. Each node keeps the dependencies of the last snapshot holding it, so
-    nodes that vanished before the final snapshot are placed too."""
-    deps: dict[str, list[str]] = {}
-    for r in sorted(snapshots["round"].unique(), reverse=True):
-        snap = snapshots[snapshots["round"] == r]
-        for n, d in zip(snap["node"], snap["deps"]):
-            deps.setdefault(n, list(d))
-    return dag.layered_positions(deps, key=_node_key, x_step=LAYOUT_X_STEP, y_step=LAYOUT_Y_STEP)
+    """Fixed positions, in inches, for every node of a run: the layout Figure 3C draws
+    (:func:`latte_lab.analysis.graph_drawing.plan` over every round: a column per dependency depth, spaced
+    by label width), so nodes that vanished before the final snapshot are placed too."""
+    if snapshots.empty:
+        raise DataError("graph_layout: no snapshots to lay out")
+    return dict(graph_drawing.plan(snapshot_records(snapshots)).pos)
 
 
 def _short_id(node: str) -> str:
