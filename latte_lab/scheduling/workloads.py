@@ -375,7 +375,6 @@ def from_task(task_id: str, *, rounds_per_effort: int = ROUNDS_PER_EFFORT) -> Wo
     <WorkloadSpec 'eda': 5 nodes, work 11, critical path 9>
     """
     from latte_lab import tasks
-
     from latte_lab.dag import topological_order
 
     by_id = {u.id: u for u in tasks.get(task_id).work_units()}
