@@ -12,7 +12,7 @@ UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
-.PHONY: demo test lint bench figures docs lock lab sensitivity clean
+.PHONY: demo test test-fast lint bench figures docs lock lab sensitivity clean
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,14 +35,33 @@ lock: | $(UV)
 demo: $(STAMP)
 	$(BIN)/latte-lab demo
 
+# The test processes keep compiled bytecode even where PYTHONDONTWRITEBYTECODE is set: uv installs no .pyc
+# files, and without them every fresh interpreter the suite starts (notebook kernels, CLI runs, the
+# two-process checks) compiles pandas, scipy and matplotlib anew, seconds of CPU each time.
+# TEST_WORKERS: pytest-xdist processes (each test file runs whole on one of them, so module fixtures
+# such as the JupyterLab server and the Ray cluster start once); 0 runs everything in this process.
+TEST_WORKERS ?= 2
+# seconds one notebook cell may take (the slowest takes about 30 s on an idle machine)
+CELL_TIMEOUT := 300
+PYTEST := env -u PYTHONDONTWRITEBYTECODE MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider
+SUITE  := -n $(TEST_WORKERS) --dist loadfile tests notebooks --nbval-lax --nbval-cell-timeout=$(CELL_TIMEOUT)
+
 # The documentation site, built strictly (a broken link or a missing docstring reference fails it);
 # then the doctests of every latte_lab module (conftest.py leaves the task payloads out) in a process of
 # their own, so that what test modules register at import cannot show in them; then the tests and the
-# notebooks.
+# notebooks. Every test has a time limit (pyproject's [tool.pytest.ini_options] timeout).
+# The site build and the doctests run side by side (one process each).
 test: $(STAMP)
-	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site-check
-	MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider --doctest-modules latte_lab
-	MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider tests notebooks --nbval-lax
+	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site-check & docs=$$!; \
+	  $(PYTEST) --doctest-modules latte_lab; doctests=$$?; \
+	  wait $$docs || { echo "make: mkdocs build --strict failed (see above)" >&2; exit 1; }; exit $$doctests
+	$(PYTEST) $(SUITE)
+
+# The same suite without the tests marked slow (browser, Ray cluster, wheel install, process-level checks):
+# a quick check while editing; `make test` remains the one that counts.
+test-fast: $(STAMP)
+	$(PYTEST) --doctest-modules latte_lab
+	$(PYTEST) $(SUITE) -m "not slow"
 
 # JupyterLab from .venv, so the notebooks' kernel is the project's Python with latte_lab installed.
 # LAB_ARGS passes options through, e.g. make lab LAB_ARGS="--ip=0.0.0.0 --port=8899 --no-browser".

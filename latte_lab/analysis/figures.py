@@ -76,11 +76,11 @@ def expected_cost_per_success(trials: pd.DataFrame) -> pd.DataFrame:
                                        "expected_cost", "err"])
 
 
-def pareto_points(trials: pd.DataFrame) -> pd.DataFrame:
+def pareto_points(trials: pd.DataFrame, s51: pd.DataFrame | None = None) -> pd.DataFrame:
     """Figure 2B numbers: per team the normalised token cost (successful trials) and accuracy (all
     trials) with SEMs, and whether the team is on the Pareto frontier (no other team is at least as
-    cheap and as accurate and strictly better in one)."""
-    s = stats.stats_5_1(trials)
+    cheap and as accurate and strictly better in one). ``s51``: ``stats_5_1(trials)`` if already computed."""
+    s = stats.stats_5_1(trials, tests=False) if s51 is None else s51  # means and SEMs; no p-values needed
     cost = s[s["metric"] == "tokens"].set_index("team")
     acc = s[s["metric"] == "accuracy"].set_index("team")
     teams = [t for t in schema.ordered(cost.index, schema.TEAM_ORDER) if t in acc.index]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import math
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -74,33 +75,37 @@ def _fmt(x: float, decimals: int, rule: str = "") -> str:
     return f"{x:,.{int(decimals)}f}"
 
 
-def _computed(data) -> dict[str, tuple[float, float]]:
+def _computed(data, tables: dict | None = None) -> dict[str, tuple[float, float]]:
     """{reference id: (value, sem)} recomputed from the data, in analysis units (fractions, counts,
-    seconds)."""
+    seconds). ``tables``: table2, stats_5_1 and section53 of the data, where the caller has them."""
     trials = data.trials if hasattr(data, "trials") else data
+    tables = tables or {}
     out: dict[str, tuple[float, float]] = {}
-    t2 = stats.table2(trials)
+    t2 = tables["table2"] if "table2" in tables else stats.table2(trials)
     for _, r in t2[t2["model"] == schema.ALL].iterrows():
         for metric, key in (("accuracy", "acc"), ("tokens", "tokens"), ("wall", "wall")):
             out[f"table2/{metric}/{r['task']}/{r['team']}"] = (r[f"{key}_mean"], r[f"{key}_sem"])
-    for section, table in (("5.1", stats.stats_5_1(trials)), ("5.3", stats.section53(trials))):
+    s51 = tables["stats_5_1"] if "stats_5_1" in tables else stats.stats_5_1(trials)
+    s53 = tables["section53"] if "section53" in tables else stats.section53(trials)
+    for section, table in (("5.1", s51), ("5.3", s53)):
         for _, r in table.iterrows():
             out[f"{section}/{r['metric']}/{r['team']}/mean"] = (r["mean"], np.nan)
             out[f"{section}/{r['metric']}/{r['team']}/p"] = (r["p"], np.nan)
     return out
 
 
-def compare_with_paper(data, reference: pd.DataFrame | None = None) -> pd.DataFrame:
+def compare_with_paper(data, reference: pd.DataFrame | None = None, *, tables: dict | None = None) -> pd.DataFrame:
     """Every number of the reference table beside its recomputed value.
 
     Columns id, section, metric, task, team, quantity, paper, ours, agrees, status, note. ``agrees`` is
     a nullable boolean: NA where the data cannot give the number. ``note`` explains a known deviation
     (reference §11), says when a number cannot be computed from the data, and flags an unexpected
-    mismatch (published data only: our own trials are expected to differ).
+    mismatch (published data only: our own trials are expected to differ). ``tables``: the data's
+    ``table2``, ``stats_5_1`` and ``section53`` when the caller has computed them already.
     """
     ref = paper_reference() if reference is None else reference
     source = getattr(data, "source", "published")
-    ours = _computed(data)
+    ours = _computed(data, tables)
     rows = []
     for _, r in ref.iterrows():
         value, sem = ours.get(r["id"], (np.nan, np.nan))
@@ -223,23 +228,92 @@ def _save_table(df: pd.DataFrame, out: Path, name: str, written: list[Path]) -> 
     written += [out / f"{name}.csv", out / f"{name}.md"]
 
 
+PNG_COMPRESS_LEVEL = 1  # zlib level of saved PNGs: level 6 (PIL's default) takes 4x the time for files 10 % smaller
+
+
 def _save_figure(fig, out: Path, name: str, written: list[Path]) -> None:
     from latte_lab.analysis.style import FIG_DPI, pyplot
 
-    for ext in ("png", "pdf"):
-        fig.savefig(out / f"{name}.{ext}", dpi=FIG_DPI)  # layouts are tight already: one render
-        written.append(out / f"{name}.{ext}")
+    fig.savefig(out / f"{name}.png", dpi=FIG_DPI, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
+    # The PNG's draw placed every axes (constrained layout); without a layout engine the PDF keeps those
+    # positions and is drawn once, rather than laid out in a second, text-measuring pass of its own.
+    fig.set_layout_engine(None)
+    fig.savefig(out / f"{name}.pdf", dpi=FIG_DPI)
+    written += [out / f"{name}.png", out / f"{name}.pdf"]
     pyplot().close(fig)
 
 
-def write_all(data, out_dir, reference: pd.DataFrame | None = None) -> list[Path]:
+FIGURES = ("figure2a", "figure2b", "figure3a", "figure3b", "figure3c", "figure4")
+"""The figures :func:`write_all` draws, in the order it lists them."""
+_BY_COST = ("figure4", "figure2a", "figure3c", "figure2b", "figure3b", "figure3a")  # slowest first: even workers
+
+
+def _make_figure(name: str, data):
+    trials = data.trials
+    if name == "figure2a":
+        return figures.figure2a(trials)
+    if name == "figure2b":
+        return figures.figure2b(trials)
+    if name == "figure3a":
+        return figures.figure3a(data.operator_usage)
+    if name == "figure3b":
+        return figures.figure3b(data.trajectories)
+    if name == "figure3c":
+        return figures.figure3c(data.snapshots)
+    return figures.figure4(trials)
+
+
+def _draw(name: str, data, out: Path) -> tuple[list[Path], str | None]:
+    """(written paths, None), or ([], why) when the data lack the figure's inputs."""
+    try:
+        fig = _make_figure(name, data)
+    except DataError as exc:
+        return [], (str(exc) if str(exc).startswith(name) else f"{name}: {exc}")
+    written: list[Path] = []
+    _save_figure(fig, out, name, written)
+    return written, None
+
+
+_FORKED_DATA = None  # what forked figure workers draw from: inherited at the fork, never pickled
+
+
+def _draw_forked(name: str, out: str) -> tuple[list[Path], str | None]:
+    return _draw(name, _FORKED_DATA, Path(out))
+
+
+def _figure_pool(workers: int):
+    """Forked processes for the figures (Linux only: forking is unsafe on macOS and absent on Windows)."""
+    if workers < 1 or not sys.platform.startswith("linux"):
+        return None
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+
+
+def write_all(data, out_dir, reference: pd.DataFrame | None = None, *, figure_workers: int = 0) -> list[Path]:
     """Write every figure (PNG, PDF), every table (CSV, Markdown) and report.md into ``out_dir``.
 
     Figures whose inputs the data lack (e.g. Figure 3 for runs without graph teams) are skipped and
-    the report says why. Returns the written paths.
+    the report says why. Returns the written paths. ``figure_workers`` > 0 (Linux): that many forked
+    processes draw the figures while this one computes the tables (``latte-lab figures`` does this;
+    the default draws them here, which is what a notebook kernel wants).
     """
+    global _FORKED_DATA
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    _FORKED_DATA = data
+    pool = _figure_pool(figure_workers)
+    try:
+        drawn = {name: pool.submit(_draw_forked, name, str(out)) for name in _BY_COST} if pool else {}
+        return _write_all(data, out, reference, drawn)
+    finally:
+        _FORKED_DATA = None
+        if pool is not None:
+            pool.shutdown(cancel_futures=True)
+
+
+def _write_all(data, out: Path, reference, drawn: dict) -> list[Path]:
     trials = data.trials
     written: list[Path] = []
     skipped: list[str] = []
@@ -255,10 +329,12 @@ def write_all(data, out_dir, reference: pd.DataFrame | None = None) -> list[Path
     (out / "stats_5_1.md").write_text(to_markdown(s51))
     written += [out / "stats_5_1.csv", out / "stats_5_1.md"]
 
-    _save_table(stats.section53(trials), out, "section53", written)
+    s53 = stats.section53(trials)
+    _save_table(s53, out, "section53", written)
     _save_table(figures.expected_cost_per_success(trials), out, "figure2a_expected_cost", written)
-    _save_table(figures.pareto_points(trials), out, "figure2b_pareto", written)
-    robust = stats.robust_statistics(trials)
+    pareto = figures.pareto_points(trials, s51=s51)
+    _save_table(pareto, out, "figure2b_pareto", written)
+    robust = stats.robust_statistics(trials, s51=s51, s53=s53)
     _save_table(robust, out, "robust_statistics", written)
     regression_md = ""
     for metric in ("tokens", "wall"):
@@ -273,25 +349,15 @@ def write_all(data, out_dir, reference: pd.DataFrame | None = None) -> list[Path
                           f"{coefs.attrs.get('n', '?')})\n\n" + to_markdown(coefs) + "\nType II ANOVA (HC3):\n\n"
                           + to_markdown(anova))
 
-    figure_jobs = (
-        ("figure2a", lambda: figures.figure2a(trials)),
-        ("figure2b", lambda: figures.figure2b(trials)),
-        ("figure3a", lambda: figures.figure3a(data.operator_usage)),
-        ("figure3b", lambda: figures.figure3b(data.trajectories)),
-        ("figure3c", lambda: figures.figure3c(data.snapshots)),
-        ("figure4", lambda: figures.figure4(trials)),
-    )
-    for name, make in figure_jobs:
-        try:
-            fig = make()
-        except DataError as exc:
-            skipped.append(str(exc) if str(exc).startswith(name) else f"{name}: {exc}")
-            continue
-        _save_figure(fig, out, name, written)
+    for name in FIGURES:
+        paths, why = drawn[name].result() if drawn else _draw(name, data, out)
+        written += paths
+        if why:
+            skipped.append(why)
 
     comparison = None
     try:
-        comparison = compare_with_paper(data, reference)
+        comparison = compare_with_paper(data, reference, tables={"table2": t2, "stats_5_1": s51, "section53": s53})
         _save_table(comparison, out, "paper_comparison", written)
     except DataError as exc:
         skipped.append(f"paper comparison: {exc}")

@@ -78,12 +78,27 @@ def _mwu(a, b, alternative: str) -> tuple[float, float]:
     return float(res.statistic), float(res.pvalue)
 
 
+def _average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of ``x``, ties sharing their mean rank (scipy's ``rankdata(method="average")``)."""
+    order = np.argsort(x, kind="mergesort")
+    xs = x[order]
+    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
+    ends = np.r_[starts[1:], len(xs)]  # one past each run of equal values
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+    return ranks
+
+
 def rank_biserial(a, b) -> float:
-    """Rank-biserial correlation r = 2U/(n_a n_b) - 1 for a vs b (positive: a tends to be larger)."""
-    u, _ = _mwu(a, b, "two-sided")
+    """Rank-biserial correlation r = 2U/(n_a n_b) - 1 for a vs b (positive: a tends to be larger), with U
+    the Mann-Whitney statistic of ``a`` (ties count one half)."""
     a, b = np.asarray(a, float), np.asarray(b, float)
-    na, nb = (~np.isnan(a)).sum(), (~np.isnan(b)).sum()
-    return 2.0 * u / (na * nb) - 1.0 if na and nb else math.nan
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    na, nb = len(a), len(b)
+    if not (na and nb):
+        return math.nan
+    u = _average_ranks(np.concatenate([a, b]))[:na].sum() - na * (na + 1) / 2.0
+    return 2.0 * u / (na * nb) - 1.0
 
 
 def bootstrap_ci(values, stat=np.mean, n_resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
@@ -173,34 +188,35 @@ def normalised_costs(trials: pd.DataFrame, metric: str = "tokens") -> pd.DataFra
     return t
 
 
-def _against_reference(groups: dict, alternative: str, metric: str) -> list[dict]:
+def _against_reference(groups: dict, alternative: str, metric: str, tests: bool = True) -> list[dict]:
     ref = groups.get(REFERENCE_TEAM)
     rows = []
     for team in schema.ordered(groups, schema.TEAM_ORDER):
         vals = groups[team]
         n, mean, s = _summary(vals)
         u = p = math.nan
-        if team != REFERENCE_TEAM and ref is not None:
+        if tests and team != REFERENCE_TEAM and ref is not None:
             u, p = _mwu(ref, vals, alternative)
         rows.append({"metric": metric, "team": team, "n": n, "mean": mean, "sem": s, "u": u, "p": p})
     return rows
 
 
-def stats_5_1(trials: pd.DataFrame) -> pd.DataFrame:
+def stats_5_1(trials: pd.DataFrame, tests: bool = True) -> pd.DataFrame:
     """§5.1: normalised pooled tokens and wall clock (successful trials) and accuracy (all trials with
     one), each with the one-sided Mann-Whitney U test against LATTE.
 
-    Columns metric (tokens, wall, accuracy), team, n, mean, sem, u, p (u and p NaN for LATTE).
+    Columns metric (tokens, wall, accuracy), team, n, mean, sem, u, p (u and p NaN for LATTE, and for
+    every team with ``tests=False``, which needs no scipy: the means and SEMs alone).
     """
     rows = []
     for metric in ("tokens", "wall"):
         nc = normalised_costs(trials, metric)
         groups = {team: g["norm_cost"].to_numpy() for team, g in nc.groupby("team")}
-        rows += _against_reference(groups, "less", metric)
+        rows += _against_reference(groups, "less", metric, tests)
     t = usable(trials)
     acc = t[t["accuracy"].notna()]
     groups = {team: g["accuracy"].to_numpy(dtype=float) for team, g in acc.groupby("team")}
-    rows += _against_reference(groups, "greater", "accuracy")
+    rows += _against_reference(groups, "greater", "accuracy", tests)
     return pd.DataFrame(rows, columns=["metric", "team", "n", "mean", "sem", "u", "p"])
 
 
@@ -236,22 +252,32 @@ def section53(trials: pd.DataFrame) -> pd.DataFrame:
 # --- beyond the paper ------------------------------------------------------------------------------
 
 def _holm(p: pd.Series) -> pd.Series:
-    from statsmodels.stats.multitest import multipletests
-
+    """Holm step-down adjusted p-values (as statsmodels' ``multipletests(method="holm")``, which also runs a
+    full garbage collection on every call); NaN stays NaN and is not counted as a test."""
     out = pd.Series(np.nan, index=p.index)
-    ok = p.notna()
+    ok = p.notna().to_numpy()
     if ok.any():
-        out[ok] = multipletests(p[ok].to_numpy(), method="holm")[1]
+        raw = p.to_numpy(dtype=float)[ok]
+        order = np.argsort(raw, kind="mergesort")
+        stepped = np.maximum.accumulate(raw[order] * np.arange(len(raw), 0, -1))
+        adjusted = np.empty(len(raw))
+        adjusted[order] = np.minimum(stepped, 1.0)
+        out[ok] = adjusted
     return out
 
 
-def robust_statistics(trials: pd.DataFrame) -> pd.DataFrame:
+def robust_statistics(trials: pd.DataFrame, s51: pd.DataFrame | None = None,
+                      s53: pd.DataFrame | None = None) -> pd.DataFrame:
     """The §5.1 and §5.3 comparisons with what the paper lacks: Holm-corrected p-values (within each
     family: §5.1, §5.3), seeded bootstrap 95 % CIs of each mean, and rank-biserial effect sizes
-    (r > 0: LATTE lower for costs and coordination metrics, higher for accuracy)."""
+    (r > 0: LATTE lower for costs and coordination metrics, higher for accuracy).
+
+    ``s51`` and ``s53``: :func:`stats_5_1` and :func:`section53` of the same ``trials`` when the caller
+    has them already (they are computed otherwise)."""
     frames = []
-    for family, table, values in (("5.1", stats_5_1(trials), _values_5_1(trials)),
-                                  ("5.3", section53(trials), _values_53(trials))):
+    s51 = stats_5_1(trials) if s51 is None else s51
+    s53 = section53(trials) if s53 is None else s53
+    for family, table, values in (("5.1", s51, _values_5_1(trials)), ("5.3", s53, _values_53(trials))):
         if table.empty:
             continue
         table = table.copy()

@@ -8,6 +8,14 @@ from pathlib import Path
 from latte_lab.data import PUBLISHED_ENV
 from latte_lab.errors import DataError
 
+FIGURE_WORKERS = 2  # the six figures split over two forked processes end about when the tables do
+
+
+def _workers(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of processes (0, 1, 2, ...)")
+    return int(text)
+
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
@@ -21,6 +29,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help=f"published experiments/ folder or a runs folder (default: ${PUBLISHED_ENV}, else the "
                    "bundled published data)")
     p.add_argument("--out", default="figures/", help="output folder (default: figures/)")
+    p.add_argument("--jobs", type=_workers, default=FIGURE_WORKERS,
+                   help="processes drawing the figures while this one computes the tables; 0 draws them in "
+                   f"this one (default: {FIGURE_WORKERS}; Linux only)")
     p.add_argument("--reference", default=None,
                    help="paper reference CSV (default: the table of the paper's printed numbers bundled with latte_lab)")
     p.set_defaults(func=run)
@@ -42,7 +53,7 @@ def run(args) -> int:
         raise DataError(f"--data {data_dir} holds neither the published layout (experiment1/n4/results.csv, "
                         "...) nor run directories with result.json")
     reference = report.paper_reference(args.reference) if args.reference else None
-    written = report.write_all(data, args.out, reference=reference)
+    written = report.write_all(data, args.out, reference=reference, figure_workers=args.jobs)
     print(f"{data.source}: {len(data.trials)} trials from {data_dir}")
     print(f"wrote {len(written)} files to {args.out}")
     for path in written:
