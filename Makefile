@@ -44,7 +44,9 @@ TEST_WORKERS ?= 2
 # seconds one notebook cell may take (the slowest takes about 30 s on an idle machine)
 CELL_TIMEOUT := 300
 PYTEST := env -u PYTHONDONTWRITEBYTECODE MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider
-SUITE  := -n $(TEST_WORKERS) --dist loadfile tests notebooks --nbval-lax --nbval-cell-timeout=$(CELL_TIMEOUT)
+# PYTEST_ARGS: more pytest options for the suite, e.g. make test PYTEST_ARGS="--durations=30"
+SUITE  := -n $(TEST_WORKERS) --dist loadfile tests notebooks --nbval-lax --nbval-cell-timeout=$(CELL_TIMEOUT) \
+          $(PYTEST_ARGS)
 
 # The documentation site, built strictly (a broken link or a missing docstring reference fails it);
 # then the doctests of every latte_lab module (conftest.py leaves the task payloads out) in a process of

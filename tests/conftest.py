@@ -17,3 +17,11 @@ os.environ.setdefault("LATTE_LAB_SANDBOX", "local")
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own response cache, never the user's ~/.cache."""
     monkeypatch.setenv("LATTE_LAB_CACHE", str(tmp_path_factory.mktemp("cache") / "responses.sqlite"))
+
+
+def pytest_collection_modifyitems(config, items):
+    """The notebooks (nbval's cells) count as slow: each runs trials, sweeps or the paper analysis in a kernel
+    of its own (``make test-fast`` leaves them out)."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.slow)

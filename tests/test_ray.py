@@ -20,6 +20,7 @@ from latte_lab.trial import comparable_row
 
 CLUSTER_START_ATTEMPTS = 3  # a raylet gives up when its agents take over 15 s to start, as on a loaded machine
 API_KEY = "sk-test-ray-nodes"
+pytestmark = pytest.mark.slow  # a two-node cluster starts in tens of seconds
 
 
 def _keys(cache_path) -> set[str]:

@@ -33,6 +33,8 @@ RUN_ALL_S = 300  # one notebook's Run All, 03 and 04 included
 PLAY_S = 3  # the bar: Play shows another round within 3 s
 RUN_TRIAL_S = 180  # one trial from the explorer's Run button, with its animation
 TOKEN = "latte-browser-test"
+# A notebook's test may also start the server and the browser (the first) and run a trial from the explorer.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(SERVER_START_S + RUN_ALL_S + RUN_TRIAL_S)]
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]' (or pip install playwright)")
