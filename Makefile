@@ -60,8 +60,8 @@ test: $(STAMP)
 	  wait $$docs || { echo "make: mkdocs build --strict failed (see above)" >&2; exit 1; }; exit $$doctests
 	$(PYTEST) $(SUITE)
 
-# The same suite without the tests marked slow (browser, Ray cluster, wheel install, process-level checks):
-# a quick check while editing; `make test` remains the one that counts.
+# The same suite without the tests marked slow (the notebooks, the browser test, the Ray cluster, the wheel
+# install, the checks across fresh interpreters): a quick check while editing; `make test` is the one that counts.
 test-fast: $(STAMP)
 	$(PYTEST) --doctest-modules latte_lab
 	$(PYTEST) $(SUITE) -m "not slow"

@@ -95,6 +95,7 @@ def test_user_task_reference_solution_passes_its_suite(tmp_path):
     assert task.official_name == "mini"
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_sweep_with_two_processes_runs_a_team_registered_in_a_module(tmp_path):
     grid = {"task": "mini", "team": ["round_robin", "latte"], "replicates": 1, "max_rounds": 4}
     df = ll.run_sweep(grid, out=tmp_path / "sweep", n_jobs=2, progress=False)
@@ -124,6 +125,7 @@ print(json.dumps(df[["team", "task", "status", "run_dir"]].to_dict("records")))
 """
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_sweep_with_two_processes_runs_a_team_defined_in_main(tmp_path):
     """A team and a task defined in ``__main__`` (what a notebook cell does) reach the worker processes."""
     proc = subprocess.run([sys.executable, "-c", MAIN_SCRIPT, example.__file__, str(tmp_path / "sweep")],

@@ -295,6 +295,7 @@ def test_replay_gives_identical_events_and_result(tmp_path):
     assert len(loaded.event_list) == len(res.event_list)
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_two_processes_replaying_one_cassette_agree(tmp_path):
     res = run(tmp_path, _latte_solving_model(), rounds=10)
     code = (
@@ -313,6 +314,7 @@ def test_two_processes_replaying_one_cassette_agree(tmp_path):
     assert json.loads(outs[0])["row"]["success"] is True
 
 
+@pytest.mark.slow  # fresh interpreters
 @pytest.mark.parametrize("task", ["debug", "textproc"])
 def test_simulated_trial_replays_exactly_in_a_fresh_process(tmp_path, task):
     """Run in one process, replay in another: nothing machine- or run-specific (timings, object
@@ -333,6 +335,7 @@ def test_simulated_trial_replays_exactly_in_a_fresh_process(tmp_path, task):
     assert comparable_row(again.row) == comparable_row(original.row)
 
 
+@pytest.mark.slow  # fresh interpreters
 def test_same_config_same_trial_in_two_processes_and_seeds_differ(tmp_path):
     code = (
         "import hashlib, json, sys, latte_lab as ll\n"
