@@ -1,30 +1,43 @@
-"""Seconds for one simulated LATTE trial on debug, end to end; the simulated model's own work per call; and
-the orchestration overhead per round.
+"""Seconds for one simulated LATTE trial on debug, end to end; the simulated model's own work per call; the
+orchestration per round; and what one memo-missing run of the debug suite costs, from a fresh interpreter
+down to pytest's own work.
 
 The model's work per call is timed in CPU seconds (``time.process_time`` around ``generate``), so other
-processes on the machine do not inflate it; the trial is wall seconds. The overhead per round excludes
+processes on the machine do not inflate it; the trial is wall seconds. The orchestration per round excludes
 the test/script subprocesses and the hidden evaluation (timed by wrapping the workspace's runners) and,
 separately, the simulated model's own computation.
-Targets: under 3 s per trial, under 1 ms of model work per call, under 5 ms of orchestration per round.
+Targets: under 1 s per trial, under 1 ms of model work per call, under 1 ms of orchestration per round.
 
-    python benchmarks/bench_trial.py [--seeds 3] [--task debug] [--team latte]
+``--baseline DIR`` runs the same trial measurement on an older checkout (its own ``DIR/.venv``, e.g. a
+worktree of the baseline commit) in the same run, and prints both side by side:
+
+    python benchmarks/bench_trial.py [--seeds 3] [--task debug] [--team latte] [--baseline ../wt-base]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
+import warnings
+from pathlib import Path
 
-import latte_lab as ll
-from latte_lab import workspace as wsmod
+REPEATS = 10  # memo-missing suite runs per way of running it
 
 
 class Timer:
     def __init__(self):
         self.seconds = 0.0
         self.cpu = 0.0
+        self.calls = 0
+
+    def reset(self) -> None:
+        self.seconds = self.cpu = 0.0
         self.calls = 0
 
     def wrap(self, fn):
@@ -40,51 +53,201 @@ class Timer:
         return inner
 
 
+def measure_trials(seeds: int, task_id: str, team: str, model_name: str) -> dict:
+    """Trial figures per seed. Written against the API every version of latte_lab has had, so that the
+    same function measures a baseline checkout."""
+    import latte_lab as ll
+    from latte_lab import workspace as wsmod
+    from latte_lab.models import make_model
+
+    tools, model_t = Timer(), Timer()
+    misses = [0]
+    ws_cls = wsmod.Workspace
+    original_run_tests = ws_cls.run_tests
+
+    def counting_run_tests(self, *a, **k):
+        run = original_run_tests(self, *a, **k)
+        misses[0] += not getattr(run, "cached", False)
+        return run
+
+    ws_cls.run_tests = tools.wrap(counting_run_tests)
+    ws_cls.run_script = tools.wrap(ws_cls.run_script)
+    task_cls = type(ll.tasks.get(task_id))
+    task_cls.evaluate = tools.wrap(task_cls.evaluate)
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for seed in range(seeds):
+            tools.reset()
+            model_t.reset()
+            misses[0] = 0
+            model = make_model(model_name)
+            model.generate = model_t.wrap(model.generate)
+            cfg = ll.TrialConfig(task=task_id, team=team, model=model_name, seed=seed, runs_dir=tmp)
+            t0 = time.perf_counter()
+            res = ll.run_trial(cfg, model=model)
+            total = time.perf_counter() - t0
+            rounds = max(res.rounds, 1)
+            rows.append({
+                "seed": seed, "total": total, "rounds": res.rounds, "success": bool(res.success),
+                "tools": tools.seconds, "tool_calls": tools.calls, "misses": misses[0],
+                "model": model_t.seconds, "model_calls": model_t.calls,
+                "per_call_cpu": model_t.cpu / max(model_t.calls, 1),
+                "overhead": (total - tools.seconds) / rounds,
+                "overhead_no_model": (total - tools.seconds - model_t.seconds) / rounds,
+            })
+    return {"rows": rows}
+
+
+def summary(result: dict) -> dict:
+    rows = result["rows"]
+
+    def med(key):
+        return statistics.median(r[key] for r in rows)
+
+    return {
+        "trial end to end (s, median)": (med("total"), "{:.2f}"),
+        "rounds (median)": (med("rounds"), "{:.0f}"),
+        "successes": (sum(r["success"] for r in rows), "{:.0f}"),
+        "test/script runs + evaluation (median)": (med("tool_calls"), "{:.0f}"),
+        "  of which memo-missing test runs": (med("misses"), "{:.0f}"),
+        "  their seconds (median)": (med("tools"), "{:.2f}"),
+        "simulated model CPU per call (ms)": (1000 * med("per_call_cpu"), "{:.3f}"),
+        "orchestration per round, model included (ms)": (1000 * med("overhead"), "{:.2f}"),
+        "orchestration per round, model excluded (ms)": (1000 * med("overhead_no_model"), "{:.2f}"),
+    }
+
+
+def print_rows(result: dict, label: str) -> None:
+    for r in result["rows"]:
+        print(f"  {label} seed {r['seed']}: {r['total']:6.2f} s end to end · {r['rounds']} rounds · "
+              f"success={r['success']} · subprocess/eval {r['tools']:5.2f} s in {r['tool_calls']} runs "
+              f"({r['misses']} memo-missing) · simulated model {r['model']:5.2f} s in {r['model_calls']} calls "
+              f"({1000 * r['per_call_cpu']:.2f} ms CPU per call)")
+
+
+def run_baseline(directory: Path, args) -> dict | None:
+    python = directory / ".venv" / "bin" / "python"
+    if not python.exists():
+        print(f"baseline: {python} is missing; make the baseline's venv first (make .venv/.installed-stamp)")
+        return None
+    out = subprocess.run(
+        [str(python), str(Path(__file__).resolve()), "--json", "--seeds", str(args.seeds), "--task", args.task,
+         "--team", args.team, "--model", args.model],
+        cwd=directory, capture_output=True, text=True, check=False,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    if out.returncode != 0:
+        print(f"baseline run failed:\n{out.stderr[-3000:]}")
+        return None
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _median_ms(fn, repeats: int = REPEATS) -> float:
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return 1000 * statistics.median(times)
+
+
+def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
+    """Milliseconds (median of REPEATS) of one run of the task's public suite after a one-line change,
+    each way latte_lab can run it, down to pytest's own work with everything already imported."""
+    import latte_lab as ll
+    from latte_lab.sandbox import clear_memo, zygote
+    from latte_lab.sandbox.pytest import JUNIT_OPTIONS, PYTEST_ARGS
+    from latte_lab.workspace import Workspace
+
+    task = ll.tasks.get(task_id)
+    module = task.required_outputs[0]
+    figures: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for label, use_zygote in (("exec path: fresh `python -m pytest` in the sandbox", False),
+                                  ("zygote: forked from the warm fork server, sandboxed", True)):
+            zygote.USE_ZYGOTE = use_zygote
+            clear_memo()
+            ws = Workspace(Path(tmp) / label.split(":")[0], memo=True, sandbox="local")
+            task.setup(ws)
+            base = ws.read(module)
+            ws.run_tests()  # the zygote's start-up, once per process, is not a per-run cost
+            edits = iter(range(10**6))
+
+            def distinct_run(ws=ws, base=base, edits=edits) -> None:
+                ws.setup_file(module, f"{base}\n# edit {next(edits)}\n")
+                assert not ws.run_tests().cached
+
+            figures[label] = _median_ms(distinct_run)
+            figures["memo hit: the same files again"] = _median_ms(ws.run_tests)
+        zygote.USE_ZYGOTE = True
+        # The floor of every way that runs pytest per change: pytest.main in a child forked from this warm
+        # process (pytest and its plugins imported), no sandbox, no process-tree control.
+        root = Path(tmp) / "bare"
+        ws = Workspace(root, memo=False, sandbox="local")
+        task.setup(ws)
+        base = ws.read(module)
+        report = str(root / ".junit.xml")
+        argv = [*PYTEST_ARGS[2:], *ws.test_args, f"--junitxml={report}", *JUNIT_OPTIONS]
+        import pytest  # noqa: F401 - imported before the fork, as in the zygote
+        from _pytest.config import default_plugins  # noqa: F401
+
+        edits = iter(range(10**6))
+
+        def bare_run() -> None:
+            ws.setup_file(module, f"{base}\n# edit {next(edits)}\n")
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    os.chdir(root)
+                    devnull = os.open(os.devnull, os.O_WRONLY)
+                    os.dup2(devnull, 1)
+                    os.dup2(devnull, 2)
+                    sys.path.insert(0, str(root))
+                    code = int(pytest.main(argv))
+                finally:
+                    os._exit(code)
+            os.waitpid(pid, 0)
+
+        figures["floor: pytest.main in a forked warm process, no sandbox"] = _median_ms(bare_run)
+    return figures
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--task", default="debug")
     ap.add_argument("--team", default="latte")
     ap.add_argument("--model", default="simulated")
+    ap.add_argument("--baseline", type=Path, help="an older checkout with its own .venv, measured in the same run")
+    ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the baseline's half of a comparison
     args = ap.parse_args()
+    warnings.simplefilter("ignore")
+    if args.json:
+        print(json.dumps(measure_trials(args.seeds, args.task, args.team, args.model)))
+        return
 
-    tools, model_t = Timer(), Timer()
-    ws_cls = wsmod.Workspace
-    ws_cls.run_tests = tools.wrap(ws_cls.run_tests)
-    ws_cls.run_script = tools.wrap(ws_cls.run_script)
-    task = ll.tasks.get(args.task)
-    task_cls = type(task)
-    task_cls.evaluate = tools.wrap(task_cls.evaluate)
-    from latte_lab.models import make_model
+    before = run_baseline(args.baseline, args) if args.baseline else None
+    after = measure_trials(args.seeds, args.task, args.team, args.model)
+    here = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                          cwd=Path(__file__).parent, check=False).stdout.strip() or "this tree"
+    print(f"simulated {args.team} trial on {args.task}, {args.seeds} seeds")
+    if before is not None:
+        base = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=args.baseline, check=False).stdout.strip() or str(args.baseline)
+        print_rows(before, f"before ({base})")
+    print_rows(after, f"after ({here})")
+    cols = [("before " + base, summary(before))] if before is not None else []
+    cols.append(("after " + here, summary(after)))
+    print(f"\n{'':48}" + "".join(f"{name:>18}" for name, _ in cols))
+    for key in cols[-1][1]:
+        print(f"{key:48}" + "".join(f"{col[key][1].format(col[key][0]):>18}" for _, col in cols))
+    print("targets: trial < 1 s; model < 1 ms CPU per call; orchestration < 1 ms per round")
 
-    totals, overheads, overheads_no_model, rounds_all, per_call = [], [], [], [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for seed in range(args.seeds):
-            tools.seconds = tools.cpu = tools.calls = 0
-            model_t.seconds = model_t.cpu = model_t.calls = 0
-            model = make_model(args.model)
-            model.generate = model_t.wrap(model.generate)
-            cfg = ll.TrialConfig(task=args.task, team=args.team, model=args.model, seed=seed, runs_dir=tmp)
-            t0 = time.perf_counter()
-            res = ll.run_trial(cfg, model=model)
-            total = time.perf_counter() - t0
-            rounds = max(res.rounds, 1)
-            totals.append(total)
-            rounds_all.append(res.rounds)
-            overheads.append((total - tools.seconds) / rounds)
-            overheads_no_model.append((total - tools.seconds - model_t.seconds) / rounds)
-            per_call.append(model_t.cpu / max(model_t.calls, 1))
-            print(f"seed {seed}: {total:6.2f} s end to end · {res.rounds} rounds · success={res.success} · "
-                  f"subprocess/eval {tools.seconds:5.2f} s in {tools.calls} runs · simulated model "
-                  f"{model_t.seconds:5.2f} s in {model_t.calls} calls ({1000 * per_call[-1]:.2f} ms CPU per call)")
-    print(f"simulated {args.team} trial on {args.task}: median {statistics.median(totals):.2f} s end to end "
-          f"(target < 3 s), median {statistics.median(rounds_all)} rounds")
-    print(f"simulated model's own work: median {1000 * statistics.median(per_call):.3f} ms CPU per call "
-          "(target < 1 ms)")
-    print(f"orchestration overhead per round excluding test subprocesses: "
-          f"{1000 * statistics.median(overheads):.2f} ms (includes the simulated model's own work)")
-    print(f"orchestration overhead per round excluding test subprocesses and model calls: "
-          f"{1000 * statistics.median(overheads_no_model):.2f} ms (target < 5 ms)")
+    print(f"\none memo-missing run of the {args.task} public suite after a one-line change "
+          f"(median of {REPEATS}, ms):")
+    for label, ms in measure_suite_runs(args.task).items():
+        print(f"  {label:60} {ms:8.1f}")
 
 
 if __name__ == "__main__":

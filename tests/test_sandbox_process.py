@@ -95,3 +95,18 @@ def test_a_missing_leader_is_empty():
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     assert process.sandbox_processes(gone.pid) == set() and process.count_processes(gone.pid) == 0
+
+
+@needs_fork
+def test_tree_count_from_proc_matches_the_full_count():
+    code = ("import subprocess, sys, time; ps = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']) "
+            "for _ in range(2)]; print('ready', flush=True); time.sleep(60)")
+    leader = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert leader.stdout.readline().strip() == "ready"
+        assert process.count_processes(leader.pid, tree_only=True) == 3 == process.count_processes(leader.pid)
+    finally:
+        process.stop_sandbox(leader.pid, None, grace=0)
+        leader.wait(timeout=5)
+        leader.stdout.close()
+    assert process.count_processes(leader.pid, tree_only=True) == 0

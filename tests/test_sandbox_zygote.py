@@ -264,7 +264,7 @@ def test_tree():
 def test_run_leaves_nothing_behind(tmp_path, launches, timeout):
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_tree.py", TREE.format(tail="time.sleep(100)" if timeout else "assert True"))
-    run = ws.run_tests(("test_tree.py",), timeout=2 if timeout else 30)
+    run = ws.run_tests(("test_tree.py",), timeout=5 if timeout else 30)  # room for the child to start under load
     assert run.timed_out is timeout and launches.zygote == 1
     assert run.passed == (0 if timeout else 1)
     pids = [int((ws.root / name).read_text()) for name in ("main.pid", "child.pid", "daemon.pid")]
@@ -445,3 +445,20 @@ def test_forked_process_starts_its_own_zygote(tmp_path, launches):
     assert passed == 1 and theirs != mine.pid
     assert wait_dead([theirs]) == []  # the worker's zygote ended with the worker (EOF)
     assert mine.alive() and ws.run_tests(("test_ok.py",), timeout=30).passed == 1
+
+
+@pytest.mark.parametrize("use_zygote", [True, False])
+def test_a_run_that_leaves_nothing_skips_the_process_search(tmp_path, monkeypatch, use_zygote):
+    monkeypatch.setattr(zyg, "USE_ZYGOTE", use_zygote)
+    searches = []
+    real = runmod.stop_sandbox
+    monkeypatch.setattr(runmod, "stop_sandbox", lambda *a, **k: searches.append(a) or real(*a, **k))
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+    ws.setup_file("test_ok.py", "def test_ok():\n    assert True\n")
+    assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
+    assert searches == []  # the reaper, a subreaper, reported that nothing of the run is left
+    ws.setup_file("test_tree.py", TREE.format(tail="assert True"))
+    run = ws.run_tests(("test_tree.py",), timeout=30)
+    assert run.passed == 1 and len(searches) == 1  # a run that leaves processes behind is searched and stopped
+    pids = [int((ws.root / name).read_text()) for name in ("main.pid", "child.pid", "daemon.pid")]
+    assert wait_dead(pids) == []

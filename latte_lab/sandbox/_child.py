@@ -26,7 +26,8 @@ Config json keys (each optional):
   ``nproc`` processes (RLIMIT_NPROC, absolute: the parent adds what the user already runs);
   ``null`` or absent leaves a limit as it is;
 * ``status_fd``: write one json line ``{"status": <wait status>, "orphans": bool, ...}`` there when the
-  command ended (without it the wrapper exits with the command's status, as a shell would);
+  command ended (``"subreaper": true`` when the wrapper is a child subreaper: then ``"orphans": false``
+  means that no process of the run is left) (without it the wrapper exits with the command's status, as a shell would);
 * ``pid1``: act as the init of a PID namespace (see above);
 * ``copy_in``: ``[[src, dst], ...]`` directory trees copied before the command starts;
 * ``export_fd`` and ``export_dir``: once every process of the sandbox is gone, a tar stream of
@@ -57,6 +58,7 @@ EXIT_SETUP_FAILED = 126  # the shell's "found but could not be executed" code
 CPU_HARD_SLACK_SECONDS = 2  # hard CPU limit above the soft one: SIGXCPU (reportable) comes first
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
 PR_CAP_AMBIENT = 47
 PR_CAP_AMBIENT_CLEAR_ALL = 4
@@ -288,14 +290,21 @@ def run(config: dict, argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, in the SIGKILL round
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the select of _wait_for_child
     libc = _libc()
+    subreaper = False
     if libc is not None and not pid1:
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        subreaper = libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+        # Its status pipe stays out of the command's reach (/proc/<pid>/fd needs CAP_SYS_PTRACE now):
+        # a forged "nothing left" report would spare what the run left behind. exec makes the
+        # command dumpable again.
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     child = _start(argv, config)
     status = _wait_for_child(child, pid1, config.get("control_fd"), float(config.get("grace", 1.0)))
     if pid1:
         _end_namespace()
     orphans = False if pid1 else _reap()[1]
     report = {"status": status, "orphans": orphans}
+    if subreaper:  # with no child left, no process of the run is left (they all end up below it)
+        report["subreaper"] = True
     if config.get("export_fd") is not None:
         report["disk_full"] = _full(config["export_dir"])
         report["tmp_full"] = _full(config["tmp_dir"]) if config.get("tmp_dir") else False

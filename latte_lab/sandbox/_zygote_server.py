@@ -19,7 +19,8 @@ Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
   allowlist), ``limits`` the json dict of :func:`_child.apply_limits`, ``args`` pytest's
   arguments (what follows ``python -m pytest``);
 * reply socket, per run: ``{"pid": <child>, "leader": <reaper>}`` once the run started, then
-  ``{"status": <wait status of the child>, "orphans": <bool>}`` when it ended (or ``{"error": ...}``).
+  ``{"status": <wait status of the child>, "orphans": <bool>, "subreaper": <bool>}`` when it ended (or
+  ``{"error": ...}``).
 
 Per run the zygote forks a *reaper* that calls ``setsid()``, ignores SIGTERM, becomes a Linux child
 subreaper (``PR_SET_CHILD_SUBREAPER``) and forks the *child*. So every process the run leaves behind --
@@ -61,6 +62,12 @@ def _warm() -> None:
             importlib.import_module(f"_pytest.{name}")
         except Exception:  # noqa: BLE001 - a plugin that fails here fails the same way in the run
             pass
+    # Imported by every session once it starts (argument parsing, the debugging and faulthandler plugins).
+    for name in ("_pytest._argcomplete", "pdb", "faulthandler"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            pass
 
 
 _warm()
@@ -76,6 +83,7 @@ import traceback  # noqa: E402
 EXIT_SETUP_FAILED = 126  # as _child: "found but could not be executed"
 MAX_MESSAGE_BYTES = 2**20  # one request (env + args); SOCK_SEQPACKET keeps message boundaries
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+PR_SET_DUMPABLE = 4
 
 
 def _load_child():
@@ -94,16 +102,16 @@ def _send(sock: socket.socket, obj: dict) -> None:
     sock.send(json.dumps(obj).encode())
 
 
-def _become_subreaper() -> None:
+def _prctl(option: int, value: int) -> bool:
+    """``prctl(option, value)`` on Linux; whether it succeeded."""
     if not sys.platform.startswith("linux"):
-        return
+        return False
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) == 0
     except Exception:  # noqa: BLE001 - without it only the parent's other tracking applies
-        pass
+        return False
 
 
 def _python_path(cwd: str, env: dict) -> list[str]:
@@ -210,7 +218,10 @@ def _reaper(request: dict, out_fd: int, err_fd: int, reply_fd: int) -> None:
         os.setsid()
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, at the SIGKILL round
-        _become_subreaper()
+        subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+        # Not dumpable: the run cannot reach the reaper's descriptors through /proc (the child is made
+        # dumpable again, as exec would).
+        _prctl(PR_SET_DUMPABLE, 0)
         try:
             pid = os.fork()
         except OSError as exc:
@@ -218,6 +229,7 @@ def _reaper(request: dict, out_fd: int, err_fd: int, reply_fd: int) -> None:
             os._exit(0)
         if pid == 0:
             reply.detach()
+            _prctl(PR_SET_DUMPABLE, 1)
             _run_child(request, out_fd, err_fd)
         os.close(out_fd)
         os.close(err_fd)
@@ -231,7 +243,9 @@ def _reaper(request: dict, out_fd: int, err_fd: int, reply_fd: int) -> None:
             orphans = os.waitpid(-1, os.WNOHANG) is not None
         except ChildProcessError:
             orphans = False
-        _send(reply, {"status": status, "orphans": orphans})
+        # A subreaper without children has no process of the run left below it: the parent skips its
+        # search of the process table.
+        _send(reply, {"status": status, "orphans": orphans, "subreaper": subreaper})
         reply.close()
         while True:  # processes the run left behind until the parent stops them
             try:

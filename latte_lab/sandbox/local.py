@@ -81,6 +81,11 @@ class ReaperRun:
             self.returncode = code if code is not None and code > 0 else -signal.SIGKILL
             self._close_status()
 
+    @property
+    def tree_empty(self) -> bool:
+        """The reaper, a child subreaper, reported that no process of the run is left."""
+        return self.report.get("orphans") is False and self.report.get("subreaper") is True
+
     def poll(self) -> int | None:
         self._receive(0)
         return self.returncode

@@ -82,9 +82,16 @@ def sandbox_processes(leader: int, marker: str | None = None) -> set[int]:
     return {pid for pid in members if table[pid][1]}
 
 
-def count_processes(leader: int) -> int:
+def count_processes(leader: int, *, tree_only: bool = False) -> int:
     """Live processes of the leader's session, process group and tree: the cheap check a running
-    sandbox makes every few hundred milliseconds (no environment is read)."""
+    sandbox makes every few hundred milliseconds (no environment is read).
+
+    ``tree_only``: the leader is a child subreaper (the sandbox's reapers are, on Linux), so every process
+    of the run is its descendant; on Linux they are then counted from ``/proc/<pid>/task/*/children``
+    alone, without reading the whole process table.
+    """
+    if tree_only and _PROC_CHILDREN:
+        return _count_tree(leader)
     me = os.getpid()
     pids: set[int] = set()
     for pid in psutil.pids():
@@ -98,6 +105,43 @@ def count_processes(leader: int) -> int:
     except _GONE:
         pass
     return sum(1 for pid in pids if _alive(pid))
+
+
+def _proc_children_supported() -> bool:
+    me = os.getpid()
+    return os.path.exists(f"/proc/{me}/task/{me}/children")
+
+
+_PROC_CHILDREN = sys.platform.startswith("linux") and _proc_children_supported()
+
+
+def _count_tree(leader: int) -> int:
+    """Live (non-zombie) processes of the tree below ``leader``, the leader included, from /proc."""
+    me = os.getpid()
+    seen: set[int] = set()
+    stack = [leader]
+    count = 0
+    while stack:
+        pid = stack.pop()
+        if pid in seen or pid == me:
+            continue
+        seen.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as fh:
+                state = fh.read().rpartition(b")")[2].split(None, 1)[0]
+            tids = os.listdir(f"/proc/{pid}/task")
+        except (OSError, IndexError):
+            continue
+        if state in (b"Z", b"X"):
+            continue
+        count += 1
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                    stack.extend(int(child) for child in fh.read().split())
+            except (OSError, ValueError):
+                continue
+    return count
 
 
 def _signal_all(leader: int | None, pids: Iterable[int], sig: int) -> None:

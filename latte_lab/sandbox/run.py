@@ -364,7 +364,10 @@ def run_sandboxed(
         finally:
             # Stop the run (at a timeout) or whatever it left behind (after a normal exit).
             grace = limits.sigterm_grace_seconds if (stopped or proc.poll() is None) else 0.0
-            stop_sandbox(proc.pid, marker, grace)
+            # A subreaper that ended with no child left has no descendant, and every process of the
+            # run is one: the search of the process table (tens of ms) would find nothing.
+            if not (proc.poll() is not None and proc.tree_empty):
+                stop_sandbox(proc.pid, marker, grace)
             _drain(proc, out, err, spool)
             returncode = proc.wait()
             if isinstance(proc, local.ReaperRun):
@@ -479,7 +482,8 @@ def _pump(
                 return ""
             if now >= next_check:
                 next_check = now + PROCESS_CHECK_INTERVAL_SECONDS
-                if limits.max_processes is not None and count_processes(proc.pid) - overhead > limits.max_processes:
+                cap = limits.max_processes
+                if cap is not None and count_processes(proc.pid, tree_only=True) - overhead > cap:
                     return "processes"
             if watched and now >= next_disk_check:
                 next_disk_check = now + DISK_CHECK_INTERVAL_SECONDS

@@ -173,6 +173,7 @@ class ZygoteRun:
         self.pid = leader
         self.child_pid = child_pid
         self.returncode: int | None = None
+        self.tree_empty = False  # the reaper, a subreaper, reported no process of the run left
 
     def _close_sock(self) -> None:
         if self._sock is not None:
@@ -197,6 +198,7 @@ class ZygoteRun:
             self._close_sock()
             return
         self.returncode = os.waitstatus_to_exitcode(int(message["status"]))
+        self.tree_empty = message.get("orphans") is False and message.get("subreaper") is True
         if not message.get("orphans"):
             # The reaper exits right after reporting; wait for that (EOF) so the kill step finds
             # nothing left and returns at once.
