@@ -83,9 +83,9 @@ def measure_trials(seeds: int, task_id: str, team: str, model_name: str) -> dict
             model = make_model(model_name)
             model.generate = model_t.wrap(model.generate)
             cfg = ll.TrialConfig(task=task_id, team=team, model=model_name, seed=seed, runs_dir=tmp)
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = ll.run_trial(cfg, model=model)
-            total = time.perf_counter() - t0
+            total, cpu = time.perf_counter() - t0, time.process_time() - c0
             rounds = max(res.rounds, 1)
             rows.append({
                 "seed": seed, "total": total, "rounds": res.rounds, "success": bool(res.success),
@@ -94,6 +94,10 @@ def measure_trials(seeds: int, task_id: str, team: str, model_name: str) -> dict
                 "per_call_cpu": model_t.cpu / max(model_t.calls, 1),
                 "overhead": (total - tools.seconds) / rounds,
                 "overhead_no_model": (total - tools.seconds - model_t.seconds) / rounds,
+                # This process's CPU seconds (the test runs' own processes excluded): what the load of the
+                # machine inflates least.
+                "overhead_cpu": (cpu - tools.cpu) / rounds,
+                "overhead_cpu_no_model": (cpu - tools.cpu - model_t.cpu) / rounds,
             })
     return {"rows": rows}
 
@@ -114,6 +118,8 @@ def summary(result: dict) -> dict:
         "simulated model CPU per call (ms)": (1000 * med("per_call_cpu"), "{:.3f}"),
         "orchestration per round, model included (ms)": (1000 * med("overhead"), "{:.2f}"),
         "orchestration per round, model excluded (ms)": (1000 * med("overhead_no_model"), "{:.2f}"),
+        "  the same in CPU ms, model included": (1000 * med("overhead_cpu"), "{:.2f}"),
+        "  the same in CPU ms, model excluded": (1000 * med("overhead_cpu_no_model"), "{:.2f}"),
     }
 
 
@@ -227,11 +233,13 @@ def main() -> None:
         print(json.dumps(measure_trials(args.seeds, args.task, args.team, args.model)))
         return
 
+    load = os.getloadavg()[0]
     before = run_baseline(args.baseline, args) if args.baseline else None
     after = measure_trials(args.seeds, args.task, args.team, args.model)
     here = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           cwd=Path(__file__).parent, check=False).stdout.strip() or "this tree"
-    print(f"simulated {args.team} trial on {args.task}, {args.seeds} seeds")
+    print(f"simulated {args.team} trial on {args.task}, {args.seeds} seeds; load average {load:.1f} at the start, "
+          f"{os.getloadavg()[0]:.1f} now, on {os.cpu_count()} cores (wall times grow with it)")
     if before is not None:
         base = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                               cwd=args.baseline, check=False).stdout.strip() or str(args.baseline)
@@ -248,6 +256,7 @@ def main() -> None:
           f"(median of {REPEATS}, ms):")
     for label, ms in measure_suite_runs(args.task).items():
         print(f"  {label:60} {ms:8.1f}")
+    print(f"load average now {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ recorded order, so a trial replays exactly.
 
 from __future__ import annotations
 
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -171,6 +172,7 @@ class Team:
 
         self.ledger = CostLedger()
         self._provider = config.model.partition("/")[0]
+        self._calls_wait = calls_wait(model)
 
     # ----- hooks for subclasses (contracts in the class docstring) -----
     def setup(self) -> None:
@@ -255,7 +257,7 @@ class Team:
         if not agents:
             return []
         prepared = [(agent, *self._request(agent, self.view(agent))) for agent in agents]
-        if sequential or len(prepared) == 1:
+        if sequential or len(prepared) == 1 or not self._calls_wait:
             responses = [self.model.generate(req) for _, req, _ in prepared]
         else:
             if self._pool is None:
@@ -440,6 +442,23 @@ class Team:
         if self.graph is None:
             return None
         return self.snapshots.record(self.round, round(self.vclock, 6), self.graph)
+
+
+def calls_wait(model) -> bool:
+    """Whether the model's calls wait on something outside this process (a server), so that a round's calls
+    gain from running in threads. A model that computes its replies here (the simulated agents, a cassette's
+    replay, a script) only pays the threads' hand-offs under the GIL: its calls run one after another."""
+    from latte_lab.models.cassette import CassetteModel
+    from latte_lab.models.scripted import ScriptedModel
+
+    inner = model
+    while hasattr(inner, "inner"):  # recording, budget and cache wrappers
+        inner = inner.inner
+    local: tuple[type, ...] = (CassetteModel, ScriptedModel)
+    sim = sys.modules.get("latte_lab.models.sim")  # not imported: the model is not a simulated one
+    if sim is not None:
+        local += (sim.SimulatedModel,)
+    return not isinstance(inner, local)
 
 
 def action_tag(action) -> str:
