@@ -17,6 +17,7 @@ from pathlib import Path
 import latte_lab as ll
 from latte_lab.sandbox import bwrap, clear_memo, run_sandboxed, zygote
 from latte_lab.sandbox.probes import PROBES, run_probe
+from latte_lab.sandbox.process import count_processes, stop_sandbox
 from latte_lab.workspace import Workspace
 
 REPEATS = 10  # runs per condition
@@ -54,7 +55,36 @@ def run_costs(tmp: Path, backend: str, use_zygote: bool = True) -> dict[str, flo
     }
 
 
+def process_control_costs() -> None:
+    """What each run's process-tree control costs in this process: the search of the process table after
+    a run (skipped when the run's subreaper reports that nothing is left) and the process-count check made
+    every PROCESS_CHECK_INTERVAL_SECONDS while it runs (whole table, or the run's tree from /proc)."""
+    import subprocess
+
+    leader = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    try:
+        full = median_ms(lambda: count_processes(leader.pid), 20)
+        tree = median_ms(lambda: count_processes(leader.pid, tree_only=True), 20)
+    finally:
+        leader.kill()
+        leader.wait()
+    search = median_ms(lambda: stop_sandbox(leader.pid, "no-such-marker", 0.0), 20)
+    print(f"process control per run, median ms ({len(psutil_pids())} processes on the machine):")
+    print(f"  search after a run (stop_sandbox, nothing left): {search:7.2f}  -> 0 when the subreaper reports "
+          "nothing left (local and zygote runs)")
+    print(f"  process count while running, whole table:        {full:7.2f}")
+    print(f"  process count while running, the run's tree:     {tree:7.2f}")
+
+
+def psutil_pids() -> list[int]:
+    import psutil
+
+    return psutil.pids()
+
+
 def main() -> None:
+    process_control_costs()
+    print()
     works, why, _ = bwrap.probe()
     with tempfile.TemporaryDirectory() as tmp:
         rows = {"local, exec path": run_costs(Path(tmp), "local", use_zygote=False),
