@@ -53,7 +53,7 @@ class Timer:
         return inner
 
 
-def measure_trials(seeds: int, task_id: str, team: str, model_name: str) -> dict:
+def measure_trials(seeds: int, task_id: str, team: str, model_name: str, sandbox: str | None = None) -> dict:
     """Trial figures per seed. Written against the API every version of latte_lab has had, so that the
     same function measures a baseline checkout."""
     import latte_lab as ll
@@ -82,7 +82,8 @@ def measure_trials(seeds: int, task_id: str, team: str, model_name: str) -> dict
             misses[0] = 0
             model = make_model(model_name)
             model.generate = model_t.wrap(model.generate)
-            cfg = ll.TrialConfig(task=task_id, team=team, model=model_name, seed=seed, runs_dir=tmp)
+            extra = {"sandbox": sandbox} if sandbox else {}  # a baseline without the field runs locally
+            cfg = ll.TrialConfig(task=task_id, team=team, model=model_name, seed=seed, runs_dir=tmp, **extra)
             t0, c0 = time.perf_counter(), time.process_time()
             res = ll.run_trial(cfg, model=model)
             total, cpu = time.perf_counter() - t0, time.process_time() - c0
@@ -161,7 +162,7 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
     """Milliseconds (median of REPEATS) of one run of the task's public suite after a one-line change,
     each way latte_lab can run it, down to pytest's own work with everything already imported."""
     import latte_lab as ll
-    from latte_lab.sandbox import clear_memo, zygote
+    from latte_lab.sandbox import bwrap, clear_memo, zygote
     from latte_lab.sandbox.pytest import JUNIT_OPTIONS, PYTEST_ARGS
     from latte_lab.workspace import Workspace
 
@@ -169,11 +170,14 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
     module = task.required_outputs[0]
     figures: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for label, use_zygote in (("exec path: fresh `python -m pytest` in the sandbox", False),
-                                  ("zygote: forked from the warm fork server, sandboxed", True)):
+        ways = [("local, exec path: fresh `python -m pytest` in the sandbox", False, "local"),
+                ("local, zygote: forked from the warm fork server", True, "local")]
+        if bwrap.probe()[0]:
+            ways.insert(0, ("bwrap: a fresh bubblewrap sandbox per run", False, "bwrap"))
+        for label, use_zygote, backend in ways:
             zygote.USE_ZYGOTE = use_zygote
             clear_memo()
-            ws = Workspace(Path(tmp) / label.split(":")[0], memo=True, sandbox="local")
+            ws = Workspace(Path(tmp) / label.split(":")[0].replace(", ", "-"), memo=True, sandbox=backend)
             task.setup(ws)
             base = ws.read(module)
             ws.run_tests()  # the zygote's start-up, once per process, is not a per-run cost
@@ -225,6 +229,8 @@ def main() -> None:
     ap.add_argument("--task", default="debug")
     ap.add_argument("--team", default="latte")
     ap.add_argument("--model", default="simulated")
+    ap.add_argument("--sandbox", choices=("auto", "local", "bwrap"), default="auto",
+                    help="the trials' sandbox backend (the baseline has only the local one)")
     ap.add_argument("--baseline", type=Path, help="an older checkout with its own .venv, measured in the same run")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the baseline's half of a comparison
     args = ap.parse_args()
@@ -235,10 +241,13 @@ def main() -> None:
 
     load = os.getloadavg()[0]
     before = run_baseline(args.baseline, args) if args.baseline else None
-    after = measure_trials(args.seeds, args.task, args.team, args.model)
+    after = measure_trials(args.seeds, args.task, args.team, args.model, args.sandbox)
     here = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                           cwd=Path(__file__).parent, check=False).stdout.strip() or "this tree"
-    print(f"simulated {args.team} trial on {args.task}, {args.seeds} seeds; load average {load:.1f} at the start, "
+    from latte_lab.sandbox import resolve_sandbox
+
+    print(f"simulated {args.team} trial on {args.task}, {args.seeds} seeds, sandbox={args.sandbox} "
+          f"({resolve_sandbox(args.sandbox)}; the baseline runs locally); load average {load:.1f} at the start, "
           f"{os.getloadavg()[0]:.1f} now, on {os.cpu_count()} cores (wall times grow with it)")
     if before is not None:
         base = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
