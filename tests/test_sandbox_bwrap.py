@@ -3,10 +3,12 @@ same results as the local backend for every task suite and for a whole trial."""
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 import warnings
 
+import psutil
 import pytest
 from sandbox_helpers import BWRAP_WORKS, needs_bwrap
 
@@ -223,3 +225,19 @@ def test_a_run_in_a_throwaway_copy_hands_back_only_what_was_asked(tmp_path):
     assert run.ok, run.stderr
     assert (tmp_path / "report.txt").read_text() == "r" and (tmp_path / "keep.txt").exists()
     assert not (tmp_path / "other.txt").exists()
+
+
+def test_a_bwrap_run_that_ended_skips_the_process_search(tmp_path, monkeypatch):
+    if not bwrap.probe()[0]:
+        pytest.skip("bubblewrap cannot run here")
+    searches = []
+    real = runmod.stop_sandbox
+    monkeypatch.setattr(runmod, "stop_sandbox", lambda *a, **k: searches.append(a) or real(*a, **k))
+    token = f"time.sleep(60.{os.getpid()})"
+    code = (f"import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'import time; {token}'], "
+            "start_new_session=True); print('left one behind')")
+    run = runmod.run_sandboxed([sys.executable, "-c", code], tmp_path, timeout=60, sandbox="bwrap")
+    assert run.ok and "left one behind" in run.stdout
+    # The namespace's init ended and bwrap exited: the kernel ended every process of the namespace.
+    assert searches == []
+    assert not [p for p in psutil.process_iter(["cmdline"]) if token in " ".join(p.info["cmdline"] or ())]

@@ -31,8 +31,9 @@ class ReaperRun:
     """
 
     def __init__(self, popen: subprocess.Popen, status_fd: int, *, reaper_processes: int = 1,
-                 control_fd: int | None = None, export_fd: int | None = None):
+                 control_fd: int | None = None, export_fd: int | None = None, namespace_init: bool = False):
         self.popen = popen
+        self.namespace_init = namespace_init  # the reaper is the init of the run's own PID namespace
         self.pid = popen.pid
         self.stdout, self.stderr = popen.stdout, popen.stderr
         self.reaper_processes = reaper_processes  # processes of the tree that are not the run's own
@@ -83,8 +84,20 @@ class ReaperRun:
 
     @property
     def tree_empty(self) -> bool:
-        """The reaper, a child subreaper, reported that no process of the run is left."""
-        return self.report.get("orphans") is False and self.report.get("subreaper") is True
+        """No process of the run is left: the reaper, a child subreaper, reported that it has no child left;
+        or the reaper was the init of the run's PID namespace and the sandbox around it has exited (when a
+        namespace's init exits, the kernel kills every process of the namespace before its parent reaps it)."""
+        if self.report.get("orphans") is not False:
+            return False
+        if self.report.get("subreaper") is True:
+            return True
+        if not self.namespace_init:
+            return False
+        try:  # it exits right after its report (the workspace was handed back before it)
+            self.popen.wait(timeout=REAPER_EXIT_SECONDS)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
 
     def poll(self) -> int | None:
         self._receive(0)
@@ -153,4 +166,5 @@ def launch(argv: Sequence[str], cwd: Path, env: Mapping[str, str], config: dict,
         raise
     for fd in passed:
         os.close(fd)
-    return ReaperRun(popen, status_r, reaper_processes=reaper_processes, control_fd=control_w, export_fd=export_r)
+    return ReaperRun(popen, status_r, reaper_processes=reaper_processes, control_fd=control_w, export_fd=export_r,
+                     namespace_init=bool(config.get("pid1")))

@@ -364,8 +364,8 @@ def run_sandboxed(
         finally:
             # Stop the run (at a timeout) or whatever it left behind (after a normal exit).
             grace = limits.sigterm_grace_seconds if (stopped or proc.poll() is None) else 0.0
-            # A subreaper that ended with no child left has no descendant, and every process of the
-            # run is one: the search of the process table (tens of ms) would find nothing.
+            # When the run's reaper proved that nothing of the run is left (``tree_empty``), the search of
+            # the process table (tens of ms) would find nothing.
             if not (proc.poll() is not None and proc.tree_empty):
                 stop_sandbox(proc.pid, marker, grace)
             _drain(proc, out, err, spool)
