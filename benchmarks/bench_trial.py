@@ -190,36 +190,44 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
             figures[label] = _median_ms(distinct_run)
             figures["memo hit: the same files again"] = _median_ms(ws.run_tests)
         zygote.USE_ZYGOTE = True
-        # The floor of every way that runs pytest per change: pytest.main in a child forked from this warm
-        # process (pytest and its plugins imported), no sandbox, no process-tree control.
+        # The floor of every way that runs pytest per change: pytest.main in this process, where pytest and
+        # its plugins are imported and warm; no process, no sandbox (the workspace's modules are dropped
+        # after each run, as a fresh process would not have them).
         root = Path(tmp) / "bare"
         ws = Workspace(root, memo=False, sandbox="local")
         task.setup(ws)
         base = ws.read(module)
-        report = str(root / ".junit.xml")
-        argv = [*PYTEST_ARGS[2:], *ws.test_args, f"--junitxml={report}", *JUNIT_OPTIONS]
-        import pytest  # noqa: F401 - imported before the fork, as in the zygote
-        from _pytest.config import default_plugins  # noqa: F401
+        argv = [*PYTEST_ARGS[2:], *ws.test_args, f"--junitxml={root / '.junit.xml'}", *JUNIT_OPTIONS]
+        import contextlib
+        import io
+
+        import pytest
 
         edits = iter(range(10**6))
 
         def bare_run() -> None:
             ws.setup_file(module, f"{base}\n# edit {next(edits)}\n")
-            pid = os.fork()
-            if pid == 0:
-                code = 1
-                try:
-                    os.chdir(root)
-                    devnull = os.open(os.devnull, os.O_WRONLY)
-                    os.dup2(devnull, 1)
-                    os.dup2(devnull, 2)
-                    sys.path.insert(0, str(root))
-                    code = int(pytest.main(argv))
-                finally:
-                    os._exit(code)
-            os.waitpid(pid, 0)
+            before = set(sys.modules)
+            cwd, path = os.getcwd(), list(sys.path)
+            autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # as every sandboxed run
+            try:
+                os.chdir(root)
+                sys.path.insert(0, str(root))
+                with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                    pytest.main(argv)
+            finally:
+                os.chdir(cwd)
+                sys.path[:] = path
+                for name in set(sys.modules) - before:
+                    del sys.modules[name]
+                if autoload is None:
+                    del os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"]
+                else:
+                    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
 
-        figures["floor: pytest.main in a forked warm process, no sandbox"] = _median_ms(bare_run)
+        bare_run()  # pytest's lazy imports, once
+        figures["floor: pytest.main in this warm process, no fork, no sandbox"] = _median_ms(bare_run)
     return figures
 
 
