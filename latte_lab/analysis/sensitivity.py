@@ -72,16 +72,22 @@ def setting_of(model: str) -> tuple[str, float | None]:
         return name, math.nan
 
 
+def _seed_list(seeds: int | Iterable[int]) -> list[int]:
+    return list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+
+
 def sensitivity_configs(grid: dict[str, Sequence] | None = None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *,
                         tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
-                        **trial) -> list[dict]:
+                        grid_seeds: int | Iterable[int] | None = None, **trial) -> list[dict]:
     """TrialConfig fields of every trial of the study: the base profile, then each parameter at each of
     its values with the others at base, for every task, team and seed (seed-major, so a study stopped
-    half-way has every setting at a similar number of seeds)."""
+    half-way has every setting at a similar number of seeds). ``grid_seeds`` (default: ``seeds``) are
+    the seeds of the varied settings, when the base profile gets more than they do."""
     from latte_lab.models.sim.profiles import resolve_profile
 
     grid = DEFAULT_GRID if grid is None else grid
-    seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    seed_list = _seed_list(seeds)
+    varied_seeds = set(seed_list if grid_seeds is None else _seed_list(grid_seeds))
     if not seed_list:
         raise ConfigError("sensitivity needs at least one seed")
     specs = [model_spec(base=base)]
@@ -91,7 +97,8 @@ def sensitivity_configs(grid: dict[str, Sequence] | None = None, seeds: int | It
             resolve_profile(spec.partition("/")[2])  # an unknown parameter or bad value fails here, listing them
             specs.append(spec)
     return [dict(task=task, team=team, model=spec, seed=seed, **trial)
-            for seed in seed_list for spec in specs for task in tasks for team in teams]
+            for seed in sorted(set(seed_list) | varied_seeds) for spec in specs for task in tasks for team in teams
+            if (seed in varied_seeds if spec != specs[0] else seed in seed_list)]
 
 
 # ============================================================================ trial counts ====
@@ -281,11 +288,11 @@ def sensitivity(grid: dict[str, Sequence] | None = None, seeds: int | Iterable[i
 
 def run(grid=None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, out: str | Path = "runs/sensitivity",
         n_jobs: int = 2, tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
-        progress: bool = True) -> "pd.DataFrame":  # noqa: F821
+        progress: bool = True, grid_seeds: int | Iterable[int] | None = None) -> "pd.DataFrame":  # noqa: F821
     """Runs (or resumes) the study and returns its per-trial rows."""
     from latte_lab.sweep import run_sweep
 
-    configs = sensitivity_configs(grid, seeds, tasks=tasks, teams=teams, base=base)
+    configs = sensitivity_configs(grid, seeds, tasks=tasks, teams=teams, base=base, grid_seeds=grid_seeds)
     return trial_rows(run_sweep(configs, out=out, n_jobs=n_jobs, progress=progress))
 
 
@@ -314,6 +321,8 @@ def figure(summary, *, ax=None):
 def main(argv: Sequence[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description="Run (or resume) the sensitivity study and write its per-trial CSV.")
     ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS)
+    ap.add_argument("--grid-seeds", type=int, default=None,
+                    help="seeds of each varied setting (default: --seeds); the base profile always gets --seeds")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="runs/sensitivity", help="where the trials' run directories go")
     from importlib.resources import files
@@ -321,7 +330,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--write", default=str(files("latte_lab.data").joinpath(DATA_FILE)),
                     help="the per-trial CSV to write (default: the copy shipped in latte_lab/data)")
     args = ap.parse_args(argv)
-    rows = run(None, args.seeds, out=args.out, n_jobs=args.jobs)
+    rows = run(None, args.seeds, out=args.out, n_jobs=args.jobs, grid_seeds=args.grid_seeds)
     rows = rows.sort_values(["parameter", "value", "task", "team", "seed"], na_position="first")
     rows.to_csv(args.write, index=False, float_format="%.6g")
     print(f"{len(rows)} trials written to {args.write}")
