@@ -228,22 +228,34 @@ def team_table(rows, parameter: str = BASELINE) -> "pd.DataFrame":  # noqa: F821
 _HIGHER_IS_BETTER = {"accuracy": True, "tokens": False, "wall": False, "cross_agent_overwrites": False}
 _OURS = {"accuracy": "accuracy", "tokens": "total_tokens", "wall": "wall_clock_seconds",
          "cross_agent_overwrites": "cross_agent_overwrites"}
+_WORDS = {"accuracy": ("more accurate", "less accurate"), "tokens": ("cheaper", "dearer"),
+          "wall": ("faster", "slower"), "cross_agent_overwrites": ("fewer overwrites", "more overwrites")}
 _PAPER_TEAM = {"pipeline": "metagpt"}  # the published rows name the real MetaGPT
+
+
+def _direction(latte: float, other: float, higher_is_better: bool) -> str:
+    if latte == other:
+        return "tie"
+    return "better" if (latte > other) == higher_is_better else "worse"
 
 
 def directions(rows, reference=None) -> "pd.DataFrame":  # noqa: F821
     """For each comparison the paper prints (Table 2 by task and pooled; §5.3 overwrites): whether LATTE
-    comes out better than each other team there and here, at the baseline setting."""
+    comes out better than each other team (more accurate, cheaper, faster, fewer overwrites), worse, or
+    level, in the paper and here, at the baseline setting. ``claim`` says it in words."""
     import pandas as pd
 
     from latte_lab.analysis.report import paper_reference
 
     ref = paper_reference() if reference is None else reference
     ref = ref[ref["quantity"].isin(["mean_sem", "mean"]) & ref["metric"].isin(list(_HIGHER_IS_BETTER))]
+    ref = ref.sort_values("quantity", ascending=False)  # a Table 2 cell (mean_sem) wins over a §5.1 relative mean of the same comparison
     table = team_table(rows)
     out = []
     for (metric, task), group in ref.groupby(["metric", "task"]):
-        paper = {r.team: float(r.value) for r in group.itertuples()}
+        paper = {}
+        for r in group.itertuples():
+            paper.setdefault(r.team, float(r.value))
         if "latte" not in paper or (task, "latte") not in table.index:
             continue
         for team in TEAMS[1:]:
@@ -252,13 +264,63 @@ def directions(rows, reference=None) -> "pd.DataFrame":  # noqa: F821
                 continue
             better = _HIGHER_IS_BETTER[metric]
             ours_l, ours_o = table.loc[(task, "latte"), _OURS[metric]], table.loc[(task, team), _OURS[metric]]
-            paper_better = paper["latte"] > paper[pteam] if better else paper["latte"] < paper[pteam]
-            ours_better = ours_l > ours_o if better else ours_l < ours_o
+            pd_, od = _direction(paper["latte"], paper[pteam], better), _direction(ours_l, ours_o, better)
             out.append({"metric": metric, "task": task, "versus": team, "paper_latte": paper["latte"],
-                        "paper_other": paper[pteam], "paper_latte_better": bool(paper_better),
-                        "ours_latte": float(ours_l), "ours_other": float(ours_o),
-                        "ours_latte_better": bool(ours_better), "same_direction": bool(paper_better == ours_better)})
+                        "paper_other": paper[pteam], "paper_direction": pd_, "paper_latte_better": pd_ == "better",
+                        "ours_latte": float(ours_l), "ours_other": float(ours_o), "ours_direction": od,
+                        "ours_latte_better": od == "better", "same_direction": pd_ == od})
     return pd.DataFrame(out)
+
+
+def _say(metric: str, direction: str) -> str:
+    return "level" if direction == "tie" else _WORDS[metric][direction != "better"]
+
+
+def markdown(rows, reference=None) -> str:
+    """The baseline's team table beside the paper's Table 2, and the directions of every comparison, as
+    Markdown (what ``docs/simulated-model.md`` shows; ``python -m latte_lab.analysis.sensitivity
+    --collect --markdown`` prints it)."""
+    from latte_lab.analysis.report import paper_reference
+
+    ref = paper_reference() if reference is None else reference
+    t2 = ref[(ref["section"] == "Table 2") & (ref["quantity"] == "mean_sem")].set_index(["metric", "task", "team"])
+    table = team_table(rows)
+    n = int(table["trials"].iloc[0]) if len(table) else 0
+
+    def paper(metric, task, team):
+        key = (metric, task, _PAPER_TEAM.get(team, team))
+        return f"{t2.loc[key, 'value']:g}" if key in t2.index else "n/a"
+
+    lines = [f"| task | team | accuracy % | paper | tokens K | paper | wall min | paper | rounds | overwrites | "
+             "self-claims | claim conflicts | discovered | releases | Lead ran (% of rounds) |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    order = [(task, team) for task in (*TASKS, "all") for team in TEAMS if (task, team) in table.index]
+    for (task, team), r in table.loc[order].iterrows():
+        lead = "–" if math.isnan(r["lead_fraction"]) else f"{100 * r['lead_fraction']:.0f}"
+        lines.append(f"| {task} | {team} | {100 * r['accuracy']:.0f} | {paper('accuracy', task, team)} | "
+                     f"{r['total_tokens'] / 1000:.0f} | {paper('tokens', task, team)} | "
+                     f"{r['wall_clock_seconds'] / 60:.1f} | {paper('wall', task, team)} | {r['total_rounds']:.1f} | "
+                     f"{r['cross_agent_overwrites']:.1f} | {r['self_claims']:.1f} | {r['claim_conflicts']:.2f} | "
+                     f"{r['discovered_after_planning']:.1f} | {r['releases']:.2f} | {lead} |")
+    lines += ["", f"Means of {n} seeds per task and team (`all`: pooled over the tasks). The paper's MetaGPT column "
+              "stands beside our pipeline team.", ""]
+    d = directions(rows, ref)
+    lines += ["| metric | LATTE versus | " + " | ".join(TASKS) + " | all |", "|---|---|" + "---|" * (len(TASKS) + 1)]
+    d = d.sort_values(["metric", "versus"], key=lambda c: c.map({**{m: i for i, m in enumerate(_WORDS)},
+                                                                **{t: i for i, t in enumerate(TEAMS)}}))
+    for (metric, versus), group in d.groupby(["metric", "versus"], sort=False):
+        cells = []
+        for task in (*TASKS, "all"):
+            g = group[group["task"] == task]
+            if g.empty:
+                cells.append("")
+                continue
+            r = g.iloc[0]
+            mark = "same" if r["same_direction"] else "**differs**"
+            cells.append(f"{mark}: paper {_say(metric, r['paper_direction'])}, here {_say(metric, r['ours_direction'])}")
+        lines.append(f"| {metric} | {versus} | " + " | ".join(cells) + " |")
+    lines += ["", f"{int(d['same_direction'].sum())} of {len(d)} comparisons point the same way as in the paper."]
+    return "\n".join(lines)
 
 
 def load_sensitivity() -> "pd.DataFrame":  # noqa: F821
@@ -296,6 +358,28 @@ def run(grid=None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, out: str | Pat
     return trial_rows(run_sweep(configs, out=out, n_jobs=n_jobs, progress=progress))
 
 
+def collect(grid=None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, out: str | Path = "runs/sensitivity",
+            tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
+            grid_seeds: int | Iterable[int] | None = None) -> "pd.DataFrame":  # noqa: F821
+    """The per-trial rows of the study's trials finished under ``out``, without running any: for each
+    setting only the seeds at which every task and team has finished, so each setting compares teams on
+    the same seeds (for a study stopped part-way)."""
+    from latte_lab.sweep import dry_run
+
+    configs = sensitivity_configs(grid, seeds, tasks=tasks, teams=teams, base=base, grid_seeds=grid_seeds)
+    done = dry_run(configs, out).done
+    rows = trial_rows(list(done.values()))
+    if rows.empty:
+        raise DataError(f"no finished trials of the study under {out}; run it first (make sensitivity)")
+    cells = rows.groupby(["parameter", "value", "seed"], dropna=False)[["task", "team"]].apply(
+        lambda g: len(set(zip(g["task"], g["team"]))))
+    whole = cells[cells == len(tasks) * len(teams)].index
+    keep = rows.set_index(["parameter", "value", "seed"]).index.isin(whole)
+    if not keep.any():
+        raise DataError(f"no seed under {out} has finished every task and team yet; let the study run longer")
+    return rows[keep].reset_index(drop=True)
+
+
 def figure(summary, *, ax=None):
     """LATTE's ratios and gaps per setting, one panel per comparison (a matplotlib Figure)."""
     import matplotlib.pyplot as plt
@@ -329,12 +413,23 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     ap.add_argument("--write", default=str(files("latte_lab.data").joinpath(DATA_FILE)),
                     help="the per-trial CSV to write (default: the copy shipped in latte_lab/data)")
+    ap.add_argument("--markdown", action="store_true", help="also print the baseline's tables as Markdown")
+    ap.add_argument("--collect", action="store_true",
+                    help="run nothing: write the trials already finished under --out (whole seeds of each setting)")
     args = ap.parse_args(argv)
-    rows = run(None, args.seeds, out=args.out, n_jobs=args.jobs, grid_seeds=args.grid_seeds)
+    try:
+        if args.collect:
+            rows = collect(None, args.seeds, out=args.out, grid_seeds=args.grid_seeds)
+        else:
+            rows = run(None, args.seeds, out=args.out, n_jobs=args.jobs, grid_seeds=args.grid_seeds)
+    except (ConfigError, DataError) as exc:
+        sys.exit(f"error: {exc}")
     rows = rows.sort_values(["parameter", "value", "task", "team", "seed"], na_position="first")
     rows.to_csv(args.write, index=False, float_format="%.6g")
     print(f"{len(rows)} trials written to {args.write}")
     print(summarise(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
+    if args.markdown:
+        print(markdown(rows))
 
 
 class _CallableModule(types.ModuleType):
