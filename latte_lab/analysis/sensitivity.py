@@ -291,7 +291,7 @@ def markdown(rows, reference=None) -> str:
         key = (metric, task, _PAPER_TEAM.get(team, team))
         return f"{t2.loc[key, 'value']:g}" if key in t2.index else "n/a"
 
-    lines = [f"| task | team | accuracy % | paper | tokens K | paper | wall min | paper | rounds | overwrites | "
+    lines = ["| task | team | accuracy % | paper | tokens K | paper | wall min | paper | rounds | overwrites | "
              "self-claims | claim conflicts | discovered | releases | Lead ran (% of rounds) |",
              "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     order = [(task, team) for task in (*TASKS, "all") for team in TEAMS if (task, team) in table.index]
