@@ -81,8 +81,8 @@ class Profile:
     LLM agents in long tool loops (the paper's D3 names stalls and null outputs), at a few percent of
     subtasks."""
     straggler_turns: tuple[int, int] = (2, 5)
-    """How many of its own turns a stalled agent stays silent (uniform integer range). Default: a stall
-    lasts a few turns before the model picks the thread up again."""
+    """How many of its own turns a stalled agent stays silent, drawn uniformly from (low, high), in turns
+    (0 <= low <= high). Default: a stall lasts a few turns before the model picks the thread up again."""
 
     # --- self-scheduling ---
     p_delegate: float = 0.5
@@ -94,29 +94,33 @@ class Profile:
     claim_noise: float = 1.0
     """Spread of an idle worker's choice among ready tasks: each task's preference (the files it has in
     its context, how early the task sits in the list, where upstream work is) gets Gumbel noise of this
-    scale, and the worker claims the best. 0: always the same choice; large: uniform. Default: a model's
-    pick among similar-looking tasks is only loosely predictable."""
+    scale, and the worker claims the best. Range 0 and up, in units of one preference step (0: always the
+    same choice; above about 3: nearly uniform). Default: a model's pick among similar-looking tasks is
+    only loosely predictable."""
 
     # --- talk ---
     verbosity: int = 60
-    """Tokens of rationale per reply (±25%), besides the actions. Default: a few sentences, as models
-    write before tool calls at the paper's temperature 0.7."""
+    """Tokens of rationale per reply (±25%), besides the actions. Range 0 and up, in tokens. Default: a few
+    sentences, as models write before tool calls at the paper's temperature 0.7."""
     chattiness: float = 0.2
     """Chance of an optional status broadcast in a turn. Range 0-1. Default: models asked to keep the
     team informed post an update now and then, not every turn."""
 
     # --- speed: latency = base + input / prefill rate + output / decode rate ---
     base_latency_s: float = 1.5
-    """Seconds before the first output token of a short prompt (network, queueing). Default: median
+    """Seconds before the first output token of a short prompt (network, queueing). Range 0 and up, in
+    seconds. Default: median
     time to first token of tiny prompts, 2.1 s for Claude Sonnet 4.6 and 0.9 s for GPT-5.4, in hourly
     OpenRouter probes of 15 frontier models (J. Wrede, "TTFT varies 13x across LLM providers", 2026)."""
     prefill_tokens_per_s: float = 5000.0
-    """Input tokens read per second before the first output token. Default: on shared APIs every extra
+    """Input tokens read per second before the first output token. Range above 0, in tokens per second.
+    Default: on shared APIs every extra
     prompt token adds about 0.04-0.24 ms to the time to first token (nirmalya.net, "Prompt size impact
     on LLM response", 2026-02), i.e. 4,000-25,000 tokens/s; the slow end, as agent prompts are long and
     uncached."""
     decode_tokens_per_s: float = 45.0
-    """Output tokens written per second. Default: median output throughput of 44 tokens/s for both
+    """Output tokens written per second. Range above 0, in tokens per second. Default: median output
+    throughput of 44 tokens/s for both
     Claude Sonnet 4.6 and GPT-5.4 in the same probes (Wrede 2026)."""
 
     def __post_init__(self) -> None:
