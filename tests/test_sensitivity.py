@@ -29,6 +29,10 @@ def test_one_parameter_at_a_time_around_the_base_profile():
     fewer = S.sensitivity_configs({"p_straggler": [0.0]}, seeds=3, grid_seeds=1, tasks=["debug"], teams=["latte"])
     assert [(c["model"], c["seed"]) for c in fewer] == [("simulated/default", 0), ("simulated/default?p_straggler=0.0", 0),
                                                         ("simulated/default", 1), ("simulated/default", 2)]
+    narrow = S.sensitivity_configs({"p_straggler": [0.0]}, seeds=1, grid_tasks=["eda"], tasks=["debug", "eda"],
+                                   teams=["latte"])
+    assert [(c["model"], c["task"]) for c in narrow] == [("simulated/default", "debug"), ("simulated/default", "eda"),
+                                                         ("simulated/default?p_straggler=0.0", "eda")]
     with pytest.raises(ConfigError, match="known: .*p_correct_patch"):
         S.sensitivity_configs({"patience": [1]}, seeds=1)
     with pytest.raises(ConfigError, match="probability"):
@@ -63,6 +67,11 @@ def test_summary_ratios_and_gaps():
     assert row["wall_ratio_vs_leader_worker"] == pytest.approx(0.25)
     assert row["overwrite_ratio_vs_decentralized"] == pytest.approx(0.2)
     assert row["accuracy_gap_vs_static"] == pytest.approx(0.5) and row["accuracy_gap_vs_pipeline"] == pytest.approx(0.75)
+    # a setting that ran fewer tasks: every setting is then summarised over the tasks they share
+    varied = _rows().query("task == 'eda'").assign(parameter="p_straggler", value=0.25)
+    both = S.summarise(pd.concat([_rows(), varied]))
+    assert list(both["tasks"]) == ["eda", "eda"] and list(both["trials"]) == [10, 10]
+    assert list(both["seeds"]) == [2, 2]
     table = S.team_table(_rows())
     assert table.loc[("all", "latte"), "trials"] == 4 and table.loc[("debug", "static"), "total_tokens"] == 300.0
 
@@ -98,8 +107,11 @@ def test_the_shipped_study_covers_the_grid_and_summarises():
     counts = rows.groupby(["parameter", "value", "task", "team"], dropna=False)["seed"].nunique()
     assert (counts.loc[S.BASELINE] == S.DEFAULT_SEEDS).all()  # the must-show table: 10 seeds of every cell
     varied = counts.drop(index=S.BASELINE, level="parameter")
-    assert varied.nunique() == 1 and varied.iloc[0] >= 2  # every varied setting at the same number of seeds
+    assert varied.nunique() == 1  # every varied setting at the same number of seeds, on every team
+    tasks = rows.groupby(["parameter", "value"], dropna=False)["task"].agg(frozenset)
+    assert set(tasks.loc[S.BASELINE].iloc[0]) == set(S.TASKS) and tasks.drop(index=S.BASELINE, level="parameter").nunique() == 1
     assert set(rows["team"]) == set(S.TEAMS) and set(rows["task"]) == set(S.TASKS)
     assert (rows["status"] == "ok").all()
     summary = ll.analysis.sensitivity(rows=rows)
     assert len(summary) == len(settings) and summary["token_ratio_vs_leader_worker"].notna().all()
+    assert summary["tasks"].nunique() == 1  # every setting summarised over the same tasks

@@ -78,16 +78,19 @@ def _seed_list(seeds: int | Iterable[int]) -> list[int]:
 
 def sensitivity_configs(grid: dict[str, Sequence] | None = None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *,
                         tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
-                        grid_seeds: int | Iterable[int] | None = None, **trial) -> list[dict]:
+                        grid_seeds: int | Iterable[int] | None = None, grid_tasks: Sequence[str] | None = None,
+                        **trial) -> list[dict]:
     """TrialConfig fields of every trial of the study: the base profile, then each parameter at each of
     its values with the others at base, for every task, team and seed (seed-major, so a study stopped
     half-way has every setting at a similar number of seeds). ``grid_seeds`` (default: ``seeds``) are
-    the seeds of the varied settings, when the base profile gets more than they do."""
+    the seeds of the varied settings, when the base profile gets more than they do, and ``grid_tasks``
+    (default: ``tasks``) their tasks."""
     from latte_lab.models.sim.profiles import resolve_profile
 
     grid = DEFAULT_GRID if grid is None else grid
     seed_list = _seed_list(seeds)
     varied_seeds = set(seed_list if grid_seeds is None else _seed_list(grid_seeds))
+    varied_tasks = set(tasks if grid_tasks is None else grid_tasks)
     if not seed_list:
         raise ConfigError("sensitivity needs at least one seed")
     specs = [model_spec(base=base)]
@@ -98,7 +101,7 @@ def sensitivity_configs(grid: dict[str, Sequence] | None = None, seeds: int | It
             specs.append(spec)
     return [dict(task=task, team=team, model=spec, seed=seed, **trial)
             for seed in sorted(set(seed_list) | varied_seeds) for spec in specs for task in tasks for team in teams
-            if (seed in varied_seeds if spec != specs[0] else seed in seed_list)]
+            if (seed in varied_seeds and task in varied_tasks if spec != specs[0] else seed in seed_list)]
 
 
 # ============================================================================ trial counts ====
@@ -170,13 +173,17 @@ def _ratio(a: float, b: float) -> float:
 
 def summarise(rows) -> "pd.DataFrame":  # noqa: F821
     """One row per setting (parameter, value): LATTE's ratios and gaps, each the mean over tasks of the
-    per-task comparison of team means (so every task weighs the same)."""
+    per-task comparison of team means (so every task weighs the same), over the tasks every setting ran
+    (so the settings compare like with like); ``seeds`` is how many seeds each setting ran."""
     import pandas as pd
 
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise DataError("no sensitivity trials to summarise; run the study or load_sensitivity()")
     frame = frame[frame["status"].fillna("ok") == "ok"]
+    per_setting = frame.groupby(["parameter", "value"], dropna=False)["task"].agg(set)
+    common = set.intersection(*per_setting) if len(per_setting) else set()
+    frame = frame[frame["task"].isin(common)]
     out = []
     for (parameter, value), group in frame.groupby(["parameter", "value"], dropna=False, sort=False):
         per_task = []
@@ -201,7 +208,8 @@ def summarise(rows) -> "pd.DataFrame":  # noqa: F821
                 "accuracy_gap_vs_pipeline": get("latte", "accuracy") - get("pipeline", "accuracy"),
             })
         summary = pd.DataFrame(per_task).mean(numeric_only=True).to_dict()
-        out.append({"parameter": parameter, "value": value, "trials": len(group), **summary})
+        out.append({"parameter": parameter, "value": value, "trials": len(group), "seeds": group["seed"].nunique(),
+                    "tasks": ",".join(sorted(common)), **summary})
     result = pd.DataFrame(out)
     order = {p: i for i, p in enumerate([BASELINE, *DEFAULT_GRID])}
     result["_o"] = result["parameter"].map(lambda p: order.get(p, len(order)))
@@ -350,34 +358,49 @@ def sensitivity(grid: dict[str, Sequence] | None = None, seeds: int | Iterable[i
 
 def run(grid=None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, out: str | Path = "runs/sensitivity",
         n_jobs: int = 2, tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
-        progress: bool = True, grid_seeds: int | Iterable[int] | None = None) -> "pd.DataFrame":  # noqa: F821
+        progress: bool = True, grid_seeds: int | Iterable[int] | None = None,
+        grid_tasks: Sequence[str] | None = None) -> "pd.DataFrame":  # noqa: F821
     """Runs (or resumes) the study and returns its per-trial rows."""
     from latte_lab.sweep import run_sweep
 
-    configs = sensitivity_configs(grid, seeds, tasks=tasks, teams=teams, base=base, grid_seeds=grid_seeds)
+    configs = sensitivity_configs(grid, seeds, tasks=tasks, teams=teams, base=base, grid_seeds=grid_seeds,
+                                  grid_tasks=grid_tasks)
     return trial_rows(run_sweep(configs, out=out, n_jobs=n_jobs, progress=progress))
 
 
 def collect(grid=None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, out: str | Path = "runs/sensitivity",
             tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
-            grid_seeds: int | Iterable[int] | None = None) -> "pd.DataFrame":  # noqa: F821
+            grid_seeds: int | Iterable[int] | None = None,
+            grid_tasks: Sequence[str] | None = None) -> "pd.DataFrame":  # noqa: F821
     """The per-trial rows of the study's trials finished under ``out``, without running any: for each
-    setting only the seeds at which every task and team has finished, so each setting compares teams on
-    the same seeds (for a study stopped part-way)."""
+    setting only the seeds at which every one of its tasks and every team has finished, so each setting
+    compares teams on the same seeds (for a study stopped part-way)."""
     from latte_lab.sweep import dry_run
 
-    configs = sensitivity_configs(grid, seeds, tasks=tasks, teams=teams, base=base, grid_seeds=grid_seeds)
+    configs = sensitivity_configs(grid, seeds, tasks=tasks, teams=teams, base=base, grid_seeds=grid_seeds,
+                                  grid_tasks=grid_tasks)
+    planned: dict[tuple, set] = {}
+    for c in configs:
+        planned.setdefault(_key(*setting_of(c["model"])), set()).add((c["task"], c["team"]))
     done = dry_run(configs, out).done
     rows = trial_rows(list(done.values()))
     if rows.empty:
         raise DataError(f"no finished trials of the study under {out}; run it first (make sensitivity)")
-    cells = rows.groupby(["parameter", "value", "seed"], dropna=False)[["task", "team"]].apply(
-        lambda g: len(set(zip(g["task"], g["team"]))))
-    whole = cells[cells == len(tasks) * len(teams)].index
-    keep = rows.set_index(["parameter", "value", "seed"]).index.isin(whole)
-    if not keep.any():
+    finished: dict[tuple, set] = {}
+    for r in rows.itertuples():
+        finished.setdefault((*_key(r.parameter, r.value), r.seed), set()).add((r.task, r.team))
+    keep = [finished[(*_key(p, v), seed)] >= planned[_key(p, v)]
+            for p, v, seed in zip(rows["parameter"], rows["value"], rows["seed"])]
+    if not any(keep):
         raise DataError(f"no seed under {out} has finished every task and team yet; let the study run longer")
     return rows[keep].reset_index(drop=True)
+
+
+def _key(parameter, value) -> tuple:
+    """A setting as a dictionary key (the baseline's value is None or NaN, which never equals itself)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return parameter, None
+    return parameter, float(value)
 
 
 def figure(summary, *, ax=None):
@@ -407,6 +430,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS)
     ap.add_argument("--grid-seeds", type=int, default=None,
                     help="seeds of each varied setting (default: --seeds); the base profile always gets --seeds")
+    ap.add_argument("--grid-tasks", default=None,
+                    help="comma-separated tasks of each varied setting (default: every task)")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--out", default="runs/sensitivity", help="where the trials' run directories go")
     from importlib.resources import files
@@ -417,11 +442,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     ap.add_argument("--collect", action="store_true",
                     help="run nothing: write the trials already finished under --out (whole seeds of each setting)")
     args = ap.parse_args(argv)
+    grid_tasks = args.grid_tasks.split(",") if args.grid_tasks else None
     try:
         if args.collect:
-            rows = collect(None, args.seeds, out=args.out, grid_seeds=args.grid_seeds)
+            rows = collect(None, args.seeds, out=args.out, grid_seeds=args.grid_seeds, grid_tasks=grid_tasks)
         else:
-            rows = run(None, args.seeds, out=args.out, n_jobs=args.jobs, grid_seeds=args.grid_seeds)
+            rows = run(None, args.seeds, out=args.out, n_jobs=args.jobs, grid_seeds=args.grid_seeds,
+                       grid_tasks=grid_tasks)
     except (ConfigError, DataError) as exc:
         sys.exit(f"error: {exc}")
     rows = rows.sort_values(["parameter", "value", "task", "team", "seed"], na_position="first")
