@@ -95,6 +95,7 @@ def test_markdown_puts_the_paper_beside_and_marks_every_difference():
     text = S.markdown(_rows())
     assert "| debug | latte | 100 | 100 | 0 | 227 |" in text  # ours, then the paper's Table 2 cell
     assert "| eda | pipeline | 25 | 75 |" in text  # the paper's MetaGPT beside our pipeline
+    assert "| rounds in which the Lead ran (%) | latte | 30.8 | 50.0 |" in text  # A6.3 beside the baseline's counts
     dearer = S.markdown(_rows(latte_tokens=900.0))
     token_rows = [line for line in dearer.splitlines() if line.startswith("| tokens |")]
     assert len(token_rows) == 4 and all("**differs**: paper cheaper, here dearer" in line for line in token_rows)

@@ -328,7 +328,26 @@ def markdown(rows, reference=None) -> str:
             cells.append(f"{mark}: paper {_say(metric, r['paper_direction'])}, here {_say(metric, r['ours_direction'])}")
         lines.append(f"| {metric} | {versus} | " + " | ".join(cells) + " |")
     lines += ["", f"{int(d['same_direction'].sum())} of {len(d)} comparisons point the same way as in the paper."]
+    lines += ["", *_protocol_lines(rows)]
     return "\n".join(lines)
+
+
+def _protocol_lines(rows) -> list[str]:
+    """The paper's protocol figures (A6.3, §5.2) beside the same counts at the baseline."""
+    import pandas as pd
+
+    paper = pd.read_csv(io.StringIO(bundled.read_text("paper_protocol_reference.csv"))).set_index("id")
+    frame = pd.DataFrame(rows)
+    frame = frame[(frame["parameter"] == BASELINE) & (frame["status"].fillna("ok") == "ok")]
+    out = ["| figure | team | paper | here |", "|---|---|---:|---:|"]
+    for team in ("latte", "static"):
+        ours = frame.loc[frame["team"] == team, "lead_fraction"].mean()
+        ref = paper.loc[f"a6.3/lead_active_fraction/{team}", "value"]
+        out.append(f"| rounds in which the Lead ran (%) | {team} | {ref:g} | {100 * ours:.1f} |")
+    latte = frame[frame["team"] == "latte"]
+    ref = paper.loc["5.2/runs_with_release/latte", "value"]
+    out.append(f"| runs with a Release (%) | latte | {ref:g} | {100 * (latte['releases'] > 0).mean():.1f} |")
+    return out
 
 
 def load_sensitivity() -> "pd.DataFrame":  # noqa: F821
