@@ -173,17 +173,19 @@ def _ratio(a: float, b: float) -> float:
 
 def summarise(rows) -> "pd.DataFrame":  # noqa: F821
     """One row per setting (parameter, value): LATTE's ratios and gaps, each the mean over tasks of the
-    per-task comparison of team means (so every task weighs the same), over the tasks every setting ran
-    (so the settings compare like with like); ``seeds`` is how many seeds each setting ran."""
+    per-task comparison of team means (so every task weighs the same), over the tasks and seeds every
+    setting ran (so the settings compare like with like: a base profile run at more seeds than the
+    varied settings is summarised at theirs); ``seeds`` is how many seeds that is."""
     import pandas as pd
 
     frame = pd.DataFrame(rows)
     if frame.empty:
         raise DataError("no sensitivity trials to summarise; run the study or load_sensitivity()")
     frame = frame[frame["status"].fillna("ok") == "ok"]
-    per_setting = frame.groupby(["parameter", "value"], dropna=False)["task"].agg(set)
-    common = set.intersection(*per_setting) if len(per_setting) else set()
-    frame = frame[frame["task"].isin(common)]
+    settings = frame.groupby(["parameter", "value"], dropna=False)
+    common = set.intersection(*settings["task"].agg(set))
+    seeds = set.intersection(*settings["seed"].agg(set))
+    frame = frame[frame["task"].isin(common) & frame["seed"].isin(seeds)]
     out = []
     for (parameter, value), group in frame.groupby(["parameter", "value"], dropna=False, sort=False):
         per_task = []
