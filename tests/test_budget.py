@@ -108,3 +108,27 @@ def test_a_sweep_stops_at_its_dollar_cap_and_resumes_with_a_higher_one(tmp_path,
     finally:
         server.stop()
     assert len(more) == 6 and (more["status"] == "ok").all()
+
+
+class _FailsForOneAgent(Priced):
+    """Answers every agent but ``Dev2`` once the workers start; ``Dev2``'s call fails like a spent budget."""
+
+    def generate(self, request):
+        if request.scope.agent == "Dev2":
+            raise BudgetExceeded("the test's budget is spent", "trial")
+        return super().generate(request)
+
+
+@pytest.mark.parametrize("threaded", [True, False])
+def test_replies_paid_for_before_a_failed_call_of_the_same_round_are_recorded(tmp_path, monkeypatch, threaded):
+    from latte_lab.teams import engine
+
+    monkeypatch.setattr(engine, "calls_wait", lambda model: threaded)
+    cfg = ll.TrialConfig(task="debug", team="decentralized", model="openai/gpt-4o-mini", cache="off",
+                         max_rounds=3, runs_dir=str(tmp_path))
+    res = ll.run_trial(cfg, model=_FailsForOneAgent())
+    assert res.status == "budget", res.error
+    replies = [e for e in res.event_list if e["type"] == "agent_reply"]
+    # round 1: every worker is called; Dev1 answers before Dev2 fails (and the others after it, when threaded)
+    assert "Dev1" in {e["agent"] for e in replies}
+    assert res.row["dollars"] == pytest.approx(len(replies) * CALL_DOLLARS)

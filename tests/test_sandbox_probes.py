@@ -31,9 +31,10 @@ def test_local_stops_the_probe(probe):
     result = run_probe(probe, "local")
     assert result.stopped, result.detail
     assert result.workspace_ok
-    if probe == "disk":  # checked a few times a second: the run is stopped shortly after the cap
+    if probe == "disk":  # checked every 50 ms: the run is stopped a few 60 MiB writes after the cap (more
+        # when the machine is busy and the check runs late), far short of the probe's 40 writes
         written = float(result.detail.split(" MiB written")[0])
-        assert 256 < written < 256 + 3 * 60 and "the run was stopped" in result.detail
+        assert 256 < written < 256 + 10 * 60 and "the run was stopped" in result.detail
 
 
 @pytest.mark.parametrize("probe", NOT_STOPPED_BY_LOCAL)

@@ -257,16 +257,29 @@ class Team:
         if not agents:
             return []
         prepared = [(agent, *self._request(agent, self.view(agent))) for agent in agents]
+        # A call that fails (a budget spent, an API error) must not lose the replies of the round that were
+        # already paid for: those are recorded first, then the first failure is raised.
+        answered: list[tuple[tuple, ModelResponse]] = []
+        failure: BaseException | None = None
         if sequential or len(prepared) == 1 or not self._calls_wait:
-            responses = [self.model.generate(req) for _, req, _ in prepared]
+            for item in prepared:
+                try:
+                    answered.append((item, self.model.generate(item[1])))
+                except Exception as exc:  # noqa: BLE001 - raised below, after the recording
+                    failure = exc
+                    break
         else:
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=max(4, len(self.agents)), thread_name_prefix="latte-call")
-            futures = [self._pool.submit(self.model.generate, req) for _, req, _ in prepared]
-            responses = [f.result() for f in futures]
+            futures = [(item, self._pool.submit(self.model.generate, item[1])) for item in prepared]
+            for item, future in futures:
+                try:
+                    answered.append((item, future.result()))
+                except Exception as exc:  # noqa: BLE001 - raised below, after the recording
+                    failure = failure or exc
         out = []
         latency = 0.0
-        for (agent, req, new_text), resp in zip(prepared, responses):
+        for (agent, req, new_text), resp in answered:
             agent.history.append(Message("user", new_text))
             agent.history.append(Message("assistant", resp.text))
             agent.buffer.clear()
@@ -285,6 +298,8 @@ class Team:
             )
             out.append((agent, resp))
         self.vclock += latency
+        if failure is not None:
+            raise failure
         return out
 
     def close(self) -> None:
