@@ -241,3 +241,15 @@ def test_a_bwrap_run_that_ended_skips_the_process_search(tmp_path, monkeypatch):
     # The namespace's init ended and bwrap exited: the kernel ended every process of the namespace.
     assert searches == []
     assert not [p for p in psutil.process_iter(["cmdline"]) if token in " ".join(p.info["cmdline"] or ())]
+
+
+@needs_bwrap
+def test_a_python_installation_under_tmp_is_bound_above_the_sandboxes_own_tmp(tmp_path, monkeypatch):
+    # bwrap mounts in order: the sandbox's /tmp must come first, or a venv (or a clone) under /tmp is hidden
+    venv = "/tmp/some-clone/.venv"
+    monkeypatch.setattr(bwrap, "python_dirs", lambda: [venv])
+    args = bwrap.command(tmp_path, SandboxLimits(), str(tmp_path / "child.py"), None)
+    pairs = list(zip(args, args[1:]))
+    tmp_at = pairs.index(("--tmpfs", "/tmp"))
+    venv_at = pairs.index(("--ro-bind", venv))
+    assert tmp_at < venv_at, args

@@ -126,10 +126,12 @@ def command(cwd: Path, limits: SandboxLimits, child_script: str, mpl_dir: str | 
             "--new-session", "--cap-drop", "ALL"]
     if not limits.loopback:
         args += ["--cap-add", "CAP_SYS_ADMIN"]  # for the init to leave for a network without loopback
+    # /tmp first: bwrap mounts in order, and a Python installation or project under /tmp (a clone there,
+    # a venv there) must be bound on top of the sandbox's own /tmp, not hidden beneath it
+    args += [*_size(limits.tmp_bytes), "--tmpfs", TMP_PATH]
     args += _system_args()
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
              "--remount-ro", "/dev"]
-    args += [*_size(limits.tmp_bytes), "--tmpfs", TMP_PATH]
     args += ["--ro-bind", str(cwd), INPUT_PATH, "--ro-bind", child_script, CHILD_PATH]
     if mpl_dir and os.path.isdir(mpl_dir):
         args += ["--ro-bind", mpl_dir, MPL_INPUT_PATH]
