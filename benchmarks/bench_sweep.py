@@ -2,7 +2,7 @@
 
 The grid: 3 tasks x 5 teams x 2 simulated profiles x 10 replicates = 300 trials (offline). Each job count
 runs the whole grid into a fresh directory. Target: 2 jobs at least 1.8x faster than 1 (efficiency 0.9).
-The machine's load average is printed before and after each run: other processes on the machine slow
+Each run has its own empty response cache. The machine's load average is printed before and after each run: other processes on the machine slow
 the runs down unevenly, so a figure measured under load says little.
 
     python benchmarks/bench_sweep.py [--replicates 10] [--jobs 1 2] [--keep DIR]
@@ -46,6 +46,8 @@ def main() -> None:
         for jobs in args.jobs:
             out = root / f"jobs{jobs}"
             shutil.rmtree(out, ignore_errors=True)
+            # a fresh response cache per run: with a shared one the second run would replay the first's calls
+            os.environ["LATTE_LAB_CACHE"] = str(root / f"cache-jobs{jobs}.sqlite")
             before = load()
             start = time.perf_counter()
             df = ll.run_sweep(grid, out=out, n_jobs=jobs, progress=False)
