@@ -134,9 +134,32 @@ The library implements everything in the description: the public interface test 
 private suite (behaviour and edge cases of every module) is run after the team marks completion."""
 
 
+# Every probe is its docstring and its checks; the harness around them (a check registry, a module
+# loader and the loop that prints one PASSED/FAILED/SKIPPED line a check) is written once, here.
+_PROBE_HEAD = (
+    "\n\nimport importlib\nimport traceback\n\nCHECKS = []\n\n\n"
+    "def check(name):\n    def register(fn):\n        CHECKS.append((name, fn))\n        return fn\n    return register\n\n\n"
+    "def load(name):\n    return importlib.import_module(name)"
+)
+_PROBE_TAIL = """
+
+
+for name, fn in CHECKS:
+    try:
+        skipped = fn()
+    except Exception as exc:  # noqa: BLE001 - every failure is a finding
+        detail = str(exc) or traceback.format_exception_only(exc)[-1].strip()
+        print(f"FAILED {name} - {type(exc).__name__}: {detail}"[:300])
+    else:
+        print(f"SKIPPED {name} - {skipped}" if skipped else f"PASSED {name}")
+"""
+
+
 @cache
 def _probe(name: str) -> str:
-    return _package_text("probes", f"{name}.py")
+    text = _package_text("probes", f"{name}.py")
+    doc_end = text.index('"""', 3) + 3
+    return text[:doc_end] + _PROBE_HEAD + text[doc_end:].rstrip("\n") + _PROBE_TAIL
 
 
 _UNITS: tuple[dict, ...] = (

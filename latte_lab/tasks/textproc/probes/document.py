@@ -1,21 +1,5 @@
 """Try the Document extensions: metadata, sentences, counts, unique words."""
 
-import importlib
-import traceback
-
-CHECKS = []
-
-
-def check(name):
-    def register(fn):
-        CHECKS.append((name, fn))
-        return fn
-    return register
-
-
-def load(name):
-    return importlib.import_module(name)
-
 
 @check("document::metadata")
 def _():
@@ -42,13 +26,3 @@ def _():
     except AttributeError:
         return "Document.unique_words is not written yet"
     assert words == ["i", "can't", "you", "we", "can"], f"unique words of a text with typographic apostrophes: {words}"
-
-
-for name, fn in CHECKS:
-    try:
-        skipped = fn()
-    except Exception as exc:  # noqa: BLE001 - every failure is a finding
-        detail = str(exc) or traceback.format_exception_only(exc)[-1].strip()
-        print(f"FAILED {name} - {type(exc).__name__}: {detail}"[:300])
-    else:
-        print(f"SKIPPED {name} - {skipped}" if skipped else f"PASSED {name}")

@@ -1,21 +1,5 @@
 """Extract keywords and n-grams from a short text and check the ranking rules."""
 
-import importlib
-import traceback
-
-CHECKS = []
-
-
-def check(name):
-    def register(fn):
-        CHECKS.append((name, fn))
-        return fn
-    return register
-
-
-def load(name):
-    return importlib.import_module(name)
-
 
 @check("keywords::extract")
 def _():
@@ -33,13 +17,3 @@ def _():
     except NotImplementedError:
         return "the module is still a stub"
     assert "don't" in words and "app's" in words, f"keywords of a text with typographic apostrophes: {words}"
-
-
-for name, fn in CHECKS:
-    try:
-        skipped = fn()
-    except Exception as exc:  # noqa: BLE001 - every failure is a finding
-        detail = str(exc) or traceback.format_exception_only(exc)[-1].strip()
-        print(f"FAILED {name} - {type(exc).__name__}: {detail}"[:300])
-    else:
-        print(f"SKIPPED {name} - {skipped}" if skipped else f"PASSED {name}")

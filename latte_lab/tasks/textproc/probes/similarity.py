@@ -1,21 +1,5 @@
 """Compare texts with cosine and Jaccard similarity on hand-computed cases."""
 
-import importlib
-import traceback
-
-CHECKS = []
-
-
-def check(name):
-    def register(fn):
-        CHECKS.append((name, fn))
-        return fn
-    return register
-
-
-def load(name):
-    return importlib.import_module(name)
-
 
 @check("similarity::measures")
 def _():
@@ -33,13 +17,3 @@ def _():
     except NotImplementedError:
         return "the module is still a stub"
     assert abs(words - 1.0) < 1e-9, f"cosine of the same words with two apostrophe styles is {words:.2f}"
-
-
-for name, fn in CHECKS:
-    try:
-        skipped = fn()
-    except Exception as exc:  # noqa: BLE001 - every failure is a finding
-        detail = str(exc) or traceback.format_exception_only(exc)[-1].strip()
-        print(f"FAILED {name} - {type(exc).__name__}: {detail}"[:300])
-    else:
-        print(f"SKIPPED {name} - {skipped}" if skipped else f"PASSED {name}")
