@@ -278,7 +278,7 @@ class Scene:
             patch.set_visible(False)
             self.nodes[nid] = ax.add_patch(patch)
             self.rings[nid] = ax.add_patch(Circle((x, y), r * 1.45, facecolor="none", edgecolor=style.NEW_NODE_EDGE,
-                                                  lw=1.6, zorder=2, visible=False))
+                                                  lw=1.6, zorder=2, visible=False, clip_on=False))
             if p.mode == "none":
                 continue
             self.ids[nid] = ax.text(x, y, p.short[nid], ha="center", va="center", fontsize=LABEL_PT, zorder=4,
