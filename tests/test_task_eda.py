@@ -18,6 +18,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from trial_helpers import run_unit_probes
 
 import latte_lab as ll
 from latte_lab.errors import WorkspaceError
@@ -318,21 +319,12 @@ def test_the_hidden_unit_is_what_a_plan_from_the_description_misses(task, hidden
 
 def _run_probes(task, files: dict[str, str], root: Path) -> dict[str, list[str]]:
     """{unit id: PASSED/FAILED lines} of every unit's probe run on the files."""
-    import subprocess
-
     root.mkdir(exist_ok=True)
     (root / "employee_data.csv").write_text(eda_pkg._data(), encoding="utf-8")
     for rel, text in files.items():
         (root / rel).write_text(text, encoding="utf-8")
-    out = {}
-    for unit in task.work_units():
-        if unit.probe:
-            (root / f"check_{unit.id}.py").write_text(unit.probe, encoding="utf-8")
-            run = subprocess.run([sys.executable, f"check_{unit.id}.py"], cwd=root, capture_output=True,
-                                 text=True, timeout=60)
-            assert "Traceback" not in run.stderr, run.stderr
-            out[unit.id] = [ln for ln in run.stdout.splitlines() if ln.startswith(("PASSED", "FAILED"))]
-    return out
+    return {unit: [ln for ln in lines if ln.startswith(("PASSED", "FAILED"))]
+            for unit, lines in run_unit_probes(task, root).items()}
 
 
 def test_probes_pass_the_solution_and_reveal_the_placeholder_from_the_data(task, solution, tmp_path):

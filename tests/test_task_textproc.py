@@ -11,6 +11,7 @@ import ast
 from pathlib import Path
 
 import pytest
+from trial_helpers import run_unit_probes
 
 import latte_lab as ll
 from latte_lab.errors import WorkspaceError
@@ -175,21 +176,10 @@ def test_a_plan_from_the_description_misses_the_hidden_unit(task, solution, tmp_
 
 
 def _run_probes(task, files: dict[str, str], root: Path) -> dict[str, list[str]]:
-    import subprocess
-    import sys
-
     for rel, text in {**tp.starting_files(), **files}.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
-    out = {}
-    for unit in task.work_units():
-        if unit.probe:
-            (root / f"check_{unit.id}.py").write_text(unit.probe, encoding="utf-8")
-            run = subprocess.run([sys.executable, f"check_{unit.id}.py"], cwd=root, capture_output=True,
-                                 text=True, timeout=60)
-            assert "Traceback" not in run.stderr, run.stderr
-            out[unit.id] = run.stdout.splitlines()
-    return out
+    return run_unit_probes(task, root)
 
 
 def test_probes_pass_the_solution_fail_the_stubs_and_reveal_the_apostrophe_defect(task, solution, tmp_path):
