@@ -14,6 +14,10 @@ the tables and statistics, drawing each figure and saving it (with that checkout
 The CLI of this checkout draws the figures in forked processes while it computes the tables, so its wall
 time is below the sum of its stages.
 
+Last, a timeline of one real `latte-lab figures` run per checkout (wall seconds since the interpreter was
+started, per process: the main one computing the tables, the forked ones drawing): the same command, its
+phases wrapped by a small launcher that logs when each starts and ends, so the critical path shows.
+
 Both checkouts run with compiled bytecode allowed (PYTHONDONTWRITEBYTECODE removed) after one warm-up run,
 since a fresh process that compiles pandas and matplotlib from source measures the compiler, not latte_lab.
 """
@@ -64,6 +68,58 @@ for name, make in made.items():
     report._save_figure(fig, out, name, []); mark(f"save {name} (PNG + PDF)")
 '''
 
+TIMELINE = r'''
+import os, sys, time
+log_path, started = sys.argv[1], float(sys.argv[2])
+from latte_lab.analysis import loaders, report, stats
+
+def log(label, t0, c0):
+    line = f"{os.getpid()}\t{label}\t{t0 - started:.3f}\t{time.time() - started:.3f}\t{time.process_time() - c0:.3f}\n"
+    fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    os.write(fd, line.encode()); os.close(fd)
+
+log("start python, import latte_lab.cli, pandas", started, 0.0)
+
+def timed(owner, name, label, first=None):
+    orig = getattr(owner, name, None)
+    if orig is None:
+        return
+    pending = [first]
+    def wrapper(*a, **k):
+        if pending[0]:
+            t0, c0 = time.time(), time.process_time()
+            exec(pending[0][1]); pending[0] = None
+            log(first[0], t0, c0)
+        if label is None:  # only the import before the first call is of interest
+            return orig(*a, **k)
+        t0, c0 = time.time(), time.process_time()
+        try:
+            return orig(*a, **k)
+        finally:
+            log(label(a) if callable(label) else label, t0, c0)
+    setattr(owner, name, wrapper)
+
+timed(loaders, "load_published", "load the published data")
+timed(stats, "table2", "table2")
+timed(stats, "stats_5_1", "stats_5_1")
+timed(stats, "_mwu", None, ("import scipy.stats", "import scipy.stats"))
+timed(stats, "section53", "section53")
+timed(stats, "robust_statistics", "robust_statistics")
+timed(stats, "cost_regression", lambda a: f"cost_regression {a[1]}",
+      ("import statsmodels", "import statsmodels.formula.api, statsmodels.stats.anova"))
+timed(report, "compare_with_paper", "compare_with_paper")
+timed(report, "_report", "report.md")
+timed(report, "_import_figure_stack", "import matplotlib, the PDF and PNG writers")
+timed(report, "_make_figure", lambda a: f"draw {a[0]}",
+      ("import matplotlib (first figure)", "import matplotlib.pyplot, matplotlib.backends.backend_pdf"))
+timed(report, "_save_figure", lambda a: f"save {a[2]} (PNG + PDF)")
+from latte_lab.cli import main
+t0, c0 = time.time(), time.process_time()
+code = main(["figures", "--data", sys.argv[3], "--out", sys.argv[4]])
+log("end", t0, c0)
+sys.exit(code)
+'''
+
 
 def _env(checkout: Path) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -93,6 +149,32 @@ def _stages(checkout: Path, data: Path, out: Path) -> list[tuple[str, float]]:
     return [(label, float(sec)) for label, sec in (line.split("\t") for line in proc.stdout.splitlines())]
 
 
+def _timeline(checkout: Path, data: Path, out: Path) -> list[tuple[int, str, float, float, float]]:
+    """(pid, phase, start, end, CPU seconds) of one `latte-lab figures` run, times since the interpreter started."""
+    log = out.parent / f"timeline-{out.name}.tsv"
+    started = time.time()
+    proc = subprocess.run([sys.executable, "-c", TIMELINE, str(log), repr(started), str(data), str(out)],
+                          capture_output=True, text=True, env=_env(checkout), cwd=out.parent, check=False)
+    if proc.returncode != 0:
+        raise SystemExit(f"the timeline run failed in {checkout}:\n{proc.stderr}")
+    rows = [line.split("\t") for line in log.read_text().splitlines()]
+    return sorted(((int(p), label, float(a), float(b), float(c)) for p, label, a, b, c in rows),
+                  key=lambda r: (r[2], r[3]))
+
+
+def _print_timeline(label: str, rows) -> None:
+    main_pid = rows[0][0]
+    roles = {main_pid: "main"}
+    for pid, *_ in rows:
+        roles.setdefault(pid, f"fork {len(roles)}")
+    end = max(r[3] for r in rows)
+    print(f"\n{label}: timeline of one run (wall seconds since the interpreter started; ends at {end:.2f} s)")
+    print(f"  {'process':8s} {'phase':46s} {'start':>6s} {'end':>6s} {'CPU':>6s}")
+    for pid, phase, a, b, cpu in rows:
+        if phase != "end":
+            print(f"  {roles[pid]:8s} {phase:46s} {a:6.2f} {b:6.2f} {cpu:6.2f}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", type=Path, help="another latte_lab checkout to time beside this one")
@@ -115,6 +197,8 @@ def main(argv=None) -> int:
                 times[label].append(_cli(checkout, data, Path(tmp) / f"run{i}"))
         written = sorted(p.name for p in (Path(tmp) / "run0").iterdir())
         stages = {label: _stages(checkout, data, Path(tmp) / "stages") for label, checkout in checkouts.items()}
+        timelines = {label: _timeline(checkout, data, Path(tmp) / f"timeline{i}")
+                     for i, (label, checkout) in enumerate(checkouts.items())}
 
     print(f"latte-lab figures on the published data, fresh process, best of {args.repeats} "
           f"(target < {TARGET_SECONDS:.0f} s wall); load average now {os.getloadavg()[0]:.1f} on "
@@ -132,6 +216,9 @@ def main(argv=None) -> int:
     for i, label in enumerate(labels):
         print("  " + f"{label:40s}" + "".join(f"{stages[n][i][1]:30.2f}" for n in names))
     print("  " + f"{'total':40s}" + "".join(f"{sum(s for _, s in stages[n]):30.2f}" for n in names))
+    for label, rows in timelines.items():
+        _print_timeline(label, rows)
+    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -281,14 +281,40 @@ def _draw_forked(name: str, out: str) -> tuple[list[Path], str | None]:
     return _draw(name, _FORKED_DATA, Path(out))
 
 
-def _figure_pool(workers: int):
-    """Forked processes for the figures (Linux only: forking is unsafe on macOS and absent on Windows)."""
-    if workers < 1 or not sys.platform.startswith("linux"):
-        return None
+def _import_figure_stack() -> None:
+    """What every figure's drawing and saving imports, loaded once so that forked drawers inherit it."""
+    import matplotlib.backends.backend_pdf  # noqa: F401  (and fontTools' subsetter, which embeds PDF fonts)
+    import PIL.PngImagePlugin  # noqa: F401
+
+    from latte_lab.analysis.style import pyplot
+
+    pyplot()
+
+
+def _draw_all_forked(workers: int, out: str) -> dict[str, tuple[list[Path], str | None]]:
+    """Every figure, drawn by ``workers`` processes forked from this one once it has imported matplotlib
+    (each drawer would otherwise import it again); slowest figures first, so the drawers end together."""
+    _import_figure_stack()
+    if workers < 2:
+        return {name: _draw_forked(name, out) for name in _BY_COST}
+    with _fork_pool(workers) as pool:
+        drawn = {name: pool.submit(_draw_forked, name, out) for name in _BY_COST}
+        return {name: future.result() for name, future in drawn.items()}
+
+
+def _fork_pool(workers: int):
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+
+
+def _figure_pool(workers: int):
+    """One forked process that draws the figures with ``workers`` drawers while this one computes the tables
+    (Linux only: forking is unsafe on macOS and absent on Windows)."""
+    if workers < 1 or not sys.platform.startswith("linux"):
+        return None
+    return _fork_pool(1)
 
 
 def write_all(data, out_dir, reference: pd.DataFrame | None = None, *, figure_workers: int = 0) -> list[Path]:
@@ -305,7 +331,7 @@ def write_all(data, out_dir, reference: pd.DataFrame | None = None, *, figure_wo
     _FORKED_DATA = data
     pool = _figure_pool(figure_workers)
     try:
-        drawn = {name: pool.submit(_draw_forked, name, str(out)) for name in _BY_COST} if pool else {}
+        drawn = pool.submit(_draw_all_forked, figure_workers, str(out)) if pool else None
         return _write_all(data, out, reference, drawn)
     finally:
         _FORKED_DATA = None
@@ -313,7 +339,7 @@ def write_all(data, out_dir, reference: pd.DataFrame | None = None, *, figure_wo
             pool.shutdown(cancel_futures=True)
 
 
-def _write_all(data, out: Path, reference, drawn: dict) -> list[Path]:
+def _write_all(data, out: Path, reference, drawn) -> list[Path]:
     trials = data.trials
     written: list[Path] = []
     skipped: list[str] = []
@@ -349,8 +375,9 @@ def _write_all(data, out: Path, reference, drawn: dict) -> list[Path]:
                           f"{coefs.attrs.get('n', '?')})\n\n" + to_markdown(coefs) + "\nType II ANOVA (HC3):\n\n"
                           + to_markdown(anova))
 
+    figures_drawn = drawn.result() if drawn else {}
     for name in FIGURES:
-        paths, why = drawn[name].result() if drawn else _draw(name, data, out)
+        paths, why = figures_drawn[name] if drawn else _draw(name, data, out)
         written += paths
         if why:
             skipped.append(why)
