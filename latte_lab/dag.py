@@ -138,20 +138,13 @@ def critical_path(deps: Deps, weight: Mapping[str, float] | Callable[[str], floa
 
 def depths(deps: Deps) -> dict[str, int]:
     """The dependency depth of every node: 0 for nodes without dependencies, else one more than the deepest
-    dependency (networkx's topological generations). In mapping order.
+    dependency (the topological generations). In mapping order.
 
     >>> depths({"a": [], "b": ["a"], "c": ["a", "b"], "d": []})
     {'a': 0, 'b': 1, 'c': 2, 'd': 0}
     """
-    import networkx as nx
-
-    g = nx.DiGraph()
-    g.add_nodes_from(deps)
-    g.add_edges_from((d, n) for n, ds in deps.items() for d in ds if d in deps)
-    try:
-        generation = {n: k for k, layer in enumerate(nx.topological_generations(g)) for n in layer}
-    except nx.NetworkXUnfeasible:
-        cycle = " -> ".join(u for u, _ in nx.find_cycle(g))
-        raise DataError(f"the dependency graph has a cycle ({cycle}); a task graph must be acyclic") from None
-    return {n: generation[n] for n in deps}
-
+    ids, dep_idx = _index(deps)
+    depth = [0] * len(ids)
+    for i in _order(ids, dep_idx):
+        depth[i] = max((depth[d] + 1 for d in dep_idx[i]), default=0)
+    return dict(zip(ids, depth))

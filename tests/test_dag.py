@@ -83,3 +83,23 @@ def test_the_coordination_graph_and_workloads_share_it():
     spec = ll.scheduling.diamond(3, durations=[1, 4, 2])
     deps = dict(zip(spec.ids, spec.deps))
     assert spec.critical_path() == dag.critical_path(deps, dict(zip(spec.ids, spec.durations)))
+
+
+def test_depths_are_networkx_topological_generations():
+    import random
+
+    import networkx as nx
+
+    rng = random.Random(7)
+    for n in (1, 5, 30, 120):
+        names = [f"n{i}" for i in range(n)]
+        order = names[:]
+        rng.shuffle(order)  # listed out of topological order too
+        deps = {v: [names[j] for j in rng.sample(range(i), min(i, rng.randint(0, 3)))]
+                for i, v in enumerate(names)}
+        deps = {v: deps[v] for v in order}
+        g = nx.DiGraph()
+        g.add_nodes_from(deps)
+        g.add_edges_from((d, v) for v, ds in deps.items() for d in ds)
+        expected = {v: k for k, layer in enumerate(nx.topological_generations(g)) for v in layer}
+        assert dag.depths(deps) == {v: expected[v] for v in deps}

@@ -244,14 +244,15 @@ def _short_id(node: str) -> str:
 def snapshot_records(run: pd.DataFrame) -> list[dict]:
     """One run's snapshot rows as ``{"round", "graph": {"nodes": [...]}}`` records, the form every graph
     drawing takes (node ids sorted naturally, so T1, T2, ... follow the run's own numbering)."""
+    rows: dict = {}
+    for n in run[["round", "node", "title", "status", "owner", "deps", "is_verify"]].to_dict("records"):
+        rows.setdefault(n["round"], []).append(n)
     records = []
-    for r in sorted(run["round"].unique()):
-        snap = run[run["round"] == r].copy()
-        snap["_key"] = snap["node"].map(_node_key)
+    for r in sorted(rows):
         nodes = [{"id": n["node"], "title": n["title"], "status": n["status"],
                   "agent": None if pd.isna(n["owner"]) else n["owner"], "deps": list(n["deps"]),
                   "is_verify": bool(n["is_verify"])}
-                 for _, n in snap.sort_values("_key").iterrows()]
+                 for n in sorted(rows[r], key=lambda n: _node_key(n["node"]))]
         records.append({"round": int(r), "graph": {"nodes": nodes}})
     return records
 

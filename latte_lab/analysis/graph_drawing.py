@@ -256,6 +256,9 @@ class Scene:
 
         self.ax, self.plan = ax, p
         r = p.node_in / 2
+        # add_artist, not add_patch: the limits are the plan's (set below), so the data limits add_patch would
+        # grow with every arrow's Bezier extent are never read
+        add = ax.add_artist
         self.edges = {}
         for dep, nid in p.edges:
             x0, y0 = p.pos[dep]
@@ -265,7 +268,7 @@ class Scene:
             arrow = FancyArrowPatch((start, y0), (x1 - r, y1), arrowstyle="-|>", mutation_scale=7,
                                     lw=0.9 if review else 0.7, shrinkA=0, shrinkB=0.5, zorder=1,
                                     color=style.REVIEW_EDGE if review else style.DEP_EDGE, visible=False)
-            self.edges[(dep, nid)] = ax.add_patch(arrow)
+            self.edges[(dep, nid)] = add(arrow)
         self.nodes, self.rings, self.ids, self.meta = {}, {}, {}, {}
         for k, nid in enumerate(p.order):
             x, y = p.pos[nid]
@@ -276,9 +279,9 @@ class Scene:
             if gid_prefix is not None:
                 patch.set_gid(f"{gid_prefix}{k}")
             patch.set_visible(False)
-            self.nodes[nid] = ax.add_patch(patch)
-            self.rings[nid] = ax.add_patch(Circle((x, y), r * 1.45, facecolor="none", edgecolor=style.NEW_NODE_EDGE,
-                                                  lw=1.6, zorder=2, visible=False, clip_on=False))
+            self.nodes[nid] = add(patch)
+            self.rings[nid] = add(Circle((x, y), r * 1.45, facecolor="none", edgecolor=style.NEW_NODE_EDGE,
+                                         lw=1.6, zorder=2, visible=False, clip_on=False))
             if p.mode == "none":
                 continue
             self.ids[nid] = ax.text(x, y, p.short[nid], ha="center", va="center", fontsize=LABEL_PT, zorder=4,
@@ -287,7 +290,7 @@ class Scene:
                 lines = p.lines[nid]
                 top = y + len(lines) * LINE_IN / 2
                 # a white card under the label: an edge that passes behind it never strikes the text through
-                self.ids[(nid, "card")] = ax.add_patch(Rectangle(
+                self.ids[(nid, "card")] = add(Rectangle(
                     (x + r + LABEL_PAD_IN / 2, top - (len(lines) + 0.5) * LINE_IN),
                     p.label_end[nid] - x - r - LABEL_PAD_IN / 2, (len(lines) + 1) * LINE_IN, facecolor="white",
                     edgecolor="none", zorder=2, visible=False))
