@@ -4,6 +4,7 @@ published folder, plus the loaders' error messages."""
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -182,14 +183,18 @@ def test_figures_on_own_trials(own):
     plt.close("all")
 
 
-def test_cli_figures_on_runs_and_report(runs_dir, tmp_path, capsys):
+def test_cli_figures_on_runs_and_report(runs_dir, own, tmp_path, capsys, monkeypatch):
     from latte_lab.cli import main
 
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "0")  # PDFs carry no creation time, so every byte can be compared
     out = tmp_path / "figs"
-    assert main(["figures", "--data", str(runs_dir), "--out", str(out)]) == 0
+    assert main(["figures", "--data", str(runs_dir), "--out", str(out)]) == 0  # drawn in forked processes
     assert "latte_lab:" in capsys.readouterr().out
     for name in ("figure2a", "figure2b", "figure3a", "figure3b", "figure3c", "figure4"):
         assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.pdf").is_file()
+    for name in ("figure3a", "figure3b"):  # the same bytes as drawn in this process
+        paths, why = report._draw(name, own, tmp_path)
+        assert why is None and [p.read_bytes() for p in paths] == [(out / p.name).read_bytes() for p in paths]
     t2 = pd.read_csv(out / "table2.csv")
     assert list(t2.columns) == ["model", "task", "team", "n_acc", "acc_mean", "acc_sem", "n_tokens",
                                 "tokens_mean", "tokens_sem", "n_wall", "wall_mean", "wall_sem"]
@@ -225,6 +230,18 @@ def test_functions_on_trial_rows_built_here():
                                                       "active_fraction_released"}
     figures.figure4(trials)
     plt.close("all")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="figures are drawn in forked processes on Linux only")
+def test_a_drawer_failing_reaches_the_caller(own, tmp_path, monkeypatch):
+    def make(name, data):
+        if name == "figure3a":
+            raise RuntimeError("figure3a broke")
+        raise DataError(f"{name}: not drawn in this test")
+
+    monkeypatch.setattr(report, "_make_figure", make)  # inherited by the forked drawers
+    with pytest.raises(RuntimeError, match="figure3a broke"):
+        report.write_all(own, tmp_path / "out", figure_workers=2)
 
 
 def test_write_all_with_no_successes(tmp_path):

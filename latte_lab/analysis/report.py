@@ -284,11 +284,12 @@ def _draw_forked(name: str, out: str) -> tuple[list[Path], str | None]:
 def _import_figure_stack() -> None:
     """What every figure's drawing and saving imports, loaded once so that forked drawers inherit it."""
     import matplotlib.backends.backend_pdf  # noqa: F401  (and fontTools' subsetter, which embeds PDF fonts)
-    import PIL.PngImagePlugin  # noqa: F401
+    from PIL import Image
 
     from latte_lab.analysis.style import pyplot
 
     pyplot()
+    Image.preinit()  # the image plugins PIL loads on a first save
 
 
 def _draw_all_forked(workers: int, out: str) -> dict[str, tuple[list[Path], str | None]]:
