@@ -34,7 +34,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    f"this one (default: {FIGURE_WORKERS}; Linux only)")
     p.add_argument("--reference", default=None,
                    help="paper reference CSV (default: the table of the paper's printed numbers bundled with latte_lab)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, skip_teardown=True)  # every file is written and closed when run returns
     return p
 
 
