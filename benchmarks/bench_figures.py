@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -188,25 +189,28 @@ def main(argv=None) -> int:
         if not (args.baseline / "latte_lab" / "__init__.py").is_file():
             raise SystemExit(f"--baseline {args.baseline} is not a latte_lab checkout (no latte_lab/__init__.py)")
         checkouts = {f"baseline {args.baseline}": args.baseline.resolve(), **checkouts}
-    times: dict[str, list[tuple[float, float]]] = {k: [] for k in checkouts}
+    times: dict[str, list[tuple[float, float, float]]] = {k: [] for k in checkouts}
     with tempfile.TemporaryDirectory() as tmp:
         for checkout in checkouts.values():  # warm-up: bytecode written, disk cache filled
             _cli(checkout, data, Path(tmp) / "warm")
         for i in range(args.repeats):
             for label, checkout in checkouts.items():
-                times[label].append(_cli(checkout, data, Path(tmp) / f"run{i}"))
+                load = os.getloadavg()[0]
+                times[label].append((*_cli(checkout, data, Path(tmp) / f"run{i}"), load))
         written = sorted(p.name for p in (Path(tmp) / "run0").iterdir())
         stages = {label: _stages(checkout, data, Path(tmp) / "stages") for label, checkout in checkouts.items()}
         timelines = {label: _timeline(checkout, data, Path(tmp) / f"timeline{i}")
                      for i, (label, checkout) in enumerate(checkouts.items())}
 
-    print(f"latte-lab figures on the published data, fresh process, best of {args.repeats} "
+    print(f"latte-lab figures on the published data, fresh process, best and median of {args.repeats} "
           f"(target < {TARGET_SECONDS:.0f} s wall); load average now {os.getloadavg()[0]:.1f} on "
           f"{os.cpu_count()} cores")
     for label, runs in times.items():
-        walls, cpus = [w for w, _ in runs], [c for _, c in runs]
-        print(f"  {label}: wall best {min(walls):.2f} s (runs {', '.join(f'{w:.2f}' for w in walls)}); "
-              f"CPU of the process tree best {min(cpus):.2f} s")
+        walls, cpus = [w for w, _, _ in runs], [c for _, c, _ in runs]
+        print(f"  {label}: wall best {min(walls):.2f} s, median {statistics.median(walls):.2f} s; CPU of the "
+              f"process tree best {min(cpus):.2f} s, median {statistics.median(cpus):.2f} s")
+        print("    runs (wall, CPU, 1-minute load average as it started): "
+              + "; ".join(f"{w:.2f} s, {c:.2f} s, load {a:.1f}" for w, c, a in runs))
     print(f"files written: {len(written)} ({sum(n.endswith('.png') for n in written)} PNG, "
           f"{sum(n.endswith('.pdf') for n in written)} PDF, tables and report.md)")
     print("\nwhere the CPU goes, stage by stage in one process (seconds):")

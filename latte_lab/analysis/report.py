@@ -232,12 +232,25 @@ PNG_COMPRESS_LEVEL = 1  # zlib level of saved PNGs: level 6 (PIL's default) take
 
 
 def _save_figure(fig, out: Path, name: str, written: list[Path]) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
     from latte_lab.analysis.style import FIG_DPI, pyplot
 
+    engine = fig.get_layout_engine()
+    if engine is not None:
+        # Lay the figure out (constrained layout) as savefig would for the PNG, measuring text with the PNG's
+        # renderer at its resolution, but without the whole unpainted draw savefig makes around that. With the
+        # engine off, the PNG and the PDF keep these positions and each is drawn once.
+        canvas, dpi = fig.canvas, fig.dpi
+        FigureCanvasAgg(fig)
+        fig.dpi = FIG_DPI
+        try:
+            engine.execute(fig)
+        finally:
+            fig.dpi = dpi
+            fig.set_canvas(canvas)
+        fig.set_layout_engine(None)
     fig.savefig(out / f"{name}.png", dpi=FIG_DPI, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
-    # The PNG's draw placed every axes (constrained layout); without a layout engine the PDF keeps those
-    # positions and is drawn once, rather than laid out in a second, text-measuring pass of its own.
-    fig.set_layout_engine(None)
     fig.savefig(out / f"{name}.pdf", dpi=FIG_DPI)
     written += [out / f"{name}.png", out / f"{name}.pdf"]
     pyplot().close(fig)
