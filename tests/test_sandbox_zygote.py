@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -220,6 +221,86 @@ def test_collection_errors_and_timeouts_match(tmp_path, monkeypatch, launches):
     run = ws.run_tests(("test_mod.py",), timeout=1.5)  # exec path: test_workspace's timeout test
     assert run.timed_out and run.errors >= 1 and run.returncode == -signal.SIGTERM
     assert launches.zygote == 2
+
+
+def _report(run: TestRun) -> str:
+    """pytest's text with what differs between any two runs (object addresses, durations) masked."""
+    text = re.sub(r"0x[0-9a-f]+", "0x?", run.stdout)
+    return re.sub(r"in [0-9.]+s", "in ?s", text)
+
+
+def test_failure_reports_are_the_same_text_both_ways(tmp_path, monkeypatch, launches):
+    """The zygote parses each file once per run for all of its tracebacks and takes rewritten test
+    modules from the code it prepared; the report a run prints stays the exec path's, word for word."""
+    task = ll.tasks.get("debug")
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+    task.setup(ws)
+    by_exec, by_zygote = both_ways(monkeypatch, ws.run_tests)
+    assert by_exec.failed > 10 and outcome(by_zygote) == outcome(by_exec)
+    assert _report(by_zygote) == _report(by_exec)
+    assert launches.zygote == 1
+
+
+def test_an_edited_test_file_is_rewritten_afresh(tmp_path, monkeypatch, launches):
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+    ws.setup_file("mod.py", "VALUE = 2\n")
+    for expected, outcome_ in ((1, "failed"), (2, "passed"), (3, "failed")):
+        ws.setup_file("test_mod.py", f"import mod\n\ndef test_value():\n    assert mod.VALUE == {expected}\n")
+        run = ws.run_tests(("test_mod.py",), timeout=30)
+        assert run.cases == (("test_mod.py::test_value", outcome_),), run.stdout
+        if outcome_ == "failed":
+            assert f"assert 2 == {expected}" in run.stdout  # the rewritten assert explains itself
+    assert launches.zygote == 3
+
+
+def test_rewrite_warnings_and_the_assertion_pass_hook_match(tmp_path, monkeypatch, launches):
+    """Files whose rewrite warns, and runs that ask for the assertion pass hook, are rewritten by the
+    run itself, so warnings and hooks behave as on the exec path."""
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+    ws.setup_file("test_tuple.py", "def test_t():\n    assert (1 == 2, 'always true')\n")
+    by_exec, by_zygote = both_ways(monkeypatch, lambda: ws.run_tests(("test_tuple.py",), timeout=30))
+    assert "assertion is always true" in by_exec.stdout
+    assert _report(by_zygote) == _report(by_exec)
+    ws = Workspace(tmp_path / "hook", memo=False, sandbox="local")
+    ws.setup_file("pytest.ini", "[pytest]\nenable_assertion_pass_hook = true\n")
+    ws.setup_file("conftest.py", "def pytest_assertion_pass(item, lineno, orig, expl):\n"
+                                 "    print(f'PASSED ASSERT {orig}')\n")
+    ws.setup_file("test_hook.py", "def test_h():\n    assert 1 + 1 == 2\n")
+    by_exec, by_zygote = both_ways(monkeypatch, lambda: ws.run_tests(("test_hook.py", "-s"), timeout=30))
+    assert "PASSED ASSERT 1 + 1 == 2" in by_exec.stdout and "PASSED ASSERT 1 + 1 == 2" in by_zygote.stdout
+    assert launches.zygote == 2
+
+
+def test_primed_code_is_what_a_run_imports(tmp_path):
+    """White-box, in a fresh interpreter: a module primed into the zygote's table is imported from it
+    (a planted entry wins over the file), and a file with other content is rewritten from its text."""
+    script = textwrap.dedent(f"""
+        import ast, contextlib, hashlib, io, importlib.util, sys
+        spec = importlib.util.spec_from_file_location("zs", {zyg.ZYGOTE_SCRIPT!r})
+        zs = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(zs)
+        import pytest
+        path = {str(tmp_path / "test_p.py")!r}
+        failing = "def test_p():\\n    assert 1 == 2\\n"
+        open(path, "w").write(failing)
+        zs.prime([[path, failing]])
+        assert len(zs.REWRITTEN) == 1
+        key = next(iter(zs.REWRITTEN))
+        zs.REWRITTEN[key] = compile("def test_p():\\n    assert True\\n", path, "exec")
+        def run():
+            with contextlib.redirect_stdout(io.StringIO()):
+                code = pytest.main(["-q", "-p", "no:cacheprovider", path])
+            sys.modules.pop("test_p", None)
+            return int(code)
+        planted = run()
+        open(path, "w").write(failing + "# edited\\n")
+        edited = run()
+        print(planted, edited)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split() == ["0", "1"]  # the planted code passed; the edited file failed for real
 
 
 # ---- sandbox guarantees with the zygote on -----------------------------------------------------

@@ -3,7 +3,8 @@
 Started by :mod:`latte_lab.sandbox.zygote` as ``python .../latte_lab/sandbox/_zygote_server.py <control fd>``
 (the file path, like :mod:`latte_lab.sandbox._child`, so a workspace can never shadow it), with the same allowlisted
 environment as any sandbox run minus the per-run variables (no ``PYTHONPATH``, no run marker, a private
-``HOME``), so it never holds a key and never sees a workspace. It imports pytest, pytest's built-in
+``HOME``), so it never holds a key and never opens a workspace (it is sent the text of test files to
+compile ahead of the runs, and runs none of it). It imports pytest, pytest's built-in
 plugins and ``runpy`` (what ``python -m pytest`` imports before it runs anything from the workspace),
 tells the parent it is ready, and then serves requests until its control socket reaches EOF.
 
@@ -18,6 +19,9 @@ Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
   of a fresh per-run reply socket. ``env`` is the run's *whole* environment (built by the parent from its
   allowlist), ``limits`` the json dict of :func:`_child.apply_limits`, ``args`` pytest's
   arguments (what follows ``python -m pytest``);
+* control socket, parent -> zygote, before a run, no descriptors: ``{"prime": [[path, text]]}``, the
+  text of a test file of the run's directory that the zygote has not seen yet (:func:`prime`); the
+  zygote parses, rewrites and compiles it (pytest's assertion rewriting), never runs it;
 * reply socket, per run: ``{"pid": <child>, "leader": <reaper>}`` once the run started, then
   ``{"status": <wait status of the child>, "orphans": <bool>, "subreaper": <bool>}`` when it ended (or
   ``{"error": ...}``).
@@ -68,9 +72,119 @@ def _warm() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001
             pass
+    _share_statement_trees()
+
+
+def _share_statement_trees() -> None:
+    """Parse a module's source once per run for all of its traceback entries.
+
+    To print a failure pytest finds the statement around each traceback line by parsing the *whole*
+    file and walking its syntax tree, and it keeps that tree for one failure only: a run with 30 failing
+    tests parsed the test file and the module under test 30 times each (about half of such a run's CPU).
+    Here the tree is kept per source text for the life of the run (a forked child: nothing outlives it),
+    so the report is the same text, made once per file. Where pytest's internals differ (another
+    version) nothing is changed.
+    """
+    import ast
+    import warnings
+
+    try:
+        from _pytest._code import code as code_module
+        from _pytest._code import source as source_module
+    except ImportError:
+        return
+    original = getattr(source_module, "getstatementrange_ast", None)
+    if original is None or getattr(code_module, "getstatementrange_ast", None) is not original:
+        return
+    trees: dict[str, ast.AST] = {}
+
+    def getstatementrange_ast(lineno, source, assertion=False, astnode=None):
+        if astnode is None:
+            content = str(source)
+            astnode = trees.get(content)
+            if astnode is None:
+                with warnings.catch_warnings():  # as pytest: no duplicate warnings from compiling
+                    warnings.simplefilter("ignore")
+                    astnode = ast.parse(content, "source", "exec")
+                trees[content] = astnode
+        return original(lineno, source, assertion, astnode)
+
+    source_module.getstatementrange_ast = getstatementrange_ast
+    code_module.getstatementrange_ast = getstatementrange_ast
+
+
+# Test modules rewritten ahead of the runs: {(path, SHA-256 of the source): code}. Filled by ``prime``
+# messages (the parent sends the text of a workspace's test files; this process only parses, rewrites
+# and compiles it, never executes it or opens a workspace file) and read by every forked run.
+REWRITTEN: dict[tuple[str, bytes], object] = {}
+MAX_REWRITTEN = 128  # entries kept (oldest dropped first); a dropped one is rewritten by the run itself
+
+
+def _use_primed_rewrites() -> None:
+    """Let a run take a test module's rewritten code from :data:`REWRITTEN` when its source is
+    byte-identical, instead of parsing, rewriting and compiling it again (a fifth of a small suite's
+    run). The decision to rewrite, the module's import and everything after it stay pytest's own; a run
+    whose configuration asks for the assertion pass hook rewrites for itself."""
+    import hashlib
+    import importlib.util
+
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return
+    original = getattr(rewrite, "_rewrite_test", None)
+    if original is None:
+        return
+
+    def _rewrite_test(fn, config):
+        try:
+            use = not config.getini("enable_assertion_pass_hook")
+        except Exception:  # noqa: BLE001 - an unknown option: pytest's own path
+            use = False
+        if use and REWRITTEN:
+            source = fn.read_bytes()
+            code = REWRITTEN.get((str(fn), hashlib.sha256(source).digest()))
+            if code is not None:
+                return importlib.util.source_hash(source), code
+        return original(fn, config)
+
+    rewrite._rewrite_test = _rewrite_test
+
+
+def prime(files: list) -> None:
+    """Rewrite ``[[path, source text], ...]`` as pytest would for a run without the assertion pass
+    hook, and keep the code for the runs. A file that does not parse, or whose rewrite warns (the
+    warning belongs in the run's own report), is left to the run."""
+    import ast
+    import hashlib
+    import warnings
+
+    try:
+        from _pytest.assertion.rewrite import rewrite_asserts
+    except ImportError:
+        return
+    for path, text in files:
+        source = text.encode("utf-8")
+        key = (path, hashlib.sha256(source).digest())
+        if key in REWRITTEN:
+            continue
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                tree = ast.parse(source, filename=path)
+                rewrite_asserts(tree, source, path, None)
+                code = compile(tree, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if caught:
+            continue
+        REWRITTEN[key] = code
+        while len(REWRITTEN) > MAX_REWRITTEN:
+            del REWRITTEN[next(iter(REWRITTEN))]
 
 
 _warm()
+_use_primed_rewrites()
 WARM_MODULES = frozenset(sys.modules)  # what a run may keep; later imports are the zygote's own
 
 import gc  # noqa: E402
@@ -273,6 +387,17 @@ def serve(control_fd: int) -> None:
             break
         if not data:
             break  # the parent closed its end (or died)
+        if not fds:
+            try:
+                files = json.loads(data).get("prime")
+            except (ValueError, AttributeError):
+                files = None
+            if isinstance(files, list):
+                try:
+                    prime(files)
+                except Exception:  # noqa: BLE001 - a file the runs will rewrite themselves
+                    pass
+            continue
         if len(fds) != 3:
             for fd in fds:
                 os.close(fd)

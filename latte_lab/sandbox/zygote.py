@@ -8,8 +8,12 @@ one zygote serves every SandboxLimits.
 
 * Started lazily by the first test run of this process, through the same allowlisted environment as any
   sandbox run minus the per-run variables (PYTHONPATH, run marker; HOME/TMPDIR are its own empty
-  directory), in a new session, with cwd in that directory: it never holds a key, never sees a
+  directory), in a new session, with cwd in that directory: it never holds a key, never opens a
   workspace. Shut down at exit (atexit: its control socket is closed, it exits on EOF).
+* Per run, two costs of pytest are paid once instead: the text of the run's test files is sent ahead
+  (``prime``) and the zygote keeps their rewritten code, which a run takes when its file is
+  byte-identical; and a failure report parses each source file once per run instead of once per
+  traceback entry. The report's text is the same.
 * Everything of a run other than how the process starts is shared with the exec path
   (:mod:`latte_lab.sandbox.run`): the environment, the rlimits (``apply_limits`` of ``_child.py``), the
   pipes and their capped reading, the timeout, the process-count watchdog and the process-tree kill (with
@@ -31,6 +35,7 @@ one zygote serves every SandboxLimits.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import select
@@ -57,6 +62,12 @@ ZYGOTE_MAX_START_FAILURES = 3  # after this many failed starts the process stays
 ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote_server.py"))
 # Variables of a run's environment that differ from run to run: the zygote starts without them.
 PER_RUN_VARS = frozenset({"PYTHONPATH", "HOME", "TMPDIR", MARKER_VAR, "PYTEST_DISABLE_PLUGIN_AUTOLOAD"})
+# Test files whose rewritten code the zygote prepares ahead of a run (pytest's default test-file names
+# and conftest.py), within these bounds; anything beyond them the run rewrites for itself.
+PRIME_MAX_FILES = 32
+PRIME_MAX_BYTES = 128 * 1024  # per file; one prime message each
+PRIME_MAX_DEPTH = 4
+PRIME_SKIP_DIRS = frozenset({"__pycache__", ".pytest_cache", ".git", ".hypothesis", ".mypy_cache", ".ruff_cache"})
 
 
 def zygote_enabled() -> bool:
@@ -78,6 +89,7 @@ class _Zygote:
 
     def __init__(self, env: Mapping[str, str]):
         self.owner = os.getpid()  # a forked copy of this process (a sweep worker) starts its own
+        self.primed: dict[tuple[str, str], None] = {}  # (path, SHA-256) already sent, oldest first
         self.home = tempfile.mkdtemp(prefix="latte_lab-zygote-")
         self.lock = threading.Lock()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -123,9 +135,23 @@ class _Zygote:
     def send(self, data: bytes, fds: list[int]) -> None:
         with self.lock:
             try:
-                socket.send_fds(self.sock, [data], fds)
+                if fds:
+                    socket.send_fds(self.sock, [data], fds)
+                else:
+                    self.sock.send(data)
             except OSError as exc:
                 raise ZygoteError(f"the zygote is not answering: {exc}") from None
+
+    def prime(self, root: Path) -> None:
+        """Send the text of the test files under ``root`` that the zygote has not rewritten yet."""
+        for path, text in _test_files(root):
+            key = (path, hashlib.sha256(text.encode("utf-8")).hexdigest())
+            if key in self.primed:
+                continue
+            self.send(json.dumps({"prime": [[path, text]]}).encode(), [])
+            self.primed[key] = None
+            while len(self.primed) > PRIME_MAX_FILES * 4:
+                del self.primed[next(iter(self.primed))]
 
     def _remove_home(self) -> None:
         shutil.rmtree(self.home, ignore_errors=True)
@@ -300,6 +326,40 @@ def shutdown_zygotes() -> None:
         zygote.close()
 
 
+def _test_files(root: Path) -> list[tuple[str, str]]:
+    """``(path as a run's pytest sees it, text)`` of the test files and conftest.py files under ``root``
+    (bounded by :data:`PRIME_MAX_FILES`, :data:`PRIME_MAX_BYTES`, :data:`PRIME_MAX_DEPTH`)."""
+    found: list[tuple[str, str]] = []
+    stack = [(os.path.realpath(root), 0)]  # a run's pytest sees the real path of its directory
+    while stack and len(found) < PRIME_MAX_FILES:
+        directory, depth = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir():
+                    if depth < PRIME_MAX_DEPTH and name not in PRIME_SKIP_DIRS:
+                        stack.append((entry.path, depth + 1))
+                    continue
+                if not (name == "conftest.py" or (name.endswith(".py") and (
+                        name.startswith("test_") or name.endswith("_test.py")))):
+                    continue
+                if entry.stat().st_size > PRIME_MAX_BYTES:
+                    continue
+                with open(entry.path, encoding="utf-8", newline="") as fh:
+                    found.append((entry.path, fh.read()))
+            except (OSError, UnicodeDecodeError):
+                continue
+            if len(found) >= PRIME_MAX_FILES:
+                break
+    return found
+
+
 def launch(
     root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str]
 ) -> ZygoteRun | None:
@@ -321,6 +381,7 @@ def launch(
     try:
         try:
             try:
+                zygote.prime(root)
                 zygote.send(request, [out_w, err_w, theirs.fileno()])
             except ZygoteError:
                 if zygote.alive():
