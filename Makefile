@@ -20,10 +20,13 @@ $(UV):
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
 # --locked: refuse to install when uv.lock no longer matches pyproject.toml, rather than resolve anew.
+# uv writes no bytecode; the packages that sandboxed runs import are compiled here (every run is a fresh
+# interpreter, and inside bubblewrap a read-only one: without .pyc files each test run compiled pytest).
 $(STAMP): pyproject.toml uv.lock | $(UV)
 	@$(UV) sync --locked --all-extras --quiet || { \
 	  echo "make: uv.lock does not match pyproject.toml (or could not be installed); run 'make lock'," \
 	       "then commit uv.lock with the dependency change" >&2; exit 1; }
+	@$(BIN)/python latte_lab/sandbox/bytecode.py
 	@sh .ci/bubblewrap
 	@touch $(STAMP)
 
