@@ -19,9 +19,27 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LATTE_LAB_CACHE", str(tmp_path_factory.mktemp("cache") / "responses.sqlite"))
 
 
+BROWSER_TEST = "test_notebooks_in_browser.py"
+
+
 def pytest_collection_modifyitems(config, items):
     """The notebooks (nbval's cells) count as slow: each runs trials, sweeps or the paper analysis in a kernel
-    of its own (``make test-fast`` leaves them out)."""
+    of its own (``make test-fast`` leaves them out).
+
+    A notebook that the browser test runs in the same session (it runs every top-level notebook with Run
+    All in JupyterLab and fails on any cell showing an error) is not run a second time by nbval; where the
+    browser test cannot run (no chromium, no playwright: its module is skipped and collects nothing), nbval
+    runs them all. The solution notebooks are nbval's alone."""
+    in_browser = {item.callspec.params.get("notebook") for item in items
+                  if item.path.name == BROWSER_TEST and hasattr(item, "callspec")}
+    kept, twice = [], []
     for item in items:
         if item.path.suffix == ".ipynb":
             item.add_marker(pytest.mark.slow)
+            if item.path.parent.name == "notebooks" and item.path.name in in_browser:
+                twice.append(item)
+                continue
+        kept.append(item)
+    if twice:
+        config.hook.pytest_deselected(items=twice)
+        items[:] = kept

@@ -345,14 +345,17 @@ def test_same_config_same_trial_in_two_processes_and_seeds_differ(tmp_path):
         "print(hashlib.sha256(json.dumps([ev, comparable_row(r.row)], sort_keys=True, default=str).encode()).hexdigest())\n"
     )
 
-    def digest(seed: int, where: str) -> str:
-        proc = subprocess.run([sys.executable, "-c", code, str(seed), str(tmp_path / where)], capture_output=True,
-                              text=True, timeout=300, check=False)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        return proc.stdout.strip().splitlines()[-1]
-
-    assert digest(5, "a") == digest(5, "b")
-    assert digest(5, "c") != digest(6, "d")
+    # Three interpreters at once (each its own run directory and zygote): seed 5 twice, seed 6 once.
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(seed), str(tmp_path / where)],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for seed, where in ((5, "a"), (5, "b"), (6, "c"))]
+    digests = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, err[-3000:]
+        digests.append(out.strip().splitlines()[-1])
+    assert digests[0] == digests[1]
+    assert digests[0] != digests[2]
 
 
 def test_stable_output_masks_timing_and_addresses():

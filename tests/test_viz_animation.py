@@ -22,16 +22,21 @@ def _close():
     plt.close("all")
 
 
+# Twelve rounds: planning, discovery, claims, completions and verification all happen in them, and every
+# frame of the animation is drawn (and encoded, for the saved files) once per test that renders them.
+ROUNDS = 12
+
+
 @pytest.fixture(scope="module")
 def graph_trial(tmp_path_factory):
-    return ll.run_trial(ll.TrialConfig(task="textproc", team="latte", seed=0, n_workers=3,
+    return ll.run_trial(ll.TrialConfig(task="textproc", team="latte", seed=0, n_workers=3, max_rounds=ROUNDS,
                                        runs_dir=str(tmp_path_factory.mktemp("runs"))))
 
 
 @pytest.fixture(scope="module")
 def flat_trial(tmp_path_factory):
     return ll.run_trial(ll.TrialConfig(task="textproc", team="decentralized", seed=0, n_workers=3,
-                                       runs_dir=str(tmp_path_factory.mktemp("runs"))))
+                                       max_rounds=ROUNDS, runs_dir=str(tmp_path_factory.mktemp("runs"))))
 
 
 def _frame_texts(anim, i) -> list[str]:
