@@ -239,6 +239,10 @@ def test_failure_reports_are_the_same_text_both_ways(tmp_path, monkeypatch, laun
     assert by_exec.failed > 10 and outcome(by_zygote) == outcome(by_exec)
     assert _report(by_zygote) == _report(by_exec)
     assert launches.zygote == 1
+    # The exec path starts pytest through _pytest_boot.py; plain `python -m pytest` prints the same.
+    plain = subprocess.run([sys.executable, *sbpytest.PYTEST_ARGS, *ws.test_args], cwd=ws.root, capture_output=True,
+                           text=True, timeout=120, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+    assert _report(TestRun(plain.returncode, plain.stdout, "", 0.0, False, False)) == _report(by_exec)
 
 
 def test_an_edited_test_file_is_rewritten_afresh(tmp_path, monkeypatch, launches):

@@ -72,45 +72,17 @@ def _warm() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001
             pass
-    _share_statement_trees()
+    _load_sibling("_pytest_boot.py", "_latte_lab_pytest_boot").share_statement_trees()
 
 
-def _share_statement_trees() -> None:
-    """Parse a module's source once per run for all of its traceback entries.
+def _load_sibling(filename: str, name: str):
+    """A module beside this file, imported by path, not by name (a workspace can never shadow it)."""
+    import importlib.util
 
-    To print a failure pytest finds the statement around each traceback line by parsing the *whole*
-    file and walking its syntax tree, and it keeps that tree for one failure only: a run with 30 failing
-    tests parsed the test file and the module under test 30 times each (about half of such a run's CPU).
-    Here the tree is kept per source text for the life of the run (a forked child: nothing outlives it),
-    so the report is the same text, made once per file. Where pytest's internals differ (another
-    version) nothing is changed.
-    """
-    import ast
-    import warnings
-
-    try:
-        from _pytest._code import code as code_module
-        from _pytest._code import source as source_module
-    except ImportError:
-        return
-    original = getattr(source_module, "getstatementrange_ast", None)
-    if original is None or getattr(code_module, "getstatementrange_ast", None) is not original:
-        return
-    trees: dict[str, ast.AST] = {}
-
-    def getstatementrange_ast(lineno, source, assertion=False, astnode=None):
-        if astnode is None:
-            content = str(source)
-            astnode = trees.get(content)
-            if astnode is None:
-                with warnings.catch_warnings():  # as pytest: no duplicate warnings from compiling
-                    warnings.simplefilter("ignore")
-                    astnode = ast.parse(content, "source", "exec")
-                trees[content] = astnode
-        return original(lineno, source, assertion, astnode)
-
-    source_module.getstatementrange_ast = getstatementrange_ast
-    code_module.getstatementrange_ast = getstatementrange_ast
+    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE or ".", filename))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # Test modules rewritten ahead of the runs: {(path, SHA-256 of the source): code}. Filled by ``prime``
@@ -200,15 +172,7 @@ PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 PR_SET_DUMPABLE = 4
 
 
-def _load_child():
-    """``_child.py`` (beside this file), imported by path, not by name."""
-    spec = importlib.util.spec_from_file_location("_latte_lab_sandbox_child", os.path.join(_HERE or ".", "_child.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-_CHILD = _load_child()
+_CHILD = _load_sibling("_child.py", "_latte_lab_sandbox_child")
 apply_limits, drop_privileges = _CHILD.apply_limits, _CHILD.drop_privileges
 
 

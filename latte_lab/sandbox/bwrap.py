@@ -31,6 +31,7 @@ import threading
 from pathlib import Path
 
 from latte_lab.sandbox.limits import SandboxLimits
+from latte_lab.sandbox.local import PYTEST_BOOT_SCRIPT
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What of /etc a Python run needs: user names, time zone, the dynamic linker's cache, certificates,
@@ -42,6 +43,7 @@ ETC_ENTRIES = (
 )
 SANDBOX_DIR = "/run/latte_lab"  # where the run's own files appear inside the sandbox
 CHILD_PATH = f"{SANDBOX_DIR}/child.py"
+PYTEST_BOOT_PATH = f"{SANDBOX_DIR}/pytest_boot.py"  # how a test run starts pytest (``_pytest_boot.py``)
 INPUT_PATH = f"{SANDBOX_DIR}/workspace"  # the workspace's files at the start of the run, read-only
 MPL_INPUT_PATH = f"{SANDBOX_DIR}/mplconfig"  # the host's matplotlib cache (fonts), read-only
 TMP_PATH = "/tmp"
@@ -132,7 +134,8 @@ def command(cwd: Path, limits: SandboxLimits, child_script: str, mpl_dir: str | 
     args += _system_args()
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
              "--remount-ro", "/dev"]
-    args += ["--ro-bind", str(cwd), INPUT_PATH, "--ro-bind", child_script, CHILD_PATH]
+    args += ["--ro-bind", str(cwd), INPUT_PATH, "--ro-bind", child_script, CHILD_PATH,
+             "--ro-bind", PYTEST_BOOT_SCRIPT, PYTEST_BOOT_PATH]
     if mpl_dir and os.path.isdir(mpl_dir):
         args += ["--ro-bind", mpl_dir, MPL_INPUT_PATH]
     args += [*_size(limits.disk_bytes), "--tmpfs", str(cwd), "--remount-ro", "/", "--chdir", str(cwd)]

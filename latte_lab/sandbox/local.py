@@ -19,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 CHILD_SCRIPT = str(Path(__file__).with_name("_child.py"))
+PYTEST_BOOT_SCRIPT = str(Path(__file__).with_name("_pytest_boot.py"))  # how an exec'd test run starts pytest
 REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
 STATUS_MAX_BYTES = 2**16  # one status line
 

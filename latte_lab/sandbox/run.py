@@ -320,7 +320,8 @@ def run_sandboxed(
 
     ``env`` adds variables to the allowlisted environment (names with KEY/SECRET/TOKEN are still
     dropped). With ``pytest_args`` (``argv`` being ``python -m pytest *pytest_args``) a local run is
-    forked from the zygote when it is enabled and up. ``export_names``: in a bwrap sandbox only these
+    forked from the zygote when it is enabled and up, and any other starts pytest through
+    ``_pytest_boot.py``, which runs it as ``-m`` does. ``export_names``: in a bwrap sandbox only these
     top-level entries of ``cwd`` are handed back (a run in a throwaway copy needs only its report).
     Never raises for anything the child does (timeouts, limits, crashes, huge output); raises
     :class:`ConfigError` for a non-positive timeout or an unknown sandbox and :class:`WorkspaceError` if
@@ -333,6 +334,8 @@ def run_sandboxed(
     if not root.is_dir():
         raise WorkspaceError(f"cannot run in {str(cwd)!r}: the directory does not exist")
     backend = resolve_sandbox(sandbox)
+    if pytest_args is not None:  # started as ``python -m pytest`` is, with cheaper failure reports
+        argv = [argv[0], bwrap.PYTEST_BOOT_PATH if backend == "bwrap" else local.PYTEST_BOOT_SCRIPT, *pytest_args]
     _hide_secrets()
     marker = uuid.uuid4().hex
     rlimits = child_limits(limits, timeout)
