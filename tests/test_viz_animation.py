@@ -18,6 +18,7 @@ import latte_lab as ll  # noqa: E402
 
 @pytest.fixture(autouse=True)
 def _close():
+    plt.close("all")  # figures another test file left open in this worker are not this test's
     yield
     plt.close("all")
 
