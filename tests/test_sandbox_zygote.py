@@ -275,6 +275,34 @@ def test_rewrite_warnings_and_the_assertion_pass_hook_match(tmp_path, monkeypatc
     assert launches.zygote == 2
 
 
+SNOOP = """
+import gc, json, types
+
+def test_snoop():
+    seen = set()
+    for obj in gc.get_objects():
+        if isinstance(obj, dict):
+            seen.update(v.co_filename for v in obj.values() if isinstance(v, types.CodeType))
+    with open("snooped.json", "w") as fh:
+        json.dump(sorted(seen), fh)
+"""
+
+
+def test_a_hidden_suite_never_reaches_the_zygotes_memory(tmp_path, launches):
+    """Every run is forked from the zygote: code it keeps is readable by the next agent run. A workspace's
+    own test files may be kept; the hidden suite an evaluation adds to a throwaway copy never is."""
+    task = ll.tasks.get("debug")
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+    task.setup(ws)
+    task.evaluate(ws)
+    ws.setup_file("test_snoop.py", SNOOP)
+    assert ws.run_tests(("test_snoop.py",), timeout=60).passed == 1
+    seen = json.loads((ws.root / "snooped.json").read_text())
+    assert any(path.endswith("test_suite.py") for path in seen), seen  # the snoop finds what the zygote keeps
+    assert not any("latte_lab-eval-" in path or Path(path).name.startswith("test_hidden") for path in seen), seen
+    assert launches.zygote == 2
+
+
 def test_primed_code_is_what_a_run_imports(tmp_path):
     """White-box, in a fresh interpreter: a module primed into the zygote's table is imported from it
     (a planted entry wins over the file), and a file with other content is rewritten from its text."""

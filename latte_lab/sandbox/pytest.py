@@ -232,7 +232,7 @@ def run_pytest(
     if not _pytest_available():
         return _pytest_missing(timeout)
     if not extra_files:
-        return _run_in(Path(cwd), args, timeout, limits, sandbox, None)
+        return _run_in(Path(cwd), args, timeout, limits, sandbox, None, prime_tests=True)
     with tempfile.TemporaryDirectory(prefix="latte_lab-eval-") as tmp:
         copy = Path(tmp) / "repo"
         copy_tree(Path(cwd), copy)
@@ -240,11 +240,13 @@ def run_pytest(
             full = confined(copy, path)
             full.parent.mkdir(parents=True, exist_ok=True)
             full.write_text(text, encoding="utf-8")
-        return _run_in(copy, args, timeout, limits, sandbox, [JUNIT_NAME])  # the copy itself is thrown away
+        # The copy itself is thrown away. Its test files (a hidden suite) are never handed to the fork server
+        # ahead of the run: every later run is forked from it, and must not find them in its memory.
+        return _run_in(copy, args, timeout, limits, sandbox, [JUNIT_NAME], prime_tests=False)
 
 
 def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None, sandbox: str,
-            export_names: list[str] | None) -> TestRun:
+            export_names: list[str] | None, *, prime_tests: bool) -> TestRun:
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if PYTEST_DISABLE_PLUGIN_AUTOLOAD else {}
     report = root.resolve() / JUNIT_NAME
     report.unlink(missing_ok=True)
@@ -258,6 +260,7 @@ def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits |
         pytest_args=pytest_args,
         sandbox=sandbox,
         export_names=export_names,
+        prime_tests=prime_tests,
     )
     return _test_run_from(run, _read_report(report))
 

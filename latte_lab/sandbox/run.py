@@ -315,6 +315,7 @@ def run_sandboxed(
     pytest_args: list[str] | None = None,
     sandbox: str = "auto",
     export_names: list[str] | None = None,
+    prime_tests: bool = False,
 ) -> RunResult:
     """Run ``argv`` in ``cwd`` inside the sandbox described in the module docstring.
 
@@ -323,6 +324,8 @@ def run_sandboxed(
     forked from the zygote when it is enabled and up, and any other starts pytest through
     ``_pytest_boot.py``, which runs it as ``-m`` does. ``export_names``: in a bwrap sandbox only these
     top-level entries of ``cwd`` are handed back (a run in a throwaway copy needs only its report).
+    ``prime_tests``: the fork server may keep the rewritten code of ``cwd``'s test files for later runs
+    (never for files agents must not see: every later run is forked from it).
     Never raises for anything the child does (timeouts, limits, crashes, huge output); raises
     :class:`ConfigError` for a non-positive timeout or an unknown sandbox and :class:`WorkspaceError` if
     ``cwd`` is missing.
@@ -353,7 +356,7 @@ def run_sandboxed(
         else:
             run_env = sandbox_env(root, home, marker, env)
             if pytest_args is not None and zygote.zygote_enabled():
-                proc = zygote.launch(root, run_env, rlimits, pytest_args)
+                proc = zygote.launch(root, run_env, rlimits, pytest_args, prime=prime_tests)
             if proc is None:
                 proc = local.launch(argv, root, run_env, rlimits)
         watched = [] if backend == "bwrap" else _disk_caps(root, Path(home), limits)

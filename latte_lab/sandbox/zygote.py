@@ -10,9 +10,10 @@ one zygote serves every SandboxLimits.
   sandbox run minus the per-run variables (PYTHONPATH, run marker; HOME/TMPDIR are its own empty
   directory), in a new session, with cwd in that directory: it never holds a key, never opens a
   workspace. Shut down at exit (atexit: its control socket is closed, it exits on EOF).
-* Per run, two costs of pytest are paid once instead: the text of the run's test files is sent ahead
-  (``prime``) and the zygote keeps their rewritten code, which a run takes when its file is
-  byte-identical; and a failure report parses each source file once per run instead of once per
+* Per run, two costs of pytest are paid once instead: the text of a workspace's test files is sent
+  ahead (``prime``) and the zygote keeps their rewritten code, which a run takes when its file is
+  byte-identical (never for a hidden suite: every run is forked from the zygote and could read its
+  memory); and a failure report parses each source file once per run instead of once per
   traceback entry. The report's text is the same.
 * Everything of a run other than how the process starts is shared with the exec path
   (:mod:`latte_lab.sandbox.run`): the environment, the rlimits (``apply_limits`` of ``_child.py``), the
@@ -66,8 +67,7 @@ PER_RUN_VARS = frozenset({"PYTHONPATH", "HOME", "TMPDIR", MARKER_VAR, "PYTEST_DI
 # and conftest.py), within these bounds; anything beyond them the run rewrites for itself.
 PRIME_MAX_FILES = 32
 PRIME_MAX_BYTES = 128 * 1024  # per file; one prime message each
-PRIME_MAX_DEPTH = 4
-PRIME_SKIP_DIRS = frozenset({"__pycache__", ".pytest_cache", ".git", ".hypothesis", ".mypy_cache", ".ruff_cache"})
+PRIME_MAX_DEPTH = 4  # directories below the run's; hidden ones and __pycache__ are skipped, as pytest does
 
 
 def zygote_enabled() -> bool:
@@ -343,7 +343,7 @@ def _test_files(root: Path) -> list[tuple[str, str]]:
                 if entry.is_symlink():
                     continue
                 if entry.is_dir():
-                    if depth < PRIME_MAX_DEPTH and name not in PRIME_SKIP_DIRS:
+                    if depth < PRIME_MAX_DEPTH and not name.startswith(".") and name != "__pycache__":
                         stack.append((entry.path, depth + 1))
                     continue
                 if not (name == "conftest.py" or (name.endswith(".py") and (
@@ -361,9 +361,11 @@ def _test_files(root: Path) -> list[tuple[str, str]]:
 
 
 def launch(
-    root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str]
+    root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str],
+    *, prime: bool = False,
 ) -> ZygoteRun | None:
-    """Start one pytest run in a child of the zygote; None (after a warning) to use the exec path."""
+    """Start one pytest run in a child of the zygote; None (after a warning) to use the exec path. With
+    ``prime``, the zygote is first sent the text of ``root``'s test files it has not rewritten yet."""
     zygote = _get(child_env)
     if zygote is None:
         return None
@@ -381,7 +383,8 @@ def launch(
     try:
         try:
             try:
-                zygote.prime(root)
+                if prime:
+                    zygote.prime(root)
                 zygote.send(request, [out_w, err_w, theirs.fileno()])
             except ZygoteError:
                 if zygote.alive():
