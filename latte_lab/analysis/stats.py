@@ -66,6 +66,21 @@ def _summary(values) -> tuple[int, float, float]:
     return len(x), (float(x.mean()) if len(x) else math.nan), sem(x)
 
 
+def _is(column: pd.Series, value) -> np.ndarray:
+    return column.eq(value).to_numpy(dtype=bool, na_value=False)
+
+
+def _numeric(column: pd.Series) -> np.ndarray:
+    """A column as floats, NaN where it is missing or not a number (as :func:`_summary` reads values)."""
+    return pd.to_numeric(column, errors="coerce").to_numpy(dtype=float, na_value=np.nan)
+
+
+def _summary_of(x: np.ndarray) -> tuple[int, float, float]:
+    """:func:`_summary` of values already converted by :func:`_numeric`."""
+    x = x[~np.isnan(x)]
+    return len(x), (float(x.mean()) if len(x) else math.nan), sem(x)
+
+
 def _mwu(a, b, alternative: str) -> tuple[float, float]:
     from scipy.stats import mannwhitneyu
 
@@ -129,15 +144,21 @@ def table2(trials: pd.DataFrame) -> pd.DataFrame:
     models = sorted(t["model"].dropna().unique()) + [schema.ALL]
     tasks = schema.ordered(t["task"].dropna().unique(), schema.TASK_ORDER) + [schema.ALL]
     teams = schema.ordered(t["team"].dropna().unique(), schema.TEAM_ORDER)
+    # every cell is a row mask over whole columns converted once (the same values, in the same order, as
+    # filtering the frame cell by cell, which took most of the table's time)
+    everyone = np.ones(len(t), dtype=bool)
+    model_is = {m: everyone if m == schema.ALL else _is(t["model"], m) for m in models}
+    task_is = {k: everyone if k == schema.ALL else _is(t["task"], k) for k in tasks}
+    team_is = {k: _is(t["team"], k) for k in teams}
+    acc, tokens, wall = (_numeric(t[c]) for c in ("accuracy", "total_tokens", "wall_clock_seconds"))
     for model in models:
-        tm = t if model == schema.ALL else t[t["model"] == model]
         for task in tasks:
-            tt = tm if task == schema.ALL else tm[tm["task"] == task]
+            in_task = model_is[model] & task_is[task]
             for team in teams:
-                cell = tt[tt["team"] == team]
-                n_a, a_m, a_s = _summary(cell["accuracy"])
-                n_t, t_m, t_s = _summary(cell["total_tokens"])
-                n_w, w_m, w_s = _summary(cell["wall_clock_seconds"])
+                cell = in_task & team_is[team]
+                n_a, a_m, a_s = _summary_of(acc[cell])
+                n_t, t_m, t_s = _summary_of(tokens[cell])
+                n_w, w_m, w_s = _summary_of(wall[cell])
                 if n_a + n_t + n_w == 0:
                     continue
                 rows.append({"model": model, "task": task, "team": team, "n_acc": n_a, "acc_mean": a_m,
@@ -155,16 +176,19 @@ def format_table2(table: pd.DataFrame, model: str = schema.ALL) -> pd.DataFrame:
              ("Wall-clock (m)", "wall", 1 / 60, "{:.1f} ± {:.1f}"))
     teams = schema.ordered(t["team"].unique(), schema.TEAM_ORDER)
     tasks = [schema.ALL] + [x for x in schema.ordered(t["task"].unique(), schema.TASK_ORDER) if x != schema.ALL]
+    cells: dict = {}  # (task, team) -> the first such row of the block
+    for r in t.to_dict("records"):
+        cells.setdefault((r["task"], r["team"]), r)
     rows = []
     for label, key, scale, fmt in specs:
         for task in tasks:
             row = {"metric": label, "task": task}  # task ids, as everywhere (ll.analysis.task_names maps them)
             for team in teams:
-                cell = t[(t["task"] == task) & (t["team"] == team)]
-                if cell.empty or pd.isna(cell[f"{key}_mean"].iloc[0]):
+                cell = cells.get((task, team))
+                if cell is None or pd.isna(cell[f"{key}_mean"]):
                     row[schema.TEAM_LABELS.get(team, team)] = ""
                     continue
-                m, s = cell[f"{key}_mean"].iloc[0] * scale, cell[f"{key}_sem"].iloc[0] * scale
+                m, s = cell[f"{key}_mean"] * scale, cell[f"{key}_sem"] * scale
                 row[schema.TEAM_LABELS.get(team, team)] = fmt.format(m, 0.0 if pd.isna(s) else s)
             rows.append(row)
     return pd.DataFrame(rows)
