@@ -54,10 +54,15 @@ def run(args) -> int:
         raise DataError(f"--data {data_dir} holds neither the published layout (experiment1/n4/results.csv, "
                         "...) nor run directories with result.json")
     reference = report.paper_reference(args.reference) if args.reference else None
-    # This program's heap so far (pandas, the data) lives until it ends: full collections, which scipy's and
+    # The heap so far (pandas, the data) lives through the command: full collections, which scipy's and
     # statsmodels' imports set off, need not walk it again.
+    frozen = gc.get_freeze_count()
     gc.freeze()
-    written = report.write_all(data, args.out, reference=reference, figure_workers=args.jobs)
+    try:
+        written = report.write_all(data, args.out, reference=reference, figure_workers=args.jobs)
+    finally:
+        if not frozen:
+            gc.unfreeze()
     print(f"{data.source}: {len(data.trials)} trials from {data_dir}")
     print(f"wrote {len(written)} files to {args.out}")
     for path in written:
