@@ -61,9 +61,16 @@ class EventType:
     optional: tuple[str, ...]
     meaning: str
 
+    def __post_init__(self) -> None:
+        # every emitted event is checked: the sets it is checked against are built once
+        object.__setattr__(self, "_required", frozenset(self.fields))
+        object.__setattr__(self, "_known", frozenset((*self.fields, *self.optional, *COMMON_FIELDS)))
+
     def problem(self, given: Iterable[str]) -> str | None:
         """What is wrong with an event of this type carrying ``given`` fields, or None."""
         given = set(given)
+        if self._required <= given <= self._known:
+            return None
         missing = [f for f in self.fields if f not in given]
         unknown = sorted(given - set(self.fields) - set(self.optional) - set(COMMON_FIELDS))
         if missing:

@@ -207,8 +207,11 @@ def _json_default(value):
     return str(value)
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=_json_default)  # json.dumps would build one per line
+
+
 def _dumps(record: Any) -> str:
-    return json.dumps(record, ensure_ascii=False, default=_json_default)
+    return _ENCODER.encode(record)
 
 
 class JsonlAppender:

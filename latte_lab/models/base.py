@@ -39,6 +39,10 @@ class Scope:
     call_index: int = 0
     trial: str = ""  # trial id (hash of config and seed); empty outside trials
 
+    def as_dict(self) -> dict:
+        """``dataclasses.asdict(self)``, without its deep copy (every field is a plain value)."""
+        return {"seed": self.seed, "agent": self.agent, "call_index": self.call_index, "trial": self.trial}
+
 
 @dataclass(frozen=True)
 class Message:
@@ -105,7 +109,7 @@ class ModelRequest:
             "max_tokens": self.max_tokens,
             "top_p": self.top_p,
             "stop": list(self.stop) if self.stop else None,
-            "scope": asdict(self.scope),
+            "scope": self.scope.as_dict(),
         }
 
 

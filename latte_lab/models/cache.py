@@ -56,9 +56,33 @@ CREATE INDEX IF NOT EXISTS responses_scope ON responses(scope_key);
 """
 
 
+# json.dumps with these options builds this encoder anew at every call.
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+_encode_string = json.encoder.encode_basestring  # what _ENCODER.encode does with a str
+_STRING_JSON: dict[str, str] = {}  # long texts already encoded: a prompt's earlier messages recur every call
+_STRING_JSON_MAX = 4096  # entries; the memo is emptied when full (a trial's windows need far fewer)
+_MEMO_MIN_CHARS = 256  # shorter strings encode faster than they are looked up
+
+
 def canonical_json(obj) -> str:
     """Sorted keys, no whitespace, UTF-8 kept: the same object gives the same string in any process."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return _ENCODER.encode(obj)
+
+
+def _string_json(text: str) -> str:
+    if len(text) < _MEMO_MIN_CHARS:
+        return _encode_string(text)
+    out = _STRING_JSON.get(text)
+    if out is None:
+        if len(_STRING_JSON) >= _STRING_JSON_MAX:
+            _STRING_JSON.clear()
+        out = _STRING_JSON[text] = _encode_string(text)
+    return out
+
+
+def _messages_json(messages: list) -> str:
+    """``canonical_json`` of key_fields' ``[[role, content], ...]``, each content encoded once per process."""
+    return "[" + ",".join(f"[{_string_json(role)},{_string_json(content)}]" for role, content in messages) + "]"
 
 
 def key_fields(request: ModelRequest) -> dict:
@@ -72,6 +96,24 @@ def key_fields(request: ModelRequest) -> dict:
 
 def key_from_fields(fields: dict) -> str:
     return hashlib.sha256(canonical_json({**fields, "schema": KEY_SCHEMA_VERSION}).encode("utf-8")).hexdigest()
+
+
+def object_json(parts: dict[str, str]) -> str:
+    """``canonical_json`` of an object whose values are given already in canonical JSON, so that a large
+    value (a prompt's messages) is encoded once for both the request key and the cassette line.
+
+    >>> object_json({"b": "[1,2]", "a": '"x"'}) == canonical_json({"b": [1, 2], "a": "x"})
+    True
+    """
+    return "{" + ",".join(f"{_encode_string(k)}:{parts[k]}" for k in sorted(parts)) + "}"
+
+
+def key_and_json(fields: dict) -> tuple[str, str]:
+    """``(key_from_fields(fields), canonical_json(fields))``, encoding each field once."""
+    parts = {k: _messages_json(v) if k == "messages" else _string_json(v) if isinstance(v, str) else _ENCODER.encode(v)
+             for k, v in fields.items()}
+    keyed = object_json({**parts, "schema": canonical_json(KEY_SCHEMA_VERSION)})
+    return hashlib.sha256(keyed.encode("utf-8")).hexdigest(), object_json(parts)
 
 
 def request_key(request: ModelRequest) -> str:

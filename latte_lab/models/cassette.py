@@ -12,7 +12,6 @@ import glob
 import os
 import threading
 from collections.abc import Iterable
-from dataclasses import asdict
 from pathlib import Path
 from typing import Self
 
@@ -23,8 +22,10 @@ from latte_lab.models.cache import (
     ResponseCache,
     canonical_json,
     diff_fields,
+    key_and_json,
     key_fields,
     key_from_fields,
+    object_json,
     request_from_fields,
 )
 from latte_lab.models.keys import redact
@@ -51,7 +52,10 @@ class Cassette:
         return f"Cassette({str(self.path)!r})"
 
     def _write(self, record: dict) -> None:
-        line = redact(canonical_json(record)) + "\n"
+        self._write_line(canonical_json(record))
+
+    def _write_line(self, text: str) -> None:
+        line = redact(text) + "\n"
         with self._lock:
             if self.disk_full is not None:
                 return
@@ -66,13 +70,14 @@ class Cassette:
                 raise rundir.DiskFullError(self.disk_full) from None
 
     def record(self, request: ModelRequest, response: ModelResponse) -> None:
-        fields = key_fields(request)
-        self._write({
-            "type": "call",
-            "key": key_from_fields(fields),
-            "scope": asdict(request.scope),
-            "request": fields,
-            "response": {
+        key, request_json = key_and_json(key_fields(request))
+        # canonical_json of the whole line, with the prompt encoded once (for the key and the line)
+        self._write_line(object_json({
+            "type": canonical_json("call"),
+            "key": canonical_json(key),
+            "scope": canonical_json(request.scope.as_dict()),
+            "request": request_json,
+            "response": canonical_json({
                 "text": response.text,
                 "usage": {"input_tokens": response.usage.input_tokens,
                           "output_tokens": response.usage.output_tokens},
@@ -80,14 +85,14 @@ class Cassette:
                 "finish_reason": response.finish_reason,
                 "model": response.model,
                 "cached": response.cached,
-            },
-        })
+            }),
+        }))
 
     def record_error(self, request: ModelRequest, error: BaseException) -> None:
         """Note a failed call (replay ignores these lines; they explain gaps when reading a run)."""
         self._write({
             "type": "error",
-            "scope": asdict(request.scope),
+            "scope": request.scope.as_dict(),
             "error": type(error).__name__,
             "message": str(error),
         })

@@ -79,6 +79,23 @@ def _env_secrets() -> set[str]:
     }
 
 
+# Redaction runs on every cassette line and log text, so the secrets are recomputed only when the
+# environment or the handed-out keys changed: comparing the environment's mapping with a copy is a C-level
+# dict comparison, where reading it through os.environ decodes every name and value.
+_secrets_cache: tuple[dict | None, frozenset[str], tuple[str, ...]] | None = None
+
+
+def _secrets() -> tuple[str, ...]:
+    global _secrets_cache
+    data = getattr(os.environ, "_data", None)  # CPython's raw mapping behind os.environ
+    cached = _secrets_cache
+    if cached is not None and data is not None and cached[1] == _known_secrets and cached[0] == data:
+        return cached[2]
+    secrets = tuple(sorted(_known_secrets | _env_secrets(), key=len, reverse=True))
+    _secrets_cache = (dict(data) if data is not None else None, frozenset(_known_secrets), secrets)
+    return secrets
+
+
 def redact(text: str) -> str:
     """``text`` with every secret masked as ``[REDACTED]``.
 
@@ -88,7 +105,7 @@ def redact(text: str) -> str:
     if not text:
         return text
     # Longest first, so a secret that contains another is masked whole.
-    for secret in sorted(_known_secrets | _env_secrets(), key=len, reverse=True):
+    for secret in _secrets():
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return KEY_PATTERN.sub(REDACTED, text)
+    return KEY_PATTERN.sub(REDACTED, text) if "sk-" in text else text

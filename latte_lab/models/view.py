@@ -154,11 +154,89 @@ def _graph_block(text: str) -> tuple[list[dict], dict]:
     return nodes, extra
 
 
+def _segment_op(sender: str, text: str) -> tuple:
+    """What one segment of a user turn tells the reader, as ``(kind, *payload)``: a pure function of
+    the text, so a message's segments are read once however many prompts show it."""
+    if sender != SYSTEM:
+        if m := _DOC.match(text):
+            return ("doc", m.group(1), m.group(2))
+        if m := _ASSIGNED.match(text):
+            return ("assigned", {"id": m.group(1), "title": m.group(2), "description": m.group(3).strip(),
+                                 "status": "assigned"})
+        return ("",)
+    if tested := _test_text(text):
+        return ("test", *tested)
+    if text.startswith(_SCRIPT_HEADERS):
+        return ("script", text)
+    if m := _NOT_FOUND.match(text):
+        return ("file", m.group(1), "")
+    if m := _EDIT_REFUSED.match(text):
+        return ("unfile", m.group(1))
+    if text.startswith(_TASK_BLOCK):
+        return ("task", _task_block(text))
+    if m := _TASK_NOW.match(text):
+        return ("task_now", m.group(1), m.group(2))
+    if m := _TASK_GONE.match(text):
+        return ("task_gone", m.group(1))
+    if text.startswith(_READY_BLOCK):
+        frontier = []
+        for line in text.split("\n")[1:]:
+            if m := _READY_LINE.match(line):
+                frontier.append({"id": m.group(1).strip(), "title": m.group(2).strip(),
+                                 "description": (m.group(3) or "").strip()})
+        return ("ready", frontier)
+    if text.startswith(_NO_READY):
+        return ("ready", [])
+    if text.startswith(_GRAPH_BLOCK):
+        return ("graph", *_graph_block(text))
+    if m := _HEARTBEAT.match(text):
+        return ("alert", {"agent": m.group(1), "task": m.group(4), "rounds": int(m.group(3))})
+    if m := _NEXT_FILE.match(text):
+        return ("next_file", m.group(1))
+    if m := _FILE_HEADER.match(text):
+        return ("file", m.group(1), _CAP_NOTE.sub("", text[m.end():]))
+    if m := _DOC.match(text):
+        return ("doc", m.group(1), m.group(2))
+    return ("",)
+
+
+# A prompt's earlier messages recur in every later prompt of the agent's window, so each message text is
+# read once per process. The entries are never handed out: views get fresh copies of what they hold.
+_READ: dict[tuple[str, str], tuple] = {}
+_READ_MAX = 4096  # entries; emptied when full (a trial's windows need far fewer)
+
+
+def _read_message(msg: Message) -> tuple:
+    key = (msg.role, msg.content)
+    read = _READ.get(key)
+    if read is None:
+        if msg.role == "assistant":
+            from latte_lab.actions import EditFile, parse_actions
+
+            read = tuple((a.path, a.content) for a in parse_actions(msg.content).actions if isinstance(a, EditFile))
+        else:
+            read = tuple((sender, text, _segment_op(sender, text)) for sender, text in segments(msg.content))
+        if len(_READ) >= _READ_MAX:
+            _READ.clear()
+        _READ[key] = read
+    return read
+
+
+def _fresh(value):
+    """A copy of a parsed value (dicts and lists of plain values) that the caller may change."""
+    if type(value) is dict:
+        return {k: _fresh(v) if type(v) in _CONTAINERS else v for k, v in value.items()}
+    if type(value) is list:
+        return [_fresh(v) if type(v) in _CONTAINERS else v for v in value]
+    return value
+
+
+_CONTAINERS = (dict, list)
+
+
 def view_from_prompt(frame: AgentView, system: str, messages: Sequence[Message]) -> AgentView:
     """The view of a prompt: ``frame``'s task, role, agent, round, phase, actions and teammates, and
     every other field read from the messages (oldest first; later text wins)."""
-    from latte_lab.actions import EditFile, parse_actions
-
     files: dict[str, str] = {}
     test_output: str | None = None
     tests_passed: bool | None = None
@@ -172,60 +250,51 @@ def view_from_prompt(frame: AgentView, system: str, messages: Sequence[Message])
     new_messages: list[dict] = []
     alerts: list[dict] = []
     for i, msg in enumerate(messages):
+        read = _read_message(msg)
         if msg.role == "assistant":
-            for action in parse_actions(msg.content).actions:
-                if isinstance(action, EditFile):
-                    files[action.path] = action.content
+            for path, content in read:
+                files[path] = content
             continue
-        for sender, text in segments(msg.content):
-            if i == last_user:
+        newest = i == last_user
+        for sender, text, op in read:
+            if newest:
                 new_messages.append({"sender": sender, "text": text})
-            if sender != SYSTEM:
-                if m := _DOC.match(text):
-                    documents[m.group(1)] = m.group(2)
-                elif m := _ASSIGNED.match(text):
-                    if current is None:
-                        current = {"id": m.group(1), "title": m.group(2), "description": m.group(3).strip(),
-                                   "status": "assigned"}
-                        frontier = []  # the ready list shown before it got a task is about idle time
+            kind = op[0]
+            if not kind:
                 continue
-            if tested := _test_text(text):
-                test_output, tests_passed = tested
-            elif text.startswith(_SCRIPT_HEADERS):
-                scripts.append(text)
-            elif m := _NOT_FOUND.match(text):
-                files[m.group(1)] = ""
-            elif m := _EDIT_REFUSED.match(text):
-                files.pop(m.group(1), None)
-            elif text.startswith(_TASK_BLOCK):
-                current = _task_block(text)
+            if kind == "doc":
+                documents[op[1]] = op[2]
+            elif kind == "assigned":
+                if current is None:
+                    current = dict(op[1])
+                    frontier = []  # the ready list shown before it got a task is about idle time
+            elif kind == "test":
+                test_output, tests_passed = op[1], op[2]
+            elif kind == "script":
+                scripts.append(op[1])
+            elif kind == "file":
+                files[op[1]] = op[2]
+            elif kind == "unfile":
+                files.pop(op[1], None)
+            elif kind == "task":
+                current = _fresh(op[1])
                 frontier = []
-            elif m := _TASK_NOW.match(text):
-                if current is not None and current["id"] == m.group(1):
-                    current = {**current, "status": m.group(2)}
-            elif m := _TASK_GONE.match(text):
-                if current is not None and current["id"] == m.group(1):
+            elif kind == "task_now":
+                if current is not None and current["id"] == op[1]:
+                    current = {**current, "status": op[2]}
+            elif kind == "task_gone":
+                if current is not None and current["id"] == op[1]:
                     current = None
-            elif text.startswith(_READY_BLOCK):
-                frontier = []
-                for line in text.split("\n")[1:]:
-                    if m := _READY_LINE.match(line):
-                        frontier.append({"id": m.group(1).strip(), "title": m.group(2).strip(),
-                                         "description": (m.group(3) or "").strip()})
-            elif text.startswith(_NO_READY):
-                frontier = []
-            elif text.startswith(_GRAPH_BLOCK):
-                graph, extra = _graph_block(text)
-            elif m := _HEARTBEAT.match(text):
-                if i == last_user:
-                    alerts.append({"agent": m.group(1), "task": m.group(4), "rounds": int(m.group(3))})
-            elif m := _NEXT_FILE.match(text):
-                if i == last_user:
-                    extra["next_file"] = m.group(1)
-            elif m := _FILE_HEADER.match(text):
-                files[m.group(1)] = _CAP_NOTE.sub("", text[m.end():])
-            elif m := _DOC.match(text):
-                documents[m.group(1)] = m.group(2)
+            elif kind == "ready":
+                frontier = _fresh(op[1])
+            elif kind == "graph":
+                graph, extra = _fresh(op[1]), _fresh(op[2])
+            elif kind == "alert":
+                if newest:
+                    alerts.append(dict(op[1]))
+            elif kind == "next_file":
+                if newest:
+                    extra["next_file"] = op[1]
     if documents:
         extra["documents"] = documents
     return replace(

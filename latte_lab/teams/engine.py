@@ -173,6 +173,7 @@ class Team:
         self.ledger = CostLedger()
         self._provider = config.model.partition("/")[0]
         self._calls_wait = calls_wait(model)
+        self._roots: tuple | None = None
 
     # ----- hooks for subclasses (contracts in the class docstring) -----
     def setup(self) -> None:
@@ -199,7 +200,10 @@ class Team:
     def roots(self) -> tuple[str, str]:
         """The workspace's absolute paths, as tool output may show them."""
         root = self.ws.root
-        return str(root), str(root.resolve())
+        cached = self._roots
+        if cached is None or cached[0] is not root:  # resolving costs a system call per path component
+            cached = self._roots = (root, (str(root), str(root.resolve())))
+        return cached[1]
 
     def stable(self, text: str) -> str:
         """``stable_output`` for this trial's workspace."""

@@ -40,6 +40,12 @@ def _strip_workspace_paths(text: str) -> str:
     return "".join(out)
 
 
+# The same tool output is normalised for the event, the reply and again when the suite's result is memoised,
+# so results are kept per (text, roots); emptied when full.
+_STABLE: dict[tuple[str, tuple[str, ...]], str] = {}
+_STABLE_MAX = 1024
+
+
 def stable_output(text: str, roots: Iterable[str] = ()) -> str:
     """Tool output without what changes from run to run: pytest's timing ("5 passed in 0.09s" ->
     "5 passed"), object addresses in tracebacks ("object at 0x7f6a24fcd750" -> "object at 0x…") and
@@ -48,6 +54,17 @@ def stable_output(text: str, roots: Iterable[str] = ()) -> str:
     >>> stable_output("<A object at 0x7f6a24fcd750> in /home/u/p/a.py\\n1 failed in 0.12s", ["/home/u/p"])
     '<A object at 0x…> in a.py\\n1 failed'
     """
+    roots = tuple(roots)
+    key = (text, roots)
+    out = _STABLE.get(key)
+    if out is None:
+        if len(_STABLE) >= _STABLE_MAX:
+            _STABLE.clear()
+        out = _STABLE[key] = _stable_output(text, roots)
+    return out
+
+
+def _stable_output(text: str, roots: tuple[str, ...]) -> str:
     for root in sorted({r.rstrip("/") for r in roots if r}, key=len, reverse=True):
         if root in text:
             text = text.replace(root + "/", "").replace(root, ".")
