@@ -15,7 +15,15 @@ from conftest_models import make_request
 from latte_lab.errors import CacheMissError, ConfigError
 from latte_lab.models import AgentView, CachedModel, ModelResponse, ResponseCache, ScriptedModel, Usage
 from latte_lab.models.base import Message, Scope
-from latte_lab.models.cache import diff_fields, key_fields, request_from_fields, request_key
+from latte_lab.models.cache import (
+    canonical_json,
+    diff_fields,
+    key_and_json,
+    key_fields,
+    key_from_fields,
+    request_from_fields,
+    request_key,
+)
 
 WRITERS = 4
 ENTRIES_PER_WRITER = 500
@@ -82,6 +90,15 @@ def test_view_and_number_types_do_not_change_the_key():
     view = AgentView(task="debug", role="lead", agent="Lead")
     assert request_key(dataclasses.replace(base, view=view)) == request_key(base)
     assert request_key(dataclasses.replace(base, temperature=1.0)) == request_key(base)
+
+
+def test_key_and_json_match_encoding_the_fields_whole():
+    long = "é\"\\\n\u2028 ✅ \x00 " * 100  # long enough to be remembered, with every kind of escape
+    for text in ("short", long, long):  # the second long one is served from the memo
+        r = dataclasses.replace(make_request(), system=text,
+                                messages=[Message("user", text), Message("assistant", "ok " + text)])
+        fields = key_fields(r)
+        assert key_and_json(fields) == (key_from_fields(fields), canonical_json(fields))
 
 
 def test_request_round_trips_through_key_fields():

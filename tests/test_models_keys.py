@@ -51,3 +51,13 @@ def test_redact_masks_key_shapes_env_secrets_and_handed_out_keys(tmp_path, fresh
     fresh_env.delenv("OPENAI_API_KEY")  # gone from the env, still masked because it was handed out
     assert redact(f"key={key}") == "key=[REDACTED]"
     assert redact("scikit sk-learn and ask-me") == "scikit sk-learn and ask-me"
+
+
+def test_redact_sees_secrets_set_after_its_first_call(fresh_env):
+    assert redact("a later-secret-value-1 b") == "a later-secret-value-1 b"
+    fresh_env.setenv("LATTE_TEST_KEY", "later-secret-value-1")
+    assert redact("a later-secret-value-1 b") == "a [REDACTED] b"
+    fresh_env.setenv("LATTE_TEST_KEY", "changed-secret-value-2")
+    assert redact("a later-secret-value-1 changed-secret-value-2") == "a later-secret-value-1 [REDACTED]"
+    keys.register_secret("handed-out-key-3")
+    assert redact("k handed-out-key-3") == "k [REDACTED]"

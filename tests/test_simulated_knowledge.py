@@ -17,6 +17,7 @@ import latte_lab as ll
 from latte_lab.models.base import AgentView, Message
 from latte_lab.models.sim import SimulatedModel
 from latte_lab.models.sim.skill import skill_for
+from latte_lab.models import view as view_module
 from latte_lab.models.view import frame_of, view_from_prompt
 from latte_lab.teams.engine import Team
 
@@ -53,7 +54,9 @@ def test_the_view_is_read_from_the_prompt_text_only(tmp_path, team):
     assert len(model.requests) > 5
     for req in model.requests:
         view = req.view
-        # the view is exactly what reading the prompt gives, from the frame and the text alone
+        # the view is exactly what reading the prompt gives, from the frame and the text alone (read anew,
+        # not from the messages already read)
+        view_module._READ.clear()
         assert view_from_prompt(frame_of(view), req.system, req.messages) == view
         # and every fact in it is in that text
         text = _prompt_text(req)
@@ -88,6 +91,27 @@ def test_a_cut_test_output_names_only_the_failures_it_shows():
     tail = "❌ Tests failed:\n...\nFAILED test_suite.py::TestRms::test_a - x\n30 failed, 3 passed"
     view = view_from_prompt(frame, "s", [Message("user", f"[From System]: {tail}")])
     assert view.test_failures == ("test_suite.py::TestRms::test_a",) and view.tests_passed is False
+
+
+def test_views_of_one_prompt_share_nothing_a_model_could_change():
+    frame = AgentView(task="debug", role="lead", agent="Lead")
+    graph = ("[From System]: === CURRENT TASKS ===\n⏳ t1: First (Unassigned)\n📌 t2: Second (Owner: Dev1) "
+             "[Requires: t1]\n=== READY TO ASSIGN ===\n• t1: First\n=== TEAM ===\nDev1: working on t2")
+    task = ("[From System]: === YOUR CURRENT TASK ===\nID: t2\nStatus: assigned\nTitle: Second\nDo it.\n"
+            "=== ITS PREREQUISITES (direct predecessors) ===\n• t1: First [completed, done by Dev2]\n"
+            "  changed: a.py (f, g)")
+    messages = [Message("user", f"{graph}\n\n{task}")]
+    first = view_from_prompt(frame, "s", messages)
+    assert first.graph[1]["deps"] == ["t1"] and first.current_task["predecessors"][0]["files"] == {"a.py": ["f", "g"]}
+    expected = view_from_prompt(frame, "s", messages)
+    first.graph[1]["deps"].append("x")
+    first.extra["ready"].clear()
+    first.extra["workers"]["Dev9"] = None
+    first.current_task["predecessors"][0]["files"]["a.py"].append("h")
+    again = view_from_prompt(frame, "s", messages)
+    assert again == expected and again != first
+    view_module._READ.clear()
+    assert view_from_prompt(frame, "s", messages) == expected
 
 
 def _mean_accuracy(tmp_path, team, task, seeds, **cfg):

@@ -55,6 +55,14 @@ def test_replies_show_no_workspace_path_timing_or_address():
     assert stable_tail("x" * 10 + " 3 passed in 0.01s", 12) == "xxx 3 passed"
 
 
+def test_normalised_output_depends_on_the_roots_it_is_given():
+    text = "/runs/a/workspace/x.py failed in 0.5s"
+    assert stable_output(text, ["/runs/a/workspace"]) == "x.py failed"
+    assert stable_output(text, ["/runs/b"]) == "x.py failed"  # the generic workspace prefix rule
+    assert stable_output("/runs/a/y.py", ["/runs/a"]) == "y.py"
+    assert stable_output("/runs/a/y.py", ["/runs/b"]) == "/runs/a/y.py"
+
+
 def test_tail_lengths_have_one_home():
     from latte_lab.teams import engine
 

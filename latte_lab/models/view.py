@@ -206,14 +206,27 @@ _READ: dict[tuple[str, str], tuple] = {}
 _READ_MAX = 4096  # entries; emptied when full (a trial's windows need far fewer)
 
 
+def _edits(actions) -> tuple:
+    from latte_lab.actions import EditFile
+
+    return tuple((a.path, a.content) for a in actions if isinstance(a, EditFile))
+
+
+def note_reply(text: str, actions) -> None:
+    """Remembers what a reply wrote (its parsed ``actions``), for when the reply is read back as history."""
+    if len(_READ) >= _READ_MAX:
+        _READ.clear()
+    _READ["assistant", text] = _edits(actions)
+
+
 def _read_message(msg: Message) -> tuple:
     key = (msg.role, msg.content)
     read = _READ.get(key)
     if read is None:
         if msg.role == "assistant":
-            from latte_lab.actions import EditFile, parse_actions
+            from latte_lab.actions import parse_actions
 
-            read = tuple((a.path, a.content) for a in parse_actions(msg.content).actions if isinstance(a, EditFile))
+            read = _edits(parse_actions(msg.content).actions)
         else:
             read = tuple((sender, text, _segment_op(sender, text)) for sender, text in segments(msg.content))
         if len(_READ) >= _READ_MAX:

@@ -20,7 +20,7 @@ from latte_lab.events import REPLY_LOG_CHARS, EventLog
 from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.history import GraphHistory
 from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
-from latte_lab.models.view import view_from_prompt
+from latte_lab.models.view import note_reply, view_from_prompt
 from latte_lab.teams.replies import (
     EVENT_OUTPUT_TAIL,
     PLANNING_TESTS_TAIL,
@@ -314,6 +314,7 @@ class Team:
     # ----- applying actions -----
     def parse(self, agent: Agent, text: str) -> list:
         result = A.parse_actions(text)
+        note_reply(text, result.actions)  # the reply comes back in the agent's next prompts
         for err in result.errors:
             self.log.emit("parse_error", agent=agent.name, tag=err.tag, message=err.message)
             agent.receive(f"⚠️ Could not read your <{err.tag}> tag: {err.message}")
