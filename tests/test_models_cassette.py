@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 
@@ -19,6 +20,7 @@ from latte_lab.models import (
     import_cassettes,
     read_cassette,
 )
+from latte_lab.models.base import Message
 from latte_lab.models.providers.openai import OpenAIModel
 
 
@@ -42,6 +44,30 @@ def test_cassette_lines_hold_request_scope_and_response(tmp_path):
     assert first["type"] == "call" and first["scope"]["agent"] == "Lead"
     assert first["request"]["messages"] == [["user", "Lead turn 0"]]
     assert first["response"]["latency_s"] == 2.5 and first["response"]["cached"] is False
+
+
+@pytest.mark.parametrize("env_secret", [False, True])
+def test_cassette_lines_are_the_canonical_record_redacted_whole(tmp_path, monkeypatch, env_secret):
+    """Lines are assembled from pieces encoded (and masked) once; they must equal encoding and masking the
+    whole record, keys anywhere in the prompt or the reply included."""
+    from latte_lab.models.cache import canonical_json, key_fields, request_key
+    from latte_lab.models.keys import redact
+
+    if env_secret:
+        monkeypatch.setenv("LATTE_TEST_SECRET", "plain-secret-4242")
+    long = "é ✅ \"q\" \\ sk-proj-AbCdEfGhIjKlMnOpQrSt task-1 plain-secret-4242 " * 20
+    request = dataclasses.replace(make_request(), system="sys sk-ant-" + "k" * 20,
+                                  messages=[Message("user", long), Message("assistant", "ok"), Message("user", long)])
+    reply = "done sk-" + "z" * 24 + " plain-secret-4242"
+    cassette = Cassette(tmp_path / "calls.jsonl")
+    RecordingModel(ScriptedModel([reply]), cassette).generate(request)
+    cassette.close()
+    line = (tmp_path / "calls.jsonl").read_text(encoding="utf-8")
+    record = {"type": "call", "key": request_key(request), "scope": dataclasses.asdict(request.scope),
+              "request": key_fields(request), "response": json.loads(line)["response"]}
+    assert line == redact(canonical_json(record)) + "\n"
+    assert "sk-proj-Ab" not in line and "kkkkkkkkkk" not in line and "zzzzzzzz" not in line
+    assert ("plain-secret-4242" in line) is not env_secret
 
 
 def test_replay_from_cassette_alone_with_zero_network_calls(fake_server, canary_keys, tmp_path):

@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Self
@@ -80,9 +80,19 @@ def _string_json(text: str) -> str:
     return out
 
 
-def _messages_json(messages: list) -> str:
-    """``canonical_json`` of key_fields' ``[[role, content], ...]``, each content encoded once per process."""
-    return "[" + ",".join(f"[{_string_json(role)},{_string_json(content)}]" for role, content in messages) + "]"
+def _message_json(role: str, content: str) -> str:
+    if len(content) < _MEMO_MIN_CHARS:
+        return f"[{_encode_string(role)},{_encode_string(content)}]"
+    key = (role, content)
+    out = _MESSAGE_JSON.get(key)
+    if out is None:
+        if len(_MESSAGE_JSON) >= _STRING_JSON_MAX:
+            _MESSAGE_JSON.clear()
+        out = _MESSAGE_JSON[key] = f"[{_encode_string(role)},{_encode_string(content)}]"
+    return out
+
+
+_MESSAGE_JSON: dict[tuple[str, str], str] = {}
 
 
 def key_fields(request: ModelRequest) -> dict:
@@ -105,15 +115,32 @@ def object_json(parts: dict[str, str]) -> str:
     >>> object_json({"b": "[1,2]", "a": '"x"'}) == canonical_json({"b": [1, 2], "a": "x"})
     True
     """
-    return "{" + ",".join(f"{_encode_string(k)}:{parts[k]}" for k in sorted(parts)) + "}"
+    if not parts:
+        return "{}"
+    pieces = []
+    for k in sorted(parts):  # one join: the values can be long, and are copied once
+        pieces += (",", _encode_string(k), ":", parts[k])
+    pieces[0] = "{"
+    pieces.append("}")
+    return "".join(pieces)
 
 
-def key_and_json(fields: dict) -> tuple[str, str]:
-    """``(key_from_fields(fields), canonical_json(fields))``, encoding each field once."""
-    parts = {k: _messages_json(v) if k == "messages" else _string_json(v) if isinstance(v, str) else _ENCODER.encode(v)
-             for k, v in fields.items()}
+def key_and_json(fields: dict, piece: Callable[[str], str] | None = None) -> tuple[str, str]:
+    """``(key_from_fields(fields), canonical_json(fields))``, encoding each field once.
+
+    With ``piece``, the JSON returned has ``piece`` applied to the JSON of each field's value and of
+    each message (the key is always that of the fields as given).
+    """
+    messages = [_message_json(role, content) for role, content in fields.get("messages", ())]
+    parts = {k: "[" + ",".join(messages) + "]" if k == "messages" else _string_json(v) if isinstance(v, str)
+             else _ENCODER.encode(v) for k, v in fields.items()}
     keyed = object_json({**parts, "schema": canonical_json(KEY_SCHEMA_VERSION)})
-    return hashlib.sha256(keyed.encode("utf-8")).hexdigest(), object_json(parts)
+    key = hashlib.sha256(keyed.encode("utf-8")).hexdigest()
+    if piece is None:
+        return key, object_json(parts)
+    shown = {k: "[" + ",".join([piece(m) for m in messages]) + "]" if k == "messages" else piece(v)
+             for k, v in parts.items()}
+    return key, object_json(shown)
 
 
 def request_key(request: ModelRequest) -> str:

@@ -28,7 +28,7 @@ from latte_lab.models.cache import (
     object_json,
     request_from_fields,
 )
-from latte_lab.models.keys import redact
+from latte_lab.models.keys import only_key_shapes, redact, redact_key_shapes
 
 CASSETTE_NAME = rundir.CALLS_FILE  # the cassette's file name inside a run directory
 
@@ -54,8 +54,8 @@ class Cassette:
     def _write(self, record: dict) -> None:
         self._write_line(canonical_json(record))
 
-    def _write_line(self, text: str) -> None:
-        line = redact(text) + "\n"
+    def _write_line(self, text: str, *, redacted: bool = False) -> None:
+        line = (text if redacted else redact(text)) + "\n"
         with self._lock:
             if self.disk_full is not None:
                 return
@@ -70,13 +70,14 @@ class Cassette:
                 raise rundir.DiskFullError(self.disk_full) from None
 
     def record(self, request: ModelRequest, response: ModelResponse) -> None:
-        key, request_json = key_and_json(key_fields(request))
-        # canonical_json of the whole line, with the prompt encoded once (for the key and the line)
-        self._write_line(object_json({
+        # canonical_json of the whole line, redacted, with the prompt encoded once (for the key and the
+        # line) and, when only key shapes are masked, each message masked once (they recur every call)
+        by_piece = only_key_shapes()
+        key, request_json = key_and_json(key_fields(request), redact_key_shapes if by_piece else None)
+        parts = {
             "type": canonical_json("call"),
             "key": canonical_json(key),
             "scope": canonical_json(request.scope.as_dict()),
-            "request": request_json,
             "response": canonical_json({
                 "text": response.text,
                 "usage": {"input_tokens": response.usage.input_tokens,
@@ -86,7 +87,11 @@ class Cassette:
                 "model": response.model,
                 "cached": response.cached,
             }),
-        }))
+        }
+        if by_piece:
+            parts = {k: redact_key_shapes(v) for k, v in parts.items()}
+        parts["request"] = request_json
+        self._write_line(object_json(parts), redacted=by_piece)
 
     def record_error(self, request: ModelRequest, error: BaseException) -> None:
         """Note a failed call (replay ignores these lines; they explain gaps when reading a run)."""

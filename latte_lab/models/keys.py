@@ -96,6 +96,30 @@ def _secrets() -> tuple[str, ...]:
     return secrets
 
 
+def only_key_shapes() -> bool:
+    """True when :func:`redact` has only provider-shaped keys to mask (no secret in the environment, none
+    handed out): then it masks within runs of key characters only, and redacting the pieces of a text
+    that meet at other characters (the values of a JSON line) gives the text redacted whole."""
+    return not _secrets()
+
+
+_SHAPED: dict[str, str] = {}  # long pieces already masked: a prompt's earlier messages recur every call
+_SHAPED_MAX = 4096  # entries; emptied when full
+_SHAPED_MIN_CHARS = 256
+
+
+def redact_key_shapes(text: str) -> str:
+    """``text`` with provider-shaped keys masked (all :func:`redact` does when :func:`only_key_shapes`)."""
+    if len(text) < _SHAPED_MIN_CHARS:
+        return KEY_PATTERN.sub(REDACTED, text) if "sk-" in text else text
+    out = _SHAPED.get(text)
+    if out is None:
+        if len(_SHAPED) >= _SHAPED_MAX:
+            _SHAPED.clear()
+        out = _SHAPED[text] = KEY_PATTERN.sub(REDACTED, text) if "sk-" in text else text
+    return out
+
+
 def redact(text: str) -> str:
     """``text`` with every secret masked as ``[REDACTED]``.
 
