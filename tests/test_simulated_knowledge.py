@@ -14,10 +14,10 @@ from dataclasses import fields
 import pytest
 
 import latte_lab as ll
+from latte_lab.models import view as view_module
 from latte_lab.models.base import AgentView, Message
 from latte_lab.models.sim import SimulatedModel
 from latte_lab.models.sim.skill import skill_for
-from latte_lab.models import view as view_module
 from latte_lab.models.view import frame_of, view_from_prompt
 from latte_lab.teams.engine import Team
 
