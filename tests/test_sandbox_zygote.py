@@ -288,7 +288,7 @@ def test_snoop():
 """
 
 
-def test_a_hidden_suite_never_reaches_the_zygotes_memory(tmp_path, launches):
+def test_a_hidden_suite_never_reaches_the_zygotes_memory(tmp_path, launches, isolated_zygote_state):
     """Every run is forked from the zygote: code it keeps is readable by the next agent run. A workspace's
     own test files may be kept; the hidden suite an evaluation adds to a throwaway copy never is."""
     task = ll.tasks.get("debug")
@@ -298,9 +298,9 @@ def test_a_hidden_suite_never_reaches_the_zygotes_memory(tmp_path, launches):
     ws.setup_file("test_snoop.py", SNOOP)
     assert ws.run_tests(("test_snoop.py",), timeout=60).passed == 1
     seen = json.loads((ws.root / "snooped.json").read_text())
+    assert launches.zygote == 2, "the runs were not forked from the zygote"
     assert any(path.endswith("test_suite.py") for path in seen), seen  # the snoop finds what the zygote keeps
     assert not any("latte_lab-eval-" in path or Path(path).name.startswith("test_hidden") for path in seen), seen
-    assert launches.zygote == 2
 
 
 def test_primed_code_is_what_a_run_imports(tmp_path):
