@@ -155,8 +155,57 @@ def prime(files: list) -> None:
             del REWRITTEN[next(iter(REWRITTEN))]
 
 
+REHEARSAL = """
+import pytest
+
+def test_passes():
+    assert [1, 2] == [1, 2]
+
+def test_fails():
+    assert {"a": [1.0, 2.0]} == {"a": pytest.approx([1.0, 2.5])}
+
+class TestGroup:
+    def test_raises(self):
+        raise ValueError("rehearsal")
+"""
+
+
+def _rehearse() -> None:
+    """Run one pytest session on a throwaway suite of our own, the way a run does, so that what every
+    session compiles or imports on first use (regular expressions, lazily imported modules, pytest's
+    caches) is ready in the runs forked from here instead of made again in each. Only the suite's own
+    module is forgotten afterwards. Best effort: a failure here leaves the zygote as it was."""
+    import contextlib
+    import io
+    import tempfile
+
+    import pytest
+
+    cwd = os.getcwd()
+    before = set(sys.modules)
+    try:
+        with tempfile.TemporaryDirectory(prefix="latte_lab-rehearsal-") as tmp:
+            with open(os.path.join(tmp, "test_rehearsal.py"), "w") as fh:
+                fh.write(REHEARSAL)
+            with open(os.path.join(tmp, "pytest.ini"), "w") as fh:
+                fh.write("[pytest]\n")  # no configuration from the directories above
+            os.chdir(tmp)
+            sink = io.StringIO()
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                pytest.main(["-q", "-rfE", "-p", "no:cacheprovider", f"--junitxml={tmp}/junit.xml",
+                             "-o", "junit_family=xunit1", "test_rehearsal.py"])
+    except Exception:  # noqa: BLE001
+        pass
+    finally:
+        os.chdir(cwd)
+        for name in set(sys.modules) - before:
+            if name == "test_rehearsal" or name.startswith("test_rehearsal."):
+                del sys.modules[name]
+
+
 _warm()
 _use_primed_rewrites()
+_rehearse()
 WARM_MODULES = frozenset(sys.modules)  # what a run may keep; later imports are the zygote's own
 
 import gc  # noqa: E402

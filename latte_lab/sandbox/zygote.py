@@ -14,7 +14,8 @@ one zygote serves every SandboxLimits.
   ahead (``prime``) and the zygote keeps their rewritten code, which a run takes when its file is
   byte-identical (never for a hidden suite: every run is forked from the zygote and could read its
   memory); and a failure report parses each source file once per run instead of once per
-  traceback entry. The report's text is the same.
+  traceback entry. The report's text is the same. And the zygote rehearses one session on a suite
+  of its own before serving, so the regular expressions and lazy imports of a session are made once.
 * Everything of a run other than how the process starts is shared with the exec path
   (:mod:`latte_lab.sandbox.run`): the environment, the rlimits (``apply_limits`` of ``_child.py``), the
   pipes and their capped reading, the timeout, the process-count watchdog and the process-tree kill (with
