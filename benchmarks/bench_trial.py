@@ -163,7 +163,7 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
     each way latte_lab can run it, down to pytest's own work with everything already imported."""
     import latte_lab as ll
     from latte_lab.sandbox import bwrap, clear_memo, zygote
-    from latte_lab.sandbox.pytest import JUNIT_OPTIONS, PYTEST_ARGS
+    from latte_lab.sandbox.pytest import JUNIT_OPTIONS, PYTEST_ARGS, config_args
     from latte_lab.workspace import Workspace
 
     task = ll.tasks.get(task_id)
@@ -197,7 +197,7 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
         ws = Workspace(root, memo=False, sandbox="local")
         task.setup(ws)
         base = ws.read(module)
-        argv = [*PYTEST_ARGS[2:], *ws.test_args, f"--junitxml={root / '.junit.xml'}", *JUNIT_OPTIONS]
+        argv = [*PYTEST_ARGS[2:], *config_args(root), *ws.test_args, f"--junitxml={root / '.junit.xml'}", *JUNIT_OPTIONS]
         import contextlib
         import io
 

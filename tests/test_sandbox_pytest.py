@@ -7,6 +7,7 @@ import re
 import textwrap
 
 import pytest
+from sandbox_helpers import BACKENDS
 
 from latte_lab.errors import WorkspaceError
 from latte_lab.sandbox import clear_memo, outcomes_by_class, parse_junit, run_pytest, zygote
@@ -188,3 +189,23 @@ def test_oversized_or_broken_report_is_no_report(tmp_path, monkeypatch):
     report.write_text("<testsuite>" + " " * 100 + "</testsuite>")
     monkeypatch.setattr(sbpytest, "JUNIT_MAX_BYTES", 50)
     assert sbpytest._read_report(report) is None and not report.exists()
+
+
+THREE_FAILING = "".join(f"def test_{i}():\n    assert {i} == -1\n\n" for i in range(3))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("use_zygote", [True, False])
+def test_configuration_comes_from_the_workspace_never_from_above(tmp_path, monkeypatch, backend, use_zygote):
+    """A workspace under a project whose pytest configuration stops at the first failure (``-x``) runs with
+    pytest's defaults; a configuration file of the workspace's own is honoured."""
+    monkeypatch.setattr(zygote, "USE_ZYGOTE", use_zygote)
+    (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -x\nsome_plugin_option = 1\n")
+    ws = Workspace(tmp_path / "runs" / "ws", memo=False, sandbox=backend)
+    ws.setup_file("test_three.py", THREE_FAILING)
+    run = ws.run_tests(("test_three.py",), timeout=60)
+    assert (run.failed, run.passed) == (3, 0), run.stdout
+    assert "Unknown config option" not in run.stdout and "warning" not in run.stdout
+    assert [node for node, _ in run.cases] == [f"test_three.py::test_{i}" for i in range(3)]  # ids from the workspace
+    ws.setup_file("tox.ini", "[pytest]\naddopts = -x\n")
+    assert ws.run_tests(("test_three.py",), timeout=60).failed == 1

@@ -40,6 +40,10 @@ JUNIT_OPTIONS = ("-o", "junit_family=xunit1")  # xunit1 records each test's file
 JUNIT_MAX_BYTES = 16 * 2**20  # a larger report was not written by pytest for a task suite: unreadable
 MEMO_SCHEMA_VERSION = 3  # bump when TestRun or the key changes, to invalidate on-disk memos
 CACHE_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
+# pytest's configuration files, in the order pytest prefers them, with the section that makes each one
+# pytest's (None: the file counts whatever it holds).
+CONFIG_FILES = (("pytest.ini", None), (".pytest.ini", None), ("pyproject.toml", "[tool.pytest"),
+                ("tox.ini", "[pytest]"), ("setup.cfg", "[tool:pytest]"))
 OUTCOMES = ("passed", "failed", "error", "skipped")
 PYTEST_NORMAL_EXITS = (0, 1, 2, 5)  # all passed, some failed, interrupted by errors, no tests collected
 
@@ -245,12 +249,40 @@ def run_pytest(
         return _run_in(copy, args, timeout, limits, sandbox, [JUNIT_NAME], prime_tests=False)
 
 
+def config_args(root: Path) -> list[str]:
+    """Arguments that keep a run's pytest configuration inside its workspace.
+
+    pytest looks for its configuration in the run's directory and then in every directory above it, so a
+    workspace under a project (``runs/`` in a repository whose pyproject.toml configures pytest, say)
+    would run with that project's options and print its warnings, and a trial's output would depend on
+    where its runs folder is. The workspace's own configuration file, if it has one, is used; otherwise
+    none (``-c /dev/null``); the workspace is the root directory either way.
+
+    >>> import tempfile
+    >>> root = Path(tempfile.mkdtemp())
+    >>> config_args(root)
+    ['--rootdir=.', '-c', '/dev/null']
+    >>> _ = (root / "setup.cfg").write_text("[metadata]\\nname = x\\n")
+    >>> _ = (root / "tox.ini").write_text("[pytest]\\naddopts = -ra\\n")
+    >>> config_args(root)
+    ['--rootdir=.', '-c', 'tox.ini']
+    """
+    for name, section in CONFIG_FILES:
+        path = root / name
+        try:
+            if path.is_file() and (section is None or section in path.read_text(encoding="utf-8", errors="replace")):
+                return ["--rootdir=.", "-c", name]
+        except OSError:
+            continue
+    return ["--rootdir=.", "-c", os.devnull]
+
+
 def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None, sandbox: str,
             export_names: list[str] | None, *, prime_tests: bool) -> TestRun:
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if PYTEST_DISABLE_PLUGIN_AUTOLOAD else {}
     report = root.resolve() / JUNIT_NAME
     report.unlink(missing_ok=True)
-    pytest_args = [*PYTEST_ARGS[2:], *args, f"--junitxml={report}", *JUNIT_OPTIONS]
+    pytest_args = [*PYTEST_ARGS[2:], *config_args(root), *args, f"--junitxml={report}", *JUNIT_OPTIONS]
     run = run_sandboxed(
         [sys.executable, *PYTEST_ARGS[:2], *pytest_args],
         root,
