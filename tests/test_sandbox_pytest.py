@@ -197,10 +197,12 @@ THREE_FAILING = "".join(f"def test_{i}():\n    assert {i} == -1\n\n" for i in ra
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("use_zygote", [True, False])
 def test_configuration_comes_from_the_workspace_never_from_above(tmp_path, monkeypatch, backend, use_zygote):
-    """A workspace under a project whose pytest configuration stops at the first failure (``-x``) runs with
-    pytest's defaults; a configuration file of the workspace's own is honoured."""
+    """A workspace under a project whose pytest configuration stops at the first failure (``-x``) and whose
+    conftest.py errors every test runs with pytest's defaults; a configuration file of the workspace's own
+    is honoured."""
     monkeypatch.setattr(zygote, "USE_ZYGOTE", use_zygote)
     (tmp_path / "pytest.ini").write_text("[pytest]\naddopts = -x\nsome_plugin_option = 1\n")
+    (tmp_path / "conftest.py").write_text("def pytest_runtest_setup(item):\n    raise RuntimeError('from above')\n")
     ws = Workspace(tmp_path / "runs" / "ws", memo=False, sandbox=backend)
     ws.setup_file("test_three.py", THREE_FAILING)
     run = ws.run_tests(("test_three.py",), timeout=60)

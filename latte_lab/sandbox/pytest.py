@@ -44,6 +44,7 @@ CACHE_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".my
 # pytest's (None: the file counts whatever it holds).
 CONFIG_FILES = (("pytest.ini", None), (".pytest.ini", None), ("pyproject.toml", "[tool.pytest"),
                 ("tox.ini", "[pytest]"), ("setup.cfg", "[tool:pytest]"))
+WORKSPACE_ROOT_ARGS = ("--rootdir=.", "--confcutdir=.")  # node ids and conftest files from the workspace only
 OUTCOMES = ("passed", "failed", "error", "skipped")
 PYTEST_NORMAL_EXITS = (0, 1, 2, 5)  # all passed, some failed, interrupted by errors, no tests collected
 
@@ -256,25 +257,27 @@ def config_args(root: Path) -> list[str]:
     workspace under a project (``runs/`` in a repository whose pyproject.toml configures pytest, say)
     would run with that project's options and print its warnings, and a trial's output would depend on
     where its runs folder is. The workspace's own configuration file, if it has one, is used; otherwise
-    none (``-c /dev/null``); the workspace is the root directory either way.
+    none (``-c /dev/null``); the workspace is the root directory either way, and no ``conftest.py`` above
+    it is loaded (``--confcutdir``: without it, ``-c /dev/null`` also sends pytest looking for conftest
+    files in every directory up to ``/``, which tripled a small suite's session).
 
     >>> import tempfile
     >>> root = Path(tempfile.mkdtemp())
     >>> config_args(root)
-    ['--rootdir=.', '-c', '/dev/null']
+    ['--rootdir=.', '--confcutdir=.', '-c', '/dev/null']
     >>> _ = (root / "setup.cfg").write_text("[metadata]\\nname = x\\n")
     >>> _ = (root / "tox.ini").write_text("[pytest]\\naddopts = -ra\\n")
     >>> config_args(root)
-    ['--rootdir=.', '-c', 'tox.ini']
+    ['--rootdir=.', '--confcutdir=.', '-c', 'tox.ini']
     """
     for name, section in CONFIG_FILES:
         path = root / name
         try:
             if path.is_file() and (section is None or section in path.read_text(encoding="utf-8", errors="replace")):
-                return ["--rootdir=.", "-c", name]
+                return [*WORKSPACE_ROOT_ARGS, "-c", name]
         except OSError:
             continue
-    return ["--rootdir=.", "-c", os.devnull]
+    return [*WORKSPACE_ROOT_ARGS, "-c", os.devnull]
 
 
 def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None, sandbox: str,
