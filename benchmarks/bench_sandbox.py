@@ -8,28 +8,17 @@ Run: ``.venv/bin/python benchmarks/bench_sandbox.py``.
 
 from __future__ import annotations
 
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import REPEATS, median_ms
 
 import latte_lab as ll
 from latte_lab.sandbox import bwrap, clear_memo, run_sandboxed, zygote
 from latte_lab.sandbox.probes import PROBES, run_probe
 from latte_lab.sandbox.process import count_processes, stop_sandbox
 from latte_lab.workspace import Workspace
-
-REPEATS = 10  # runs per condition
-
-
-def median_ms(fn, repeats: int = REPEATS) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times) * 1000
 
 
 def run_costs(tmp: Path, backend: str, use_zygote: bool = True) -> dict[str, float]:

@@ -27,7 +27,7 @@ import time
 import warnings
 from pathlib import Path
 
-REPEATS = 10  # memo-missing suite runs per way of running it
+from timing import REPEATS, median_ms
 
 
 class Timer:
@@ -149,15 +149,6 @@ def run_baseline(directory: Path, args) -> dict | None:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def _median_ms(fn, repeats: int = REPEATS) -> float:
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return 1000 * statistics.median(times)
-
-
 def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
     """Milliseconds (median of REPEATS) of one run of the task's public suite after a one-line change,
     each way latte_lab can run it, down to pytest's own work with everything already imported."""
@@ -187,8 +178,8 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
                 ws.setup_file(module, f"{base}\n# edit {next(edits)}\n")
                 assert not ws.run_tests().cached
 
-            figures[label] = _median_ms(distinct_run)
-            figures["memo hit: the same files again"] = _median_ms(ws.run_tests)
+            figures[label] = median_ms(distinct_run)
+            figures["memo hit: the same files again"] = median_ms(ws.run_tests)
         zygote.USE_ZYGOTE = True
         # The floor of every way that runs pytest per change: pytest.main in this process, where pytest and
         # its plugins are imported and warm; no process, no sandbox (the workspace's modules are dropped
@@ -245,7 +236,7 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
         gc.freeze()  # as the zygote does: the collector skips this process's own objects
         try:
             figures["floor: pytest.main in this warm process, no fork, no sandbox, with the server's changes"] = (
-                _median_ms(bare_run))
+                median_ms(bare_run))
         finally:
             gc.unfreeze()
     return figures
