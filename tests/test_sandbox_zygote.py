@@ -239,9 +239,11 @@ def test_failure_reports_are_the_same_text_both_ways(tmp_path, monkeypatch, laun
     assert by_exec.failed > 10 and outcome(by_zygote) == outcome(by_exec)
     assert _report(by_zygote) == _report(by_exec)
     assert launches.zygote == 1
-    # The exec path starts pytest through _pytest_boot.py; plain `python -m pytest` prints the same.
+    # The exec path starts pytest through _pytest_boot.py; plain `python -m pytest` prints the same. Sandboxed
+    # runs never see CI or BUILD_NUMBER (pytest prints whole diffs when either is set), so neither does this one.
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
     plain = subprocess.run([sys.executable, *sbpytest.PYTEST_ARGS, *ws.test_args], cwd=ws.root, capture_output=True,
-                           text=True, timeout=120, env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
+                           text=True, timeout=120, env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert _report(TestRun(plain.returncode, plain.stdout, "", 0.0, False, False)) == _report(by_exec)
 
 
