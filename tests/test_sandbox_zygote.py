@@ -340,6 +340,25 @@ def test_primed_code_is_what_a_run_imports(tmp_path):
 # ---- sandbox guarantees with the zygote on -----------------------------------------------------
 
 
+PLUGIN_PROBE = """
+import sys
+
+def test_no_plugin_module_was_loaded():
+    assert sorted(m for m in ("nbval", "xdist", "pytest_timeout", "jsonschema", "nbformat") if m in sys.modules) == []
+"""
+
+
+def test_runs_carry_no_installed_plugin_the_run_did_not_load(tmp_path, monkeypatch, launches, isolated_zygote_state):
+    """pytest plugins installed beside latte_lab (nbval, xdist, pytest-timeout) are not loaded by agents' runs
+    (PYTEST_DISABLE_PLUGIN_AUTOLOAD); the zygote's own rehearsal session loads none either, so a forked run
+    holds none of their modules, as an exec'd run does not (and the zygote starts without seconds of imports)."""
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+    ws.setup_file("test_plugins.py", PLUGIN_PROBE)
+    by_exec, by_zygote = both_ways(monkeypatch, lambda: ws.run_tests(("test_plugins.py",)))
+    assert (by_exec.passed, by_zygote.passed) == (1, 1), by_zygote.stdout
+    assert launches.zygote == 1
+
+
 def test_no_key_reaches_the_zygote_or_the_run(tmp_path, monkeypatch, launches, isolated_zygote_state):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-zygote-test")
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_zygote")

@@ -183,6 +183,10 @@ def _rehearse() -> None:
 
     cwd = os.getcwd()
     before = set(sys.modules)
+    # Plugins installed beside pytest are the runs' own business (their environment says whether they
+    # load); the rehearsal never loads them: nbval alone pulls in jsonschema and seconds of imports.
+    autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
     try:
         with tempfile.TemporaryDirectory(prefix="latte_lab-rehearsal-") as tmp:
             with open(os.path.join(tmp, "test_rehearsal.py"), "w") as fh:
@@ -198,6 +202,10 @@ def _rehearse() -> None:
         pass
     finally:
         os.chdir(cwd)
+        if autoload is None:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
         for name in set(sys.modules) - before:
             if name == "test_rehearsal" or name.startswith("test_rehearsal."):
                 del sys.modules[name]
