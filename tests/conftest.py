@@ -13,6 +13,35 @@ os.environ["LATTE_STRICT_EVENTS"] = "1"  # an undeclared event type or field fai
 os.environ.setdefault("LATTE_LAB_SANDBOX", "local")
 
 
+def pytest_configure(config):
+    """One test-run memo directory for the whole session ($LATTE_LAB_MEMO_DIR, made here in the controlling
+    process, so the xdist workers, the notebooks' kernels, JupyterLab and every script a test starts share
+    it): a workspace state that any test has run the suite on before costs nothing again. Tests of the memo
+    and of the sandbox itself use workspaces with ``memo=False`` or their own directory."""
+    if hasattr(config, "workerinput") or os.environ.get("LATTE_LAB_MEMO_DIR"):
+        return
+    import tempfile
+
+    config._latte_memo_dir = tempfile.mkdtemp(prefix="latte_lab-test-memo-")
+    os.environ["LATTE_LAB_MEMO_DIR"] = config._latte_memo_dir
+
+
+def pytest_unconfigure(config):
+    memo_dir = getattr(config, "_latte_memo_dir", None)
+    if memo_dir:
+        import shutil
+
+        shutil.rmtree(memo_dir, ignore_errors=True)
+        os.environ.pop("LATTE_LAB_MEMO_DIR", None)
+
+
+@pytest.fixture
+def no_shared_memo(monkeypatch):
+    """For tests of the memo and of the runs themselves: workspaces made in the test memoise in the process
+    only (``clear_memo()`` forgets that), never in the session's shared directory."""
+    monkeypatch.delenv("LATTE_LAB_MEMO_DIR", raising=False)
+
+
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory, monkeypatch):
     """Every test gets its own response cache, never the user's ~/.cache."""

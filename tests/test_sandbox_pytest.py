@@ -14,6 +14,8 @@ from latte_lab.sandbox import clear_memo, outcomes_by_class, parse_junit, run_py
 from latte_lab.sandbox import pytest as sbpytest
 from latte_lab.workspace import Workspace
 
+pytestmark = pytest.mark.usefixtures("no_shared_memo")  # tests of the memo and the runs: in-process only
+
 SUITE = (
     "from mod import double\n\n"
     "class TestDouble:\n"

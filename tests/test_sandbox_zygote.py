@@ -29,7 +29,7 @@ from latte_lab.workspace import Workspace
 needs_zygote = pytest.mark.skipif(
     not (hasattr(os, "fork") and Path("/proc/self/stat").exists()), reason="the zygote needs fork and /proc"
 )
-pytestmark = needs_zygote
+pytestmark = [needs_zygote, pytest.mark.usefixtures("no_shared_memo")]
 
 TASK_NAMES = ll.tasks.names()
 

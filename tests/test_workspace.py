@@ -4,6 +4,8 @@ through the workspace (protected files, the memo)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 
 import pytest
@@ -11,6 +13,8 @@ import pytest
 from latte_lab.errors import ConfigError, LatteError, WorkspaceError
 from latte_lab.sandbox import SandboxLimits, clear_memo
 from latte_lab.workspace import STDLIB_SHADOW_NAMES, Workspace, changed_symbols, extract_symbols
+
+pytestmark = pytest.mark.usefixtures("no_shared_memo")  # tests of the memo: in-process only
 
 
 @pytest.fixture
@@ -263,6 +267,69 @@ def test_memo_on_disk_survives_a_new_process_memo(project, tmp_path):
     (next(memo_dir.glob("*.json"))).write_text("{corrupt")
     clear_memo()
     assert not Workspace(project.root, memo_dir=memo_dir).run_tests(("test_suite.py",)).cached
+
+
+SHARED_MEMO_CHILD = """
+import json, sys
+from latte_lab.workspace import Workspace
+run = Workspace(sys.argv[1]).run_tests(("test_suite.py",))
+print(json.dumps([run.cached, run.failed_tests, run.stdout]))
+"""
+
+
+def test_the_memo_directory_from_the_environment_is_shared_with_other_processes(project, tmp_path, monkeypatch):
+    """$LATTE_LAB_MEMO_DIR: a workspace state tested in one process is a hit in another (a sweep's workers,
+    a notebook and a script); an unwritable directory warns once and the run still counts."""
+    memo_dir = tmp_path / "shared-memo"
+    monkeypatch.setenv("LATTE_LAB_MEMO_DIR", str(memo_dir))
+    copy = Workspace(tmp_path / "copy")  # the same files elsewhere: the key is the content, not the place
+    for rel, text in project.snapshot_files().items():
+        copy.setup_file(rel, text)
+    assert copy.memo_dir == memo_dir
+    outputs = []
+    for root in (project.root, copy.root):
+        child = subprocess.run([sys.executable, "-c", SHARED_MEMO_CHILD, str(root)], capture_output=True, text=True,
+                               timeout=120, env={**os.environ, "LATTE_LAB_SANDBOX": "local"})
+        assert child.returncode == 0, child.stderr
+        outputs.append(json.loads(child.stdout))
+    (cached_first, failed, stdout), (cached_second, failed_again, stdout_again) = outputs
+    assert (cached_first, cached_second) == (False, True)
+    assert failed_again == failed and stdout_again == stdout and len(failed) == 2
+    clear_memo()
+    here = Workspace(project.root).run_tests(("test_suite.py",))
+    assert here.cached and list(here.failed_tests) == failed
+    monkeypatch.setenv("LATTE_LAB_MEMO_DIR", str(tmp_path / "data.txt-is-a-file" / "memo"))
+    (tmp_path / "data.txt-is-a-file").write_text("not a directory\n")
+    clear_memo()
+    project.setup_file("data.txt", "v3\n")
+    with pytest.warns(RuntimeWarning, match="not writable"):
+        run = Workspace(project.root).run_tests(("test_suite.py",))
+    assert not run.cached and len(run.failed_tests) == 2
+    assert Workspace(project.root).run_tests(("test_suite.py",)).cached  # kept in the process
+
+
+def test_the_hidden_evaluation_is_memoised_by_content_too(tmp_path, monkeypatch):
+    """A trial's hidden evaluation uses the workspace's memo: a workspace state evaluated before (in any
+    process sharing the memo directory) is scored from the stored run, with the same result."""
+    import latte_lab as ll
+    from latte_lab.sandbox import pytest as sbpytest
+
+    calls = []
+    real = sbpytest.run_pytest
+    monkeypatch.setattr(sbpytest, "run_pytest", lambda *a, **k: calls.append(a) or real(*a, **k))
+    task = ll.tasks.get("debug")
+    memo_dir = tmp_path / "memo"
+    ws = Workspace(tmp_path / "ws", memo_dir=memo_dir, sandbox="local")
+    task.setup(ws)
+    first = task.evaluate(ws)
+    clear_memo()
+    again = task.evaluate(Workspace(ws.root, memo_dir=memo_dir, sandbox="local"))
+    assert again == first and len(calls) == 1
+    ws.write(task.required_outputs[0], ws.read(task.required_outputs[0]) + "\n# changed\n")
+    task.evaluate(ws)
+    assert len(calls) == 2  # another state: run again
+    unmemoised = Workspace(ws.root, memo=False, sandbox="local")
+    assert task.evaluate(unmemoised).passed == task.evaluate(unmemoised).passed and len(calls) == 4
 
 
 def test_duplicate_quiet_flag_keeps_the_summary(project):

@@ -7,7 +7,10 @@ for public and hidden suites alike (:func:`parse_junit` is the one parser). A ru
 
 Test runs are memoised by content (:func:`tree_digest`): the same test arguments over byte-identical
 files return the stored :class:`TestRun` with ``cached=True`` and the originally measured seconds, so a
-trial's virtual clock stays deterministic and repeated runs are free.
+trial's virtual clock stays deterministic and repeated runs are free. The memo lives in the process; with
+a memo directory (``memo_dir``, or ``$LATTE_LAB_MEMO_DIR``: :func:`default_memo_dir`) it is also kept on
+disk and shared by every process that names the same directory -- a sweep's workers, a notebook's kernel
+and a script, the next session.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ JUNIT_NAME = ".latte_lab-junit.xml"
 JUNIT_OPTIONS = ("-o", "junit_family=xunit1")  # xunit1 records each test's file, which node ids need
 JUNIT_MAX_BYTES = 16 * 2**20  # a larger report was not written by pytest for a task suite: unreadable
 MEMO_SCHEMA_VERSION = 3  # bump when TestRun or the key changes, to invalidate on-disk memos
+MEMO_DIR_VAR = "LATTE_LAB_MEMO_DIR"  # a directory that memoised test runs are shared through (default_memo_dir)
 CACHE_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
 # pytest's configuration files, in the order pytest prefers them, with the section that makes each one
 # pytest's (None: the file counts whatever it holds).
@@ -351,9 +355,23 @@ def tree_digest(root: Path | str) -> list[tuple[str, str]]:
     return entries
 
 
-def memo_key(root: Path | str, args: Iterable[str], limits: SandboxLimits, sandbox: str = "local") -> str:
+def default_memo_dir() -> Path | None:
+    """The on-disk memo shared between processes: ``$LATTE_LAB_MEMO_DIR`` if set (``~`` expanded), else None.
+
+    A workspace created without ``memo_dir`` uses it, and so does every trial (its public test runs and the
+    hidden evaluation): set it once, for a sweep across worker processes or for a notebook and the
+    scripts beside it, and a workspace state that any of them has tested before costs nothing again.
+    Entries are content-addressed and written atomically, so concurrent writers are safe; what a hit
+    changes is only the run's ``cached`` flag and its measured seconds (which no trial result uses)."""
+    value = os.environ.get(MEMO_DIR_VAR, "").strip()
+    return Path(value).expanduser() if value else None
+
+
+def memo_key(root: Path | str, args: Iterable[str], limits: SandboxLimits, sandbox: str = "local",
+             extra_files: Mapping[str, str] | None = None) -> str:
     """SHA-256 over the test arguments, every file's content hash, the limits, the backend (``"bwrap"``
-    or ``"local"``: what a test can reach differs) and the interpreter."""
+    or ``"local"``: what a test can reach differs) and the interpreter; with ``extra_files`` (a hidden
+    suite run on a copy of the workspace), their content too."""
     payload = {
         "v": MEMO_SCHEMA_VERSION,
         "sandbox": sandbox,
@@ -363,6 +381,9 @@ def memo_key(root: Path | str, args: Iterable[str], limits: SandboxLimits, sandb
         "plugins": not PYTEST_DISABLE_PLUGIN_AUTOLOAD,
         "files": tree_digest(root),
     }
+    if extra_files:
+        payload["extra_files"] = sorted((path, hashlib.sha256(text.encode()).hexdigest())
+                                        for path, text in extra_files.items())
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
 
 
@@ -395,7 +416,28 @@ def memo_put(memo_dir: Path | None, key: str, run: TestRun) -> None:
         _MEMO[key] = run
     if memo_dir is None:
         return
-    memo_dir.mkdir(parents=True, exist_ok=True)
     tmp = memo_dir / f".{key}.{os.getpid()}.{threading.get_ident()}.tmp"
-    tmp.write_text(json.dumps(dataclasses.asdict(run)))
-    os.replace(tmp, memo_dir / f"{key}.json")  # concurrent trials never read half a file
+    try:
+        memo_dir.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(dataclasses.asdict(run)))
+        os.replace(tmp, memo_dir / f"{key}.json")  # concurrent trials never read half a file
+    except OSError as exc:  # a full disk or a read-only directory: the run itself stands, kept in memory
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:
+            pass
+        _warn_memo_unwritable(memo_dir, exc)
+
+
+_MEMO_WARNED: set[Path] = set()
+
+
+def _warn_memo_unwritable(memo_dir: Path, exc: OSError) -> None:
+    import warnings
+
+    with _MEMO_LOCK:
+        if memo_dir in _MEMO_WARNED:
+            return
+        _MEMO_WARNED.add(memo_dir)
+    warnings.warn(f"test-run memo directory {memo_dir} is not writable ({exc.strerror or exc}); runs are "
+                  f"memoised in this process only", RuntimeWarning, stacklevel=3)

@@ -70,21 +70,31 @@ def run_hidden_suite(
     ``missing`` overrides the default "required output absent from the workspace" check; ``timeout``
     overrides the workspace's test timeout; scoring as in :func:`score`.
     """
-    from latte_lab.sandbox.pytest import outcomes_by_class, run_pytest
+    from latte_lab.sandbox.limits import SandboxLimits
+    from latte_lab.sandbox.pytest import memo_get, memo_key, memo_put, outcomes_by_class, run_pytest
 
     if suite_path not in hidden:
         raise TaskError(f"hidden suite {suite_path!r} is not among the hidden files {sorted(hidden)}")
     totals = count_tests(hidden[suite_path])
     if missing is None:
         missing = tuple(p for p in required_outputs if not workspace.exists(p))
-    # run_pytest copies the workspace to its own temporary directory before adding ``hidden``.
-    run = run_pytest(
-        workspace.root,
-        [suite_path],
-        extra_files={**NEUTRAL_CONFIG, **hidden},
-        sandbox=workspace.backend,
-        **({"timeout": timeout} if timeout is not None else {}),
-    )
+    # run_pytest copies the workspace to its own temporary directory before adding ``hidden``; the run is
+    # memoised by the workspace's and the hidden files' content, as public runs are (the workspace's memo).
+    extra_files = {**NEUTRAL_CONFIG, **hidden}
+    key = run = None
+    if workspace.memo:
+        key = memo_key(workspace.root, ["hidden", suite_path], SandboxLimits(), workspace.backend, extra_files)
+        run = memo_get(workspace.memo_dir, key)
+    if run is None:
+        run = run_pytest(
+            workspace.root,
+            [suite_path],
+            extra_files=extra_files,
+            sandbox=workspace.backend,
+            **({"timeout": timeout} if timeout is not None else {}),
+        )
+        if key is not None and not run.timed_out and "pytest is not installed" not in run.stdout:
+            memo_put(workspace.memo_dir, key, run)
     outcomes = outcomes_by_class(run.cases)
     output = run.stdout[-4000:] + (run.stderr[-2000:] if run.stderr else "")
     return score(totals, outcomes, tuple(missing), output, skipped_as=skipped_as)

@@ -20,7 +20,8 @@ from pathlib import Path, PurePosixPath
 from latte_lab.config import SANDBOXES
 from latte_lab.errors import ConfigError, WorkspaceError
 from latte_lab.sandbox.limits import SCRIPT_TIMEOUT_SECONDS, TEST_TIMEOUT_SECONDS, SandboxLimits
-from latte_lab.sandbox.pytest import CACHE_DIR_NAMES, TestRun, memo_get, memo_key, memo_put, run_pytest
+from latte_lab.sandbox.pytest import (CACHE_DIR_NAMES, TestRun, default_memo_dir, memo_get, memo_key, memo_put,
+                                      run_pytest)
 from latte_lab.sandbox.run import OUTSIDE_WORKSPACE, RunResult, resolve_sandbox, run_sandboxed
 from latte_lab.workspace.symbols import changed_symbols
 
@@ -46,6 +47,10 @@ class WriteRecord:
 class Workspace:
     """A trial's project directory, as agents see it.
 
+    Public test runs are memoised by the workspace's content (``memo``); ``memo_dir`` also keeps them on
+    disk, shared with every process naming the same directory (default: ``$LATTE_LAB_MEMO_DIR``, see
+    :func:`~latte_lab.sandbox.pytest.default_memo_dir`).
+
     >>> import tempfile
     >>> ws = Workspace(tempfile.mkdtemp())
     >>> ws.write("pkg/mod.py", "def f():\\n    return 1\\n", agent="Dev1", round=1).symbols
@@ -67,7 +72,7 @@ class Workspace:
         self.root.mkdir(parents=True, exist_ok=True)
         self.root = self.root.resolve()
         self.memo = memo
-        self.memo_dir = Path(memo_dir) if memo_dir is not None else None
+        self.memo_dir = Path(memo_dir).expanduser() if memo_dir is not None else default_memo_dir()
         self.limits = limits or SandboxLimits()
         if sandbox not in SANDBOXES:
             raise ConfigError(f"unknown sandbox {sandbox!r}; use one of {', '.join(SANDBOXES)}")
