@@ -28,6 +28,9 @@ import latte_lab as ll
 from latte_lab import rundir, sweepdir
 from latte_lab.sweep import expand_grid, run_sweep
 
+# Trials that must still be running when a signal arrives: never served from the session's shared memo.
+pytestmark = pytest.mark.usefixtures("no_shared_memo")
+
 STOP_SECONDS = 5.0  # a stopped sweep must be gone within this, its processes too
 
 PROVIDER_SWEEP = """

@@ -23,6 +23,9 @@ from latte_lab import rundir
 from latte_lab.models.scripted import ScriptedModel
 from latte_lab.trial import comparable_events
 
+# Trials that must still be running when a signal arrives: never served from the session's shared memo.
+pytestmark = pytest.mark.usefixtures("no_shared_memo")
+
 DISCOVER = '<discover_task id="a" title="Fix it" description="Fix the module." dependencies="" />'
 
 
