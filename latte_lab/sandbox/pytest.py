@@ -410,6 +410,12 @@ def memo_get(memo_dir: Path | None, key: str) -> TestRun | None:
     return run
 
 
+def memo_storable(run: TestRun) -> bool:
+    """Whether ``run`` may be memoised: a run that timed out, or found no pytest, says nothing stable about
+    the files."""
+    return not run.timed_out and "pytest is not installed" not in run.stdout
+
+
 def memo_put(memo_dir: Path | None, key: str, run: TestRun) -> None:
     """Remember ``run`` for ``key`` in memory and, with ``memo_dir``, on disk (atomically)."""
     with _MEMO_LOCK:

@@ -71,7 +71,7 @@ def run_hidden_suite(
     overrides the workspace's test timeout; scoring as in :func:`score`.
     """
     from latte_lab.sandbox.limits import SandboxLimits
-    from latte_lab.sandbox.pytest import memo_get, memo_key, memo_put, outcomes_by_class, run_pytest
+    from latte_lab.sandbox.pytest import memo_get, memo_key, memo_put, memo_storable, outcomes_by_class, run_pytest
 
     if suite_path not in hidden:
         raise TaskError(f"hidden suite {suite_path!r} is not among the hidden files {sorted(hidden)}")
@@ -93,7 +93,7 @@ def run_hidden_suite(
             sandbox=workspace.backend,
             **({"timeout": timeout} if timeout is not None else {}),
         )
-        if key is not None and not run.timed_out and "pytest is not installed" not in run.stdout:
+        if key is not None and memo_storable(run):
             memo_put(workspace.memo_dir, key, run)
     outcomes = outcomes_by_class(run.cases)
     output = run.stdout[-4000:] + (run.stderr[-2000:] if run.stderr else "")

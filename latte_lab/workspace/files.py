@@ -20,8 +20,16 @@ from pathlib import Path, PurePosixPath
 from latte_lab.config import SANDBOXES
 from latte_lab.errors import ConfigError, WorkspaceError
 from latte_lab.sandbox.limits import SCRIPT_TIMEOUT_SECONDS, TEST_TIMEOUT_SECONDS, SandboxLimits
-from latte_lab.sandbox.pytest import (CACHE_DIR_NAMES, TestRun, default_memo_dir, memo_get, memo_key, memo_put,
-                                      run_pytest)
+from latte_lab.sandbox.pytest import (
+    CACHE_DIR_NAMES,
+    TestRun,
+    default_memo_dir,
+    memo_get,
+    memo_key,
+    memo_put,
+    memo_storable,
+    run_pytest,
+)
 from latte_lab.sandbox.run import OUTSIDE_WORKSPACE, RunResult, resolve_sandbox, run_sandboxed
 from latte_lab.workspace.symbols import changed_symbols
 
@@ -291,7 +299,7 @@ class Workspace:
                 return dataclasses.replace(hit, cached=True)
         run = run_pytest(self.root, test_args, timeout=timeout, limits=self.limits, sandbox=self.backend)
         run = self._with_restore_note(run)  # type: ignore[assignment]
-        storable = key is not None and not run.timed_out and "pytest is not installed" not in run.stdout
+        storable = key is not None and memo_storable(run)
         # Only when the run itself changed no file: otherwise the result belongs to no stable state.
         if storable and memo_key(self.root, test_args, self.limits, self.backend) == key:
             memo_put(self.memo_dir, key, run)
