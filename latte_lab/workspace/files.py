@@ -307,9 +307,21 @@ class Workspace:
 
 
 def _write_bytes(full: Path, rel: str, data: bytes) -> None:
+    """Write ``data`` as the file's whole content, in place.
+
+    Not by truncating to zero first: on ext4 a file emptied and rewritten is flushed to disk when it is
+    closed (the ``auto_da_alloc`` safeguard), 0.2-1 ms per write against a few microseconds written over
+    and cut to length. Neither way is atomic; the content is the same."""
     try:
         full.parent.mkdir(parents=True, exist_ok=True)
-        full.write_bytes(data)
+        fd = os.open(full, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
     except (NotADirectoryError, FileExistsError):
         raise WorkspaceError(
             f"cannot write {rel!r}: a parent of it is a file, not a directory; choose another path"

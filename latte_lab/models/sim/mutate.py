@@ -19,12 +19,9 @@ import ast
 import json
 import random
 import re
-import threading
 
 from latte_lab.models.sim.source import kind
-
-# CPython's ast module is not safe to use from several threads at once (agents' calls run in threads)
-_AST_LOCK = threading.Lock()
+from latte_lab.workspace.symbols import AST_LOCK
 
 _COMPARE_SWAP = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
                  ast.NotEq: ast.Eq, ast.In: ast.NotIn, ast.NotIn: ast.In}
@@ -123,7 +120,7 @@ def _slip(kind_: str, node: ast.AST, rng: random.Random) -> ast.AST | None:
 def mutate_code(source: str, rng: random.Random) -> str | None:
     """``source`` (a function, class or assignment) with one slip, as normalised source; None when it
     offers no place for one or cannot be parsed."""
-    with _AST_LOCK:
+    with AST_LOCK:
         try:
             tree = ast.parse(source)
         except SyntaxError:

@@ -17,10 +17,10 @@ from __future__ import annotations
 import ast
 import json
 import textwrap
-import threading
 from functools import lru_cache
 
 from latte_lab.errors import LatteError
+from latte_lab.workspace.symbols import AST_LOCK, python_outline
 
 METHOD_INDENT = "    "  # indentation of a method inserted into a class that lacks it
 JSON_INDENT = 2  # indentation of JSON files the agent writes
@@ -40,9 +40,6 @@ def kind(path: str) -> str:
 
 
 PARSE_CACHE_SIZE = 512  # distinct file versions whose symbol spans are kept (a trial sees a few dozen)
-# CPython 3.11's ast module is not safe to use from several threads at once, and agents' model calls
-# run in threads: every parse goes through this lock.
-_AST_LOCK = threading.Lock()
 
 
 def _py_spans(source: str) -> dict[str, tuple[int, int, str]]:
@@ -52,29 +49,22 @@ def _py_spans(source: str) -> dict[str, tuple[int, int, str]]:
 
 @lru_cache(maxsize=PARSE_CACHE_SIZE)
 def _py_spans_cached(source: str) -> tuple:
-    try:
-        with _AST_LOCK:
-            tree = ast.parse(source)
-    except SyntaxError as exc:
-        raise SpliceError(f"not valid Python ({exc.msg} at line {exc.lineno})") from None
+    outline = python_outline(source)  # one parse per version, shared with the workspace's write log
+    if outline is None:
+        try:
+            with AST_LOCK:
+                ast.parse(source)
+        except SyntaxError as exc:
+            raise SpliceError(f"not valid Python ({exc.msg} at line {exc.lineno})") from None
+        raise SpliceError("not valid Python")
     spans: dict[str, tuple[int, int, str]] = {}
-
-    def first_line(node: ast.AST) -> int:
-        decos = getattr(node, "decorator_list", None) or []
-        return min([node.lineno] + [d.lineno for d in decos]) - 1
-
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            spans[node.name] = (first_line(node), node.end_lineno, "")
-            if isinstance(node, ast.ClassDef):
-                for item in node.body:
-                    if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                        indent = " " * item.col_offset
-                        spans[f"{node.name}.{item.name}"] = (first_line(item), item.end_lineno, indent)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if len(targets) == 1 and isinstance(targets[0], ast.Name):
-                spans[targets[0].id] = (node.lineno - 1, node.end_lineno, "")
+    for st in outline:
+        if st.kind in ("def", "class"):
+            spans[st.name] = (st.first - 1, st.end, "")
+            for name, first, end, col in st.methods:
+                spans[f"{st.name}.{name}"] = (first - 1, end, " " * col)
+        elif st.kind == "assign":
+            spans[st.name] = (st.line - 1, st.end, "")
     return tuple(spans.items())
 
 
