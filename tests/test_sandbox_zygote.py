@@ -247,6 +247,145 @@ def test_failure_reports_are_the_same_text_both_ways(tmp_path, monkeypatch, laun
     assert _report(TestRun(plain.returncode, plain.stdout, "", 0.0, False, False)) == _report(by_exec)
 
 
+# Suites whose reports go through every part of pytest that _pytest_boot.py changes: tracebacks through
+# several files and the standard library, chained and grouped exceptions, fixtures failing in setup and
+# teardown, a conftest fixture, a conftest that adds a fixture to one of pytest's own plugins (so the
+# plugin's namespace changed since the fork server scanned it), warnings, captured output, xfail and skip.
+REPORT_CORPUS = {
+    "helpers.py": """
+import json
+
+def parse(text):
+    return json.loads(text)
+
+def deep(n):
+    if n == 0:
+        raise ValueError("bottom of " + "the stack")
+    return deep(n - 1)
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+
+    def get(self):
+        return self.v["missing"]
+""",
+    "conftest.py": """
+import pytest
+import _pytest.tmpdir as plugin_module
+
+@pytest.fixture
+def answer():
+    return 41
+
+@pytest.fixture
+def injected():
+    return "from a patched plugin"
+
+plugin_module.injected = injected
+del injected  # found through the plugin only
+""",
+    "test_corpus.py": """
+import warnings
+import pytest
+from helpers import Box, deep, parse
+
+def test_json_error():
+    parse("{not json")
+
+def test_deep():
+    deep(5)
+
+def test_code_from_a_file_that_is_not_there():
+    exec(compile("def f():\\n    raise ValueError('generated')\\nf()", "/nowhere/generated.py", "exec"))
+
+def test_method():
+    assert Box({"a": 1}).get() == 1
+
+def test_chained():
+    try:
+        {}["k"]
+    except KeyError as exc:
+        raise RuntimeError("while looking up") from exc
+
+def test_group():
+    raise ExceptionGroup("two", [ValueError("a"), TypeError("b")])
+
+def test_compare(answer):
+    assert [answer, {"x": (1, 2)}] == [42, {"x": (1, 3)}]
+
+def test_injected(injected):
+    assert injected == "something else"
+
+@pytest.fixture
+def broken_setup():
+    raise OSError("setup failed")
+
+def test_setup_error(broken_setup):
+    pass
+
+@pytest.fixture
+def broken_teardown():
+    yield 1
+    raise RuntimeError("teardown failed")
+
+def test_teardown_error(broken_teardown):
+    print("printed before the end")
+    assert broken_teardown == 2
+
+def test_warns():
+    warnings.warn("careful", UserWarning)
+
+@pytest.mark.parametrize("n", [1, 2, 3])
+def test_param(n):
+    assert n % 2
+
+@pytest.mark.xfail(reason="known")
+def test_xfail():
+    assert 0
+
+@pytest.mark.skip(reason="not today")
+def test_skip():
+    pass
+
+class TestGroup:
+    def setup_method(self):
+        self.items = [1, 2]
+
+    def test_len(self):
+        assert len(self.items) == 3
+
+    def test_ok(self):
+        assert self.items
+""",
+    "test_broken_import.py": "import does_not_exist\n",
+}
+
+
+def test_reports_on_a_varied_suite_are_plain_pytests_word_for_word(tmp_path, monkeypatch, launches):
+    """What _pytest_boot.py changes in pytest (statement trees, traceback paths, the plugin fixture scan)
+    leaves every line of a report as plain ``python -m pytest`` prints it, on the fork server and the exec
+    path alike."""
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+    for path, text in REPORT_CORPUS.items():
+        ws.setup_file(path, textwrap.dedent(text).lstrip())
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
+    for args in (("test_corpus.py",), ("test_broken_import.py",)):
+        by_exec, by_zygote = both_ways(monkeypatch, lambda args=args: ws.run_tests(args, timeout=60))
+        plain = subprocess.run([sys.executable, *sbpytest.PYTEST_ARGS, *args], cwd=ws.root, capture_output=True,
+                               text=True, timeout=120, env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                                                            "PYTHONPATH": str(ws.root), "NO_COLOR": "1"})
+        expected = _report(TestRun(plain.returncode, plain.stdout, "", 0.0, False, False))
+        if args == ("test_corpus.py",):
+            assert all(text in expected for text in ("ExceptionGroup", "teardown failed", "from a patched plugin",
+                                                    "bottom of the stack", "UserWarning", "1 xfailed")), expected
+        else:
+            assert "No module named 'does_not_exist'" in expected
+        assert _report(by_zygote) == expected
+        assert _report(by_exec) == expected
+    assert launches.zygote == 2
+
+
 def test_an_edited_test_file_is_rewritten_afresh(tmp_path, monkeypatch, launches):
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("mod.py", "VALUE = 2\n")

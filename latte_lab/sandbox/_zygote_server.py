@@ -72,7 +72,7 @@ def _warm() -> None:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001
             pass
-    _load_sibling("_pytest_boot.py", "_latte_lab_pytest_boot").share_statement_trees()
+    _load_sibling("_pytest_boot.py", "_latte_lab_pytest_boot").speed_up_sessions()
 
 
 def _load_sibling(filename: str, name: str):
