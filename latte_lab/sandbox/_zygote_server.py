@@ -46,6 +46,7 @@ handlers, flushes, and leaves with ``os._exit(<pytest's exit code>)``.
 
 import sys
 
+STARTUP_MODULES = frozenset(sys.modules)  # what a fresh interpreter has imported before it runs a script
 _HERE = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
 sys.path[:] = [p for p in sys.path if p not in ("", _HERE)]
 BASE_PATH = tuple(sys.path)  # the interpreter's own sys.path (stdlib, site-packages, .pth entries)
@@ -211,10 +212,14 @@ def _rehearse() -> None:
                 del sys.modules[name]
 
 
-_warm()
-_use_primed_rewrites()
-_rehearse()
-WARM_MODULES = frozenset(sys.modules)  # what a run may keep; later imports are the zygote's own
+MODE = sys.argv[2] if len(sys.argv) > 2 else "pytest"  # "script": agents' ``python <script>`` runs
+if MODE == "pytest":
+    _warm()
+    _use_primed_rewrites()
+    _rehearse()
+    WARM_MODULES = frozenset(sys.modules)  # what a run may keep; later imports are the zygote's own
+else:
+    WARM_MODULES = STARTUP_MODULES  # a script starts with what ``python <script>`` starts with
 
 import gc  # noqa: E402
 import importlib.util  # noqa: E402
@@ -327,16 +332,22 @@ def _run_child(request: dict, out_fd: int, err_fd: int) -> None:
         for name in set(sys.modules) - WARM_MODULES:
             module = sys.modules.get(name)
             origin = getattr(getattr(module, "__spec__", None), "origin", None)
-            if origin is None or str(origin).endswith(".py"):  # keep extension modules (re-init)
+            # A pytest run keeps the extension modules pytest's imports loaded (some cannot be initialised
+            # twice); a script starts from exactly what a fresh interpreter has (the script zygote loads no
+            # extension that minds being imported again).
+            if MODE == "script" or origin is None or str(origin).endswith(".py"):
                 sys.modules.pop(name, None)
-        import runpy
+        if "script" in request:
+            code = _run_script(request["script"], request["env"])
+        else:
+            import runpy
 
-        sys.argv[:] = ["pytest", *request["args"]]  # argv[0] becomes pytest/__main__.py in runpy
-        try:
-            runpy.run_module("pytest", run_name="__main__", alter_sys=True)
-            code = 0
-        except SystemExit as exc:
-            code = _exit_code(exc.code)
+            sys.argv[:] = ["pytest", *request["args"]]  # argv[0] becomes pytest/__main__.py in runpy
+            try:
+                runpy.run_module("pytest", run_name="__main__", alter_sys=True)
+                code = 0
+            except SystemExit as exc:
+                code = _exit_code(exc.code)
     except BaseException:  # noqa: BLE001 - report like an uncaught exception at top level
         try:
             traceback.print_exc()
@@ -344,6 +355,80 @@ def _run_child(request: dict, out_fd: int, err_fd: int) -> None:
             pass
         code = 1
     _finish(code)
+
+
+def _run_script(argv: list, env: dict) -> int:
+    """Run ``python <argv[0]> <argv[1:]>`` in this process as the interpreter runs a script file: a fresh
+    ``__main__`` (``__file__`` absolute, the source file loader, no spec), ``sys.argv`` as given,
+    ``sys.path[0]`` the script's directory, the code compiled from the file's bytes, an uncaught exception
+    shown by ``sys.excepthook`` from the script's own frame on (exit status 1), ``SystemExit`` and
+    ``KeyboardInterrupt`` ending the process as they end an interpreter. Returns the exit status."""
+    import builtins
+    import _frozen_importlib_external as bootstrap_external
+
+    path = argv[0]
+    full = os.path.abspath(path)
+    sys.argv[:] = list(argv)
+    sys.orig_argv[:] = [sys.executable, *argv]
+    sys.path[0] = os.path.dirname(os.path.realpath(full))
+    main = type(sys)("__main__")
+    main.__annotations__ = {}
+    main.__builtins__ = builtins
+    main.__file__ = full
+    main.__cached__ = None
+    main.__loader__ = bootstrap_external.SourceFileLoader("__main__", full)
+    sys.modules["__main__"] = main
+    try:
+        with open(full, "rb") as fh:
+            source = fh.read()
+        code = compile(source, full, "exec", dont_inherit=True)
+    except BaseException:  # noqa: BLE001 - unreadable, a syntax or encoding error, null bytes: the
+        # interpreter words these its own way; let it run the script itself, in this very process
+        _exec_interpreter(argv, env)
+    del source
+    try:
+        exec(code, main.__dict__)
+    except SystemExit as exc:
+        return _exit_code(exc.code)
+    except BaseException as exc:  # noqa: BLE001 - the interpreter reports it and exits with 1
+        return _uncaught(exc, exc.__traceback__.tb_next if exc.__traceback__ else None)
+    return 0
+
+
+def _exec_interpreter(argv: list, env: dict) -> None:
+    """Replace this process by ``python <argv>``: the same process, limits, descriptors and directory."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # as subprocess does before it execs a program
+    os.execve(sys.executable, [sys.executable, *argv], env)
+
+
+def _uncaught(exc: BaseException, tb) -> int:
+    """What the interpreter does with an exception that ended the script (``tb``: from the script's frame)."""
+    exc.__traceback__ = tb
+    sys.last_type, sys.last_value, sys.last_traceback = type(exc), exc, tb
+    try:
+        sys.excepthook(type(exc), exc, tb)
+    except BaseException:  # noqa: BLE001 - as PyErr_Print: say so, then the original with the default hook
+        try:
+            sys.stderr.write("Error in sys.excepthook:\n")
+            sys.__excepthook__(*sys.exc_info())
+            sys.stderr.write("\nOriginal exception was:\n")
+            sys.__excepthook__(type(exc), exc, tb)
+        except BaseException:  # noqa: BLE001
+            pass
+    if isinstance(exc, KeyboardInterrupt):  # the interpreter ends by SIGINT, so its parent sees the signal
+        try:
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
+    return 1
 
 
 def _reaper(request: dict, out_fd: int, err_fd: int, reply_fd: int) -> None:

@@ -69,6 +69,7 @@ READ_CHUNK_BYTES = 2**16  # one pipe read
 PIPE_BUFFER_BYTES = 2**20  # requested pipe capacity (Linux F_SETPIPE_SZ) for fewer wake-ups
 EXPORT_SECONDS = 30.0  # after a stop request: time for a bwrap sandbox to stop and hand back its files
 EXPORT_SPOOL_BYTES = 8 * 2**20  # a returned workspace is kept in memory up to this, then in a file
+ZIP_END_SEARCH_BYTES = 65557  # a zip archive's end record lies within this many bytes of its end
 SANDBOX_VAR = "LATTE_LAB_SANDBOX"  # what "auto" means when set: bwrap or local
 
 # Environment: only these names are copied from the parent (and only if their name contains none of
@@ -357,6 +358,8 @@ def run_sandboxed(
             run_env = sandbox_env(root, home, marker, env)
             if pytest_args is not None and zygote.zygote_enabled():
                 proc = zygote.launch(root, run_env, rlimits, pytest_args, prime=prime_tests)
+            elif _python_script(argv, root) and zygote.zygote_enabled():
+                proc = zygote.launch(root, run_env, rlimits, script=argv[1:])
             if proc is None:
                 proc = local.launch(argv, root, run_env, rlimits)
         watched = [] if backend == "bwrap" else _disk_caps(root, Path(home), limits)
@@ -401,6 +404,21 @@ def run_sandboxed(
         notes=tuple(dict.fromkeys(notes)),
         timeout=float(timeout),
     )
+
+
+def _python_script(argv: list[str], root: Path) -> bool:
+    """Whether ``argv`` is ``python <file>.py ...`` with this interpreter: a run the script zygote can fork
+    (a zip archive named .py, which python would run as an application, is left to a fresh interpreter)."""
+    if len(argv) < 2 or argv[0] != sys.executable or not argv[1].endswith(".py") or argv[1].startswith("-"):
+        return False
+    path = root / argv[1]
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(fh.tell() - ZIP_END_SEARCH_BYTES, 0))
+            return b"PK\x05\x06" not in fh.read()
+    except OSError:
+        return False
 
 
 def _stop_notes(stopped: str, limits: SandboxLimits) -> list[str]:

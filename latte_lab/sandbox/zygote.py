@@ -85,10 +85,14 @@ class ZygoteError(Exception):
     """The zygote could not start or serve a request; the caller falls back to the exec path."""
 
 
+MODES = ("pytest", "script")  # what a zygote runs: pytest sessions, or agents' ``python <script>`` runs
+
+
 class _Zygote:
     """The parent's handle on one zygote process."""
 
-    def __init__(self, env: Mapping[str, str]):
+    def __init__(self, env: Mapping[str, str], mode: str = "pytest"):
+        self.mode = mode
         self.owner = os.getpid()  # a forked copy of this process (a sweep worker) starts its own
         self.primed: dict[tuple[str, str], None] = {}  # (path, SHA-256) already sent, oldest first
         self.home = tempfile.mkdtemp(prefix="latte_lab-zygote-")
@@ -98,7 +102,7 @@ class _Zygote:
         try:
             with open(log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno())],
+                    [sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), mode],
                     cwd=self.home,
                     env={**env, "HOME": self.home, "TMPDIR": self.home},
                     stdin=subprocess.DEVNULL,
@@ -287,10 +291,10 @@ def _start_env(child_env: Mapping[str, str]) -> dict[str, str]:
     return {k: v for k, v in child_env.items() if k not in PER_RUN_VARS}
 
 
-def _get(child_env: Mapping[str, str]) -> _Zygote | None:
-    """The live zygote for this interpreter and start-up environment, started if need be."""
+def _get(child_env: Mapping[str, str], mode: str = "pytest") -> _Zygote | None:
+    """The live zygote for this interpreter, mode and start-up environment, started if need be."""
     env = _start_env(child_env)
-    key = (sys.executable, tuple(sorted(env.items())))
+    key = (sys.executable, mode, tuple(sorted(env.items())))
     with _ZYGOTE_LOCK:
         zygote = _ZYGOTES.get(key)
         if zygote is not None and zygote.alive():
@@ -301,7 +305,7 @@ def _get(child_env: Mapping[str, str]) -> _Zygote | None:
         if _ZYGOTE_STATE["start_failures"] >= ZYGOTE_MAX_START_FAILURES:
             return None
         try:
-            zygote = _Zygote(env)
+            zygote = _Zygote(env, mode)
         except ZygoteError as exc:
             _ZYGOTE_STATE["start_failures"] += 1
             error = str(exc)
@@ -362,36 +366,39 @@ def _test_files(root: Path) -> list[tuple[str, str]]:
 
 
 def launch(
-    root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str],
-    *, prime: bool = False,
+    root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str] | None = None,
+    *, prime: bool = False, script: list[str] | None = None,
 ) -> ZygoteRun | None:
-    """Start one pytest run in a child of the zygote; None (after a warning) to use the exec path. With
-    ``prime``, the zygote is first sent the text of ``root``'s test files it has not rewritten yet."""
-    zygote = _get(child_env)
+    """Start one run in a child of a zygote; None (after a warning) to use the exec path.
+
+    ``pytest_args``: a pytest session (what follows ``python -m pytest``), forked from the pytest zygote;
+    with ``prime``, that zygote is first sent the text of ``root``'s test files it has not rewritten yet.
+    ``script``: ``python <script> <args>`` (the list after ``python``), forked from the script zygote, which
+    has imported nothing a fresh interpreter has not."""
+    mode = "script" if script is not None else "pytest"
+    zygote = _get(child_env, mode)
     if zygote is None:
         return None
-    request = json.dumps(
-        {
-            "cwd": os.path.abspath(root),
-            "env": dict(child_env),
-            "limits": dict(child_limits),
-            "args": list(pytest_args),
-        }
-    ).encode()
+    payload = {"cwd": os.path.abspath(root), "env": dict(child_env), "limits": dict(child_limits)}
+    if script is not None:
+        payload["script"] = list(script)
+    else:
+        payload["args"] = list(pytest_args or ())
+    request = json.dumps(payload).encode()
     out_r, out_w = os.pipe()
     err_r, err_w = os.pipe()
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         try:
             try:
-                if prime:
+                if prime and script is None:
                     zygote.prime(root)
                 zygote.send(request, [out_w, err_w, theirs.fileno()])
             except ZygoteError:
                 if zygote.alive():
                     raise
                 # It died since the last run (nothing was sent): restart it, once, transparently.
-                zygote = _get(child_env)
+                zygote = _get(child_env, mode)
                 if zygote is None:
                     raise
                 zygote.send(request, [out_w, err_w, theirs.fileno()])
