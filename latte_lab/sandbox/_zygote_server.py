@@ -363,8 +363,8 @@ def _run_script(argv: list, env: dict) -> int:
     ``sys.path[0]`` the script's directory, the code compiled from the file's bytes, an uncaught exception
     shown by ``sys.excepthook`` from the script's own frame on (exit status 1), ``SystemExit`` and
     ``KeyboardInterrupt`` ending the process as they end an interpreter. Returns the exit status."""
-    import builtins
     import _frozen_importlib_external as bootstrap_external
+    import builtins
 
     path = argv[0]
     full = os.path.abspath(path)
