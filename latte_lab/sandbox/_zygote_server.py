@@ -310,6 +310,9 @@ def _run_child(request: dict, out_fd: int, err_fd: int) -> None:
         os.setsid()
         for sig in (signal.SIGTERM, signal.SIGCHLD):
             signal.signal(sig, signal.SIG_DFL)
+        # A run exec'd by _child.py starts with SIGINT at its default, where Python installs its handler,
+        # whatever the parent ignored (a background job ignores SIGINT).
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(out_fd, 1)

@@ -1,7 +1,8 @@
 """Every notebook, run the way a user runs it: JupyterLab on loopback, Debian's chromium driven by Playwright.
 
-For each notebook: open it, Run All, and check that no cell shows an error and every widget output renders
-as a control. In 01, pressing Play on the animation moves it to another round within 3 s; in 02, choosing a
+One JupyterLab page opens the notebooks one after another, as a user does in one browser tab. For each
+notebook: open it, Run All, and check that no cell shows an error and every widget output renders as a
+control; then close it and shut its kernel down. In 01, pressing Play on the animation moves it to another round within 3 s; in 02, choosing a
 team without a task graph and pressing Run shows its result row and a plot. A screenshot of each notebook is
 saved in ``$LATTE_BROWSER_SHOTS`` (default ``figures/browser/``).
 
@@ -56,6 +57,11 @@ def lab(tmp_path_factory):
     for nb in NOTEBOOKS:
         shutil.copy(nb, work / nb.name)
     port = _free_port()
+    # The language-server extension scans for servers by starting node and npm at every start; no notebook
+    # here uses one.
+    (work / ".jupyter").mkdir()
+    (work / ".jupyter" / "jupyter_server_config.json").write_text(
+        '{"ServerApp": {"jpserver_extensions": {"jupyter_lsp": false}}}')
     env = {**os.environ, "MPLBACKEND": "module://matplotlib_inline.backend_inline",
            "JUPYTER_CONFIG_DIR": str(work / ".jupyter"), "JUPYTERLAB_SETTINGS_DIR": str(work / ".settings"),
            "JUPYTERLAB_WORKSPACES_DIR": str(work / ".workspaces")}
@@ -105,13 +111,37 @@ def shots() -> Path:
     return out
 
 
-def _open(browser, lab: str, name: str):
+@pytest.fixture(scope="module")
+def page(browser, lab):
+    """The one JupyterLab tab every notebook opens in (the application loads once)."""
     page = browser.new_page()
-    page.goto(f"{lab}/lab/tree/{name}?token={TOKEN}&reset")
+    page.goto(f"{lab}/lab?token={TOKEN}&reset")
+    page.wait_for_function("() => window.jupyterapp && window.jupyterapp.shell", timeout=SERVER_START_S * 1000)
+    page.evaluate("() => window.jupyterapp.restored")
+    page.add_style_tag(content=".jp-toast-container, .Toastify { display: none !important; }")  # the news prompt
+    yield page
+    page.close()
+
+
+def _open(page, name: str):
+    page.evaluate("name => window.jupyterapp.commands.execute('docmanager:open', {path: name}).then(() => true)",
+                  name)
+    page.wait_for_function("name => { const w = window.jupyterapp.shell.currentWidget;"
+                           " return w && w.context && w.context.path === name; }", arg=name,
+                           timeout=SERVER_START_S * 1000)
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=SERVER_START_S * 1000)
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=SERVER_START_S * 1000)
-    page.add_style_tag(content=".jp-toast-container, .Toastify { display: none !important; }")  # the news prompt
-    return page
+
+
+def _close(page) -> None:
+    """Close the notebook without saving it and shut its kernel down (the next one starts from a clean page)."""
+    page.evaluate("""async () => {
+        const w = window.jupyterapp.shell.currentWidget;
+        if (!w || !w.sessionContext) return;
+        await w.sessionContext.shutdown();
+        w.context.model.dirty = false;
+        w.dispose();
+    }""")
 
 
 def _prompts(page) -> list[str]:
@@ -156,8 +186,8 @@ def _widgets_render(page) -> list[str]:
 
 
 @pytest.mark.parametrize("notebook", [nb.name for nb in NOTEBOOKS])
-def test_notebook_runs_in_a_browser(notebook, lab, browser, shots):
-    page = _open(browser, lab, notebook)
+def test_notebook_runs_in_a_browser(notebook, page, shots):
+    _open(page, notebook)
     try:
         _run_all(page)
         assert _errors(page) == []
@@ -168,7 +198,7 @@ def test_notebook_runs_in_a_browser(notebook, lab, browser, shots):
             _run_flat_team(page)
         page.screenshot(path=str(shots / f"{Path(notebook).stem}.png"))
     finally:
-        page.close()
+        _close(page)
 
 
 def _press_play(page) -> None:
