@@ -8,6 +8,7 @@ import functools
 import json
 import re
 import threading
+import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -72,7 +73,9 @@ def _statement(node: ast.stmt, offset: int = 0) -> Statement:
 
 def _parse_outline(source: str, offset: int = 0) -> tuple[Statement, ...] | None:
     try:
-        with AST_LOCK:
+        # Warnings about the agents' code (an invalid escape in a string, say) are not the user's.
+        with AST_LOCK, warnings.catch_warnings():
+            warnings.simplefilter("ignore")
             tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
