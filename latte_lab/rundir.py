@@ -325,12 +325,12 @@ class RunWriter:
     def append_snapshots(self, snapshots: Iterable[dict]) -> None:
         self._append(self._snapshots, snapshots)
 
-    def write_ledger(self, frame) -> None:
-        """The cost ledger (a pandas DataFrame) as CSV; skipped once the disk is full."""
+    def write_ledger(self, csv_text: str) -> None:
+        """The cost ledger's CSV text (``CostLedger.to_csv``); skipped once the disk is full."""
         if self.disk_full is not None:
             return
         try:
-            _write_atomic(self.path / LEDGER_FILE, frame.to_csv(index=False))
+            _write_atomic(self.path / LEDGER_FILE, csv_text)
         except OSError as exc:
             if not is_disk_full(exc):
                 raise

@@ -259,7 +259,7 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     cost: dict = {}
     if team is not None:
         cost = team.ledger.summary()
-        writer.write_ledger(team.ledger.to_frame())
+        writer.write_ledger(team.ledger.to_csv())
     row.update({
         "billed_tokens": cost.get("billed_input_tokens", 0) + cost.get("billed_output_tokens", 0),
         "replayed_tokens": cost.get("replayed_input_tokens", 0) + cost.get("replayed_output_tokens", 0),

@@ -84,3 +84,18 @@ def test_a_missing_bundled_table_is_an_error_not_an_empty_table(tmp_path, monkey
     monkeypatch.setattr("latte_lab.data.files", lambda package: tmp_path)  # an installation without data files
     with pytest.raises(DataError, match="bundled prices.csv is missing.*reinstall latte_lab"):
         CostLedger()
+
+
+def test_the_ledger_csv_is_what_pandas_writes_without_pandas(tmp_path):
+    """A trial writes ledger.csv with ``to_csv`` (no pandas in the trial's process): the same text as the
+    DataFrame's own CSV, for billed, replayed and unpriced calls, prices with long decimals and odd names."""
+    table = tmp_path / "prices.csv"
+    table.write_text("provider,model,input_per_mtok,output_per_mtok,source,as_of\n"
+                     "openai,m1,2.5,10.1,test,2025-01-01\n")
+    ledger = CostLedger(table)
+    ledger.record("Lead", 0, response("m1", 1_234_567, 89_012), provider="openai")
+    ledger.record("Dev1", 1, response("m1", 3, 7, cached=True), provider="openai")
+    ledger.record('Dev,2 "the second"', 2, response("mystery", 10, 10))
+    ledger.record("Dev3", 3, response("m1", 0, 0, cached=True))
+    assert ledger.to_csv() == ledger.to_frame().to_csv(index=False)
+    assert CostLedger(table).to_csv() == CostLedger(table).to_frame().to_csv(index=False)  # no calls

@@ -83,6 +83,16 @@ def find_price(prices: list[Price], model: str, provider: str | None = None) -> 
     return None
 
 
+LEDGER_COLUMNS = ("agent", "round", "provider", "model", "input_tokens", "output_tokens", "cached",
+                  "billed_input_tokens", "billed_output_tokens", "dollars", "list_dollars")
+
+
+def _csv_value(value):
+    if isinstance(value, float):
+        return "" if math.isnan(value) else repr(value)
+    return value
+
+
 class CostLedger:
     """Tokens per call, with dollars for billed calls. Thread-safe: agents record concurrently."""
 
@@ -124,9 +134,18 @@ class CostLedger:
         """One row per call (pandas DataFrame)."""
         import pandas as pd
 
-        columns = ["agent", "round", "provider", "model", "input_tokens", "output_tokens", "cached",
-                   "billed_input_tokens", "billed_output_tokens", "dollars", "list_dollars"]
-        return pd.DataFrame(self.rows(), columns=columns)
+        return pd.DataFrame(self.rows(), columns=list(LEDGER_COLUMNS))
+
+    def to_csv(self) -> str:
+        """The ledger as ``to_frame().to_csv(index=False)`` writes it, without importing pandas (a trial
+        process that writes its ledger needs nothing else of it): missing dollars empty, floats as Python
+        prints them, text quoted where CSV needs it."""
+        out = io.StringIO()
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow(LEDGER_COLUMNS)
+        for row in self.rows():
+            writer.writerow([_csv_value(row[c]) for c in LEDGER_COLUMNS])
+        return out.getvalue()
 
     def summary(self) -> dict:
         """Totals: calls, billed and replayed tokens, dollars billed and at list price, and notes."""
