@@ -52,16 +52,17 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE MPLBACKEND=Agg $(BIN)/python -m pytest 
 SUITE  := -n $(TEST_WORKERS) --dist loadfile tests/browser notebooks tests --nbval-lax --nbval-cell-timeout=$(CELL_TIMEOUT) \
           $(PYTEST_ARGS)
 
-# The documentation site, built strictly (a broken link or a missing docstring reference fails it);
-# then the doctests of every latte_lab module (conftest.py leaves the task payloads out) in a process of
-# their own, so that what test modules register at import cannot show in them; then the tests and the
-# notebooks. Every test has a time limit (pyproject's [tool.pytest.ini_options] timeout).
-# The site build and the doctests run side by side (one process each).
+# The documentation site, built strictly (a broken link or a missing docstring reference fails it), in
+# the background while the rest runs: the doctests of every latte_lab module (conftest.py leaves the task
+# payloads out) in a process of their own, so that what test modules register at import cannot show in
+# them; then the tests and the notebooks. Every test has a time limit (pyproject's
+# [tool.pytest.ini_options] timeout). The target fails if any of the three fails.
 test: $(STAMP)
-	$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site-check & docs=$$!; \
-	  $(PYTEST) --doctest-modules latte_lab; doctests=$$?; \
-	  wait $$docs || { echo "make: mkdocs build --strict failed (see above)" >&2; exit 1; }; exit $$doctests
-	$(PYTEST) $(SUITE)
+	@$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site-check > $(VENV)/site-check.log 2>&1 & docs=$$!; \
+	  $(PYTEST) --doctest-modules latte_lab && $(PYTEST) $(SUITE); status=$$?; \
+	  if wait $$docs; then echo "mkdocs build --strict: the documentation site builds"; \
+	  else cat $(VENV)/site-check.log >&2; echo "make: mkdocs build --strict failed (see above)" >&2; status=1; fi; \
+	  exit $$status
 
 # The same suite without the tests marked slow (the notebooks, the browser test, the Ray cluster, the wheel
 # install, the checks across fresh interpreters): a quick check while editing; `make test` is the one that counts.

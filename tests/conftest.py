@@ -26,6 +26,15 @@ def pytest_configure(config):
     os.environ["LATTE_LAB_MEMO_DIR"] = config._latte_memo_dir
 
 
+def pytest_collection_finish(session):
+    """Every test module, latte_lab and its libraries are imported: the garbage collector stops walking them
+    (a worker holds about a million objects; each full collection walked them all)."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_unconfigure(config):
     memo_dir = getattr(config, "_latte_memo_dir", None)
     if memo_dir:
