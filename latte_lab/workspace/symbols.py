@@ -133,12 +133,13 @@ def _reparse(old: str, outline: tuple[Statement, ...], new: str) -> tuple[Statem
     return (*outline[:i], *parsed, *(s.shifted(shift) for s in outline[j:]))
 
 
-def python_outline(source: str) -> tuple[Statement, ...] | None:
+def python_outline(source: str, base: str | None = None) -> tuple[Statement, ...] | None:
     """The top-level statements of a Python source, or None when it does not parse.
 
     One parse per version for everything that reads one (the write log's symbol diffs, the simulated
-    agents' edits): kept for the last :data:`OUTLINE_CACHE_SIZE` versions, and an edit of a recent
-    version re-parses only the statements it touched (same result as a whole parse, which tests check).
+    agents' edits): kept for the last :data:`OUTLINE_CACHE_SIZE` versions, and an edit of a version seen
+    before (``base``, the version it was made from, when the caller knows it; else the most recent ones)
+    re-parses only the statements it touched (same result as a whole parse, which tests check).
 
     >>> [(s.kind, s.name, s.first, s.end) for s in python_outline("import os\\n\\n@dec\\ndef f():\\n    pass\\n")]
     [('other', None, 1, 1), ('def', 'f', 3, 5)]
@@ -147,12 +148,19 @@ def python_outline(source: str) -> tuple[Statement, ...] | None:
         if source in _OUTLINES:
             _OUTLINES.move_to_end(source)
             return _OUTLINES[source]
-        bases = [(s, o) for s, o in reversed(_OUTLINES.items()) if o is not None][:OUTLINE_BASES]
+        bases = []
+        if base is not None and _OUTLINES.get(base) is not None:
+            bases.append((base, _OUTLINES[base]))
+        for seen, seen_outline in reversed(_OUTLINES.items()):
+            if len(bases) >= OUTLINE_BASES:
+                break
+            if seen_outline is not None and seen is not base:
+                bases.append((seen, seen_outline))
     outline = None
     if not _ODD_LINE_BREAKS.search(source):
-        for base, base_outline in bases:
-            if not _ODD_LINE_BREAKS.search(base):
-                outline = _reparse(base, base_outline, source)
+        for seen, seen_outline in bases:
+            if not _ODD_LINE_BREAKS.search(seen):
+                outline = _reparse(seen, seen_outline, source)
                 if outline is not None:
                     break
     if outline is None:
@@ -255,6 +263,8 @@ def changed_symbols(before: str | None, after: str, path: str) -> tuple[str, ...
     if before == after:
         return ()
     if path.endswith(".py"):
+        if before is not None:
+            python_outline(after, base=before)  # the new version, re-parsed where it differs from the old
         new = _python_symbols(after)
         old = _python_symbols(before) if before is not None else ({}, "")
         if new is None or old is None:
