@@ -212,7 +212,9 @@ def _rehearse() -> None:
                 del sys.modules[name]
 
 
-MODE = sys.argv[2] if len(sys.argv) > 2 else "pytest"  # "script": agents' ``python <script>`` runs
+# "script": agents' ``python <script>`` runs. Read from the command line of the server only: a process that
+# loads this file for its functions (a benchmark) gets the pytest server's preparation.
+MODE = sys.argv[2] if __name__ == "__main__" and len(sys.argv) > 2 else "pytest"
 if MODE == "pytest":
     _warm()
     _use_primed_rewrites()
