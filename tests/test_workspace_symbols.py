@@ -72,7 +72,7 @@ def _whole(source: str):
     return S._parse_outline(source)
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(edits())
 def test_an_edit_outlines_as_the_whole_parse_does(pair):
     old, new = pair
@@ -81,7 +81,7 @@ def test_an_edit_outlines_as_the_whole_parse_does(pair):
     assert S.python_outline(new) == _whole(new)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(statement_edits())
 def test_statement_edits_outline_as_the_whole_parse_does(pair):
     old, new = pair

@@ -156,13 +156,13 @@ def _run_all(page) -> None:
                            timeout=SERVER_START_S * 1000)
     page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
     deadline = time.monotonic() + RUN_ALL_S
-    time.sleep(1)
+    time.sleep(0.3)
     while time.monotonic() < deadline:
         prompts = _prompts(page)
         busy = page.eval_on_selector(".jp-Notebook-ExecutionIndicator", "e => e.dataset.status")
         if prompts and all(re.search(r"\[\d+\]", p) for p in prompts) and busy == "idle":
             return
-        time.sleep(0.5)
+        time.sleep(0.2)
     raise AssertionError(f"Run All did not finish within {RUN_ALL_S} s; prompts: {_prompts(page)}")
 
 
@@ -216,7 +216,7 @@ def _press_play(page) -> None:
         time.sleep(0.1)
     else:
         raise AssertionError(f"Play did not change the drawn round within {PLAY_S} s (frame {before[0]})")
-    time.sleep(1.2)  # a few more rounds, for the screenshot
+    time.sleep(0.5)  # a few more rounds, for the screenshot
 
 
 def _run_flat_team(page) -> None:
@@ -238,4 +238,4 @@ def _run_flat_team(page) -> None:
     area.locator(".widget-play button").first.click()  # the explorer's player: frames drawn by the kernel
     page.wait_for_function("el => el.innerText.trim() !== 'round 0'", arg=label.element_handle(),
                            timeout=RUN_TRIAL_S * 1000)
-    time.sleep(2)  # a few rounds in, for the screenshot
+    time.sleep(0.8)  # a few rounds in, for the screenshot (each frame is drawn by the kernel)
