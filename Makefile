@@ -52,14 +52,18 @@ PYTEST := env -u PYTHONDONTWRITEBYTECODE MPLBACKEND=Agg $(BIN)/python -m pytest 
 SUITE  := -n $(TEST_WORKERS) --dist loadfile tests/browser notebooks tests --nbval-lax --nbval-cell-timeout=$(CELL_TIMEOUT) \
           $(PYTEST_ARGS)
 
-# The documentation site, built strictly (a broken link or a missing docstring reference fails it), in
-# the background while the rest runs: the doctests of every latte_lab module (conftest.py leaves the task
-# payloads out) in a process of their own, so that what test modules register at import cannot show in
-# them; then the tests and the notebooks. Every test has a time limit (pyproject's
-# [tool.pytest.ini_options] timeout). The target fails if any of the three fails.
+# Three jobs at once: the documentation site, built strictly (a broken link or a missing docstring reference
+# fails it), and the doctests of every latte_lab module (conftest.py leaves the task payloads out), each in
+# the background with its output kept until the end, and the tests and the notebooks in the foreground.
+# The doctests run in a process of their own, so that what test modules register at import cannot show in
+# them. Every test has a time limit (pyproject's [tool.pytest.ini_options] timeout). The target fails if
+# any of the three fails, and prints the output of the ones that did.
 test: $(STAMP)
 	@$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site-check > $(VENV)/site-check.log 2>&1 & docs=$$!; \
-	  $(PYTEST) --doctest-modules latte_lab && $(PYTEST) $(SUITE); status=$$?; \
+	  $(PYTEST) --doctest-modules latte_lab > $(VENV)/doctests.log 2>&1 & doctests=$$!; \
+	  $(PYTEST) $(SUITE); status=$$?; \
+	  if wait $$doctests; then echo "doctests: $$(tail -n 1 $(VENV)/doctests.log)"; \
+	  else cat $(VENV)/doctests.log >&2; echo "make: the doctests failed (see above)" >&2; status=1; fi; \
 	  if wait $$docs; then echo "mkdocs build --strict: the documentation site builds"; \
 	  else cat $(VENV)/site-check.log >&2; echo "make: mkdocs build --strict failed (see above)" >&2; status=1; fi; \
 	  exit $$status
