@@ -82,7 +82,8 @@ def measure_trials(seeds: int, task_id: str, team: str, model_name: str, sandbox
             misses[0] = 0
             model = make_model(model_name)
             model.generate = model_t.wrap(model.generate)
-            extra = {"sandbox": sandbox} if sandbox else {}  # a baseline without the field runs locally
+            # a baseline whose TrialConfig has no sandbox field runs locally, the only backend it has
+            extra = {"sandbox": sandbox} if sandbox and "sandbox" in ll.TrialConfig.model_fields else {}
             cfg = ll.TrialConfig(task=task_id, team=team, model=model_name, seed=seed, runs_dir=tmp, **extra)
             t0, c0 = time.perf_counter(), time.process_time()
             res = ll.run_trial(cfg, model=model)
@@ -139,7 +140,7 @@ def run_baseline(directory: Path, args) -> dict | None:
         return None
     out = subprocess.run(
         [str(python), str(Path(__file__).resolve()), "--json", "--seeds", str(args.seeds), "--task", args.task,
-         "--team", args.team, "--model", args.model],
+         "--team", args.team, "--model", args.model, "--sandbox", args.sandbox],
         cwd=directory, capture_output=True, text=True, check=False,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
@@ -249,13 +250,13 @@ def main() -> None:
     ap.add_argument("--team", default="latte")
     ap.add_argument("--model", default="simulated")
     ap.add_argument("--sandbox", choices=("auto", "local", "bwrap"), default="auto",
-                    help="the trials' sandbox backend (the baseline has only the local one)")
+                    help="the trials' sandbox backend, for the baseline too where it has the switch")
     ap.add_argument("--baseline", type=Path, help="an older checkout with its own .venv, measured in the same run")
     ap.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # the baseline's half of a comparison
     args = ap.parse_args()
     warnings.simplefilter("ignore")
     if args.json:
-        print(json.dumps(measure_trials(args.seeds, args.task, args.team, args.model)))
+        print(json.dumps(measure_trials(args.seeds, args.task, args.team, args.model, args.sandbox)))
         return
 
     load = os.getloadavg()[0]
@@ -266,7 +267,7 @@ def main() -> None:
     from latte_lab.sandbox import resolve_sandbox
 
     print(f"simulated {args.team} trial on {args.task}, {args.seeds} seeds, sandbox={args.sandbox} "
-          f"({resolve_sandbox(args.sandbox)}; the baseline runs locally); load average {load:.1f} at the start, "
+          f"({resolve_sandbox(args.sandbox)}, the baseline too where it has the switch); load average {load:.1f} at the start, "
           f"{os.getloadavg()[0]:.1f} now, on {os.cpu_count()} cores (wall times grow with it)")
     if before is not None:
         base = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,

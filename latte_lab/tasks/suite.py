@@ -11,11 +11,13 @@ still scores 0 of its full size instead of 0 of 0.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from latte_lab.errors import TaskError
 from latte_lab.tasks.base import EvalResult
+from latte_lab.workspace.symbols import AST_LOCK
 
 if TYPE_CHECKING:  # pragma: no cover
     from latte_lab.workspace import Workspace
@@ -41,8 +43,15 @@ def _parametrize_width(decorator: ast.expr) -> int:
 
 def count_tests(source: str) -> dict[str, int]:
     """Test cases per ``Test*`` class of a suite's source."""
+    return dict(_count_tests(source))
+
+
+@functools.lru_cache(maxsize=16)  # a task's hidden suite is the same text in every trial
+def _count_tests(source: str) -> tuple[tuple[str, int], ...]:
     counts: dict[str, int] = {}
-    for node in ast.parse(source).body:
+    with AST_LOCK:
+        tree = ast.parse(source)
+    for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name.startswith("Test"):
             n = 0
             for item in node.body:
@@ -52,7 +61,7 @@ def count_tests(source: str) -> dict[str, int]:
                         width *= _parametrize_width(d)
                     n += width
             counts[node.name] = n
-    return counts
+    return tuple(counts.items())
 
 
 def run_hidden_suite(
