@@ -12,6 +12,7 @@ import difflib
 import os
 import re
 import shutil
+import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -121,6 +122,9 @@ class Workspace:
         parts = [p for p in PurePosixPath(text).parts if p not in ("", ".")]
         if not parts:
             raise WorkspaceError(f"path {raw!r} names the project root, not a file")
+        plain = _plain_path(str(self.root), parts)
+        if plain is not None:  # no link on the way and nothing to normalise: the path is itself
+            return "/".join(parts), Path(plain)
         full = self.root.joinpath(*parts)
         try:
             resolved = full.resolve()
@@ -304,6 +308,27 @@ class Workspace:
         if storable and memo_key(self.root, test_args, self.limits, self.backend) == key:
             memo_put(self.memo_dir, key, run)
         return run  # type: ignore[return-value]
+
+
+def _plain_path(root: str, parts: list[str]) -> str | None:
+    """``root/parts...`` when resolving it would give it back unchanged: no ``..``, and neither the root nor
+    any existing component below it is a symbolic link (a component that does not exist has nothing below
+    it that could be one). None otherwise, for the caller to resolve it. Two or three ``lstat`` calls
+    instead of one per component from ``/``."""
+    if ".." in parts:
+        return None
+    path = root
+    for i, part in enumerate((None, *parts)):
+        if i:
+            path = f"{path}/{part}"
+        try:
+            if stat.S_ISLNK(os.lstat(path).st_mode):
+                return None
+        except FileNotFoundError:
+            return f"{path}/{'/'.join(parts[i:])}" if i < len(parts) else path
+        except OSError:  # a file where a directory should be: resolving keeps the path as it is
+            return None
+    return path
 
 
 def _write_bytes(full: Path, rel: str, data: bytes) -> None:
