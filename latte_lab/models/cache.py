@@ -125,22 +125,61 @@ def object_json(parts: dict[str, str]) -> str:
     return "".join(pieces)
 
 
+def value_json(value) -> str:
+    """``canonical_json(value)``, with the values a request and a reply are made of (None, booleans, ints,
+    finite floats, strings, flat dicts of those) written without the encoder's per-call set-up.
+
+    >>> [value_json(v) for v in (None, True, 3, 0.7, "é", {"b": 1, "a": None})]
+    ['null', 'true', '3', '0.7', '"é"', '{"a":null,"b":1}']
+    """
+    kind = type(value)
+    if value is None:
+        return "null"
+    if kind is str:
+        return _string_json(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float and value == value and value not in (_INF, -_INF):
+        return float.__repr__(value)
+    if kind is dict and all(type(k) is str for k in value):
+        items = sorted(value.items())
+        if all(v is None or type(v) in (str, bool, int) for _, v in items):
+            return "{" + ",".join(f"{_encode_string(k)}:{value_json(v)}" for k, v in items) + "}"
+    return _ENCODER.encode(value)
+
+
+_INF = float("inf")
+
+
 def key_and_json(fields: dict, piece: Callable[[str], str] | None = None) -> tuple[str, str]:
     """``(key_from_fields(fields), canonical_json(fields))``, encoding each field once.
 
     With ``piece``, the JSON returned has ``piece`` applied to the JSON of each field's value and of
     each message (the key is always that of the fields as given).
     """
-    messages = [_message_json(role, content) for role, content in fields.get("messages", ())]
-    parts = {k: "[" + ",".join(messages) + "]" if k == "messages" else _string_json(v) if isinstance(v, str)
-             else _ENCODER.encode(v) for k, v in fields.items()}
-    keyed = object_json({**parts, "schema": canonical_json(KEY_SCHEMA_VERSION)})
-    key = hashlib.sha256(keyed.encode("utf-8")).hexdigest()
+    key, parts = key_and_parts(fields)
+    messages = parts.pop(MESSAGE_PIECES)
     if piece is None:
         return key, object_json(parts)
     shown = {k: "[" + ",".join([piece(m) for m in messages]) + "]" if k == "messages" else piece(v)
              for k, v in parts.items()}
     return key, object_json(shown)
+
+
+MESSAGE_PIECES = "\x00messages"  # where key_and_parts keeps each message's JSON (no field has this name)
+
+
+def key_and_parts(fields: dict) -> tuple[str, dict[str, str]]:
+    """``key_from_fields(fields)`` and the canonical JSON of each field (``parts["messages"]`` the whole list,
+    ``parts[MESSAGE_PIECES]`` the list of each message's JSON), each encoded once."""
+    messages = [_message_json(role, content) for role, content in fields.get("messages", ())]
+    parts = {k: "[" + ",".join(messages) + "]" if k == "messages" else value_json(v) for k, v in fields.items()}
+    keyed = object_json({**parts, "schema": canonical_json(KEY_SCHEMA_VERSION)})
+    key = hashlib.sha256(keyed.encode("utf-8")).hexdigest()
+    parts[MESSAGE_PIECES] = messages
+    return key, parts
 
 
 def request_key(request: ModelRequest) -> str:

@@ -19,18 +19,21 @@ from latte_lab import rundir
 from latte_lab.errors import CacheMissError, DataError, LatteError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
 from latte_lab.models.cache import (
+    MESSAGE_PIECES,
     ResponseCache,
     canonical_json,
     diff_fields,
-    key_and_json,
+    key_and_parts,
     key_fields,
     key_from_fields,
     object_json,
     request_from_fields,
+    value_json,
 )
 from latte_lab.models.keys import only_key_shapes, redact, redact_key_shapes
 
 CASSETTE_NAME = rundir.CALLS_FILE  # the cassette's file name inside a run directory
+_CALL_JSON = '"call"'
 
 
 class Cassette:
@@ -73,24 +76,28 @@ class Cassette:
         # canonical_json of the whole line, redacted, with the prompt encoded once (for the key and the
         # line) and, when only key shapes are masked, each message masked once (they recur every call)
         by_piece = only_key_shapes()
-        key, request_json = key_and_json(key_fields(request), redact_key_shapes if by_piece else None)
+        key, request_parts = key_and_parts(key_fields(request))
+        messages = request_parts.pop(MESSAGE_PIECES)
+        usage = response.usage
         parts = {
-            "type": canonical_json("call"),
-            "key": canonical_json(key),
-            "scope": canonical_json(request.scope.as_dict()),
-            "response": canonical_json({
-                "text": response.text,
-                "usage": {"input_tokens": response.usage.input_tokens,
-                          "output_tokens": response.usage.output_tokens},
-                "latency_s": response.latency_s,
-                "finish_reason": response.finish_reason,
-                "model": response.model,
-                "cached": response.cached,
+            "type": _CALL_JSON,
+            "key": value_json(key),
+            "scope": request_parts["scope"],
+            "response": object_json({
+                "text": value_json(response.text),
+                "usage": object_json({"input_tokens": value_json(usage.input_tokens),
+                                      "output_tokens": value_json(usage.output_tokens)}),
+                "latency_s": value_json(response.latency_s),
+                "finish_reason": value_json(response.finish_reason),
+                "model": value_json(response.model),
+                "cached": value_json(response.cached),
             }),
         }
         if by_piece:
             parts = {k: redact_key_shapes(v) for k, v in parts.items()}
-        parts["request"] = request_json
+            request_parts = {k: "[" + ",".join([redact_key_shapes(m) for m in messages]) + "]" if k == "messages"
+                             else redact_key_shapes(v) for k, v in request_parts.items()}
+        parts["request"] = object_json(request_parts)
         self._write_line(object_json(parts), redacted=by_piece)
 
     def record_error(self, request: ModelRequest, error: BaseException) -> None:
