@@ -224,6 +224,11 @@ else:
     WARM_MODULES = STARTUP_MODULES  # a script starts with what ``python <script>`` starts with
 
 import gc  # noqa: E402
+
+try:  # every reaper's prctl and every child's capability drop use it: imported once here, not per run
+    import ctypes  # noqa: E402, F401
+except ImportError:  # pragma: no cover - without it the run only loses the reaper's subreaper
+    pass
 import importlib.util  # noqa: E402
 import json  # noqa: E402
 import signal  # noqa: E402
