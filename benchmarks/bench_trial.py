@@ -29,7 +29,6 @@ from pathlib import Path
 
 from timing import REPEATS, median_ms
 
-
 STATES: list[dict[str, str]] = []  # workspace files of the first trial's memo-missing public test runs
 
 
