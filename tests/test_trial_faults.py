@@ -376,3 +376,34 @@ def test_a_damaged_cassette_is_one_line_everywhere_it_is_read(tmp_path, capsys, 
     assert main(["replay", str(res.run_dir), "--quiet"]) != 0
     err = capsys.readouterr().err
     assert re.search(message, err) and "Traceback" not in err
+
+
+def test_a_trial_freezes_older_objects_for_the_garbage_collector_while_it_runs_only(tmp_path):
+    """Objects older than a running trial are left out of garbage collections while it runs (``gc.freeze``),
+    handed back when it ends, also when it fails; a process that froze objects itself is left as it is."""
+    import gc
+
+    frozen_before = gc.get_freeze_count()
+    gc.unfreeze()
+    try:
+        during: list[int] = []
+        cfg = {"task": "debug", "team": "latte", "model": "simulated", "seed": 0, "max_rounds": 2,
+               "runs_dir": str(tmp_path / "a")}
+        ll.run_trial(cfg, progress=lambda info: during.append(gc.get_freeze_count()))
+        assert during and all(n > 0 for n in during) and gc.get_freeze_count() == 0
+
+        failing = ScriptedModel([])  # no reply scripted: the first call fails and the trial ends with an error
+        res = ll.run_trial({**cfg, "runs_dir": str(tmp_path / "b")}, model=failing)
+        assert res.status == "error" and gc.get_freeze_count() == 0
+
+        gc.freeze()  # the process's own: the trial neither adds to it nor hands it back
+        from latte_lab import trial as trial_module
+
+        during.clear()
+        ll.run_trial({**cfg, "runs_dir": str(tmp_path / "c")},
+                     progress=lambda info: during.append(trial_module._FROZEN["mine"]))
+        assert during and not any(during) and gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+        if frozen_before:
+            gc.freeze()
