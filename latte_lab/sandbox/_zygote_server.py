@@ -1,12 +1,14 @@
-"""A pre-warmed fork server ("zygote") for sandboxed pytest runs.
+"""A pre-warmed fork server ("zygote") for sandboxed pytest runs, or for agents' ``python <script>`` runs.
 
-Started by :mod:`latte_lab.sandbox.zygote` as ``python .../latte_lab/sandbox/_zygote_server.py <control fd>``
-(the file path, like :mod:`latte_lab.sandbox._child`, so a workspace can never shadow it), with the same allowlisted
-environment as any sandbox run minus the per-run variables (no ``PYTHONPATH``, no run marker, a private
-``HOME``), so it never holds a key and never opens a workspace (it is sent the text of test files to
-compile ahead of the runs, and runs none of it). It imports pytest, pytest's built-in
-plugins and ``runpy`` (what ``python -m pytest`` imports before it runs anything from the workspace),
-tells the parent it is ready, and then serves requests until its control socket reaches EOF.
+Started by :mod:`latte_lab.sandbox.zygote` as ``python .../latte_lab/sandbox/_zygote_server.py <control fd>
+<mode>`` (the file path, like :mod:`latte_lab.sandbox._child`, so a workspace can never shadow it), with the
+same allowlisted environment as any sandbox run minus the per-run variables (no ``PYTHONPATH``, no run
+marker, a private ``HOME``), so it never holds a key and never opens a workspace (a pytest server is sent
+the text of test files to compile ahead of the runs, and runs none of it). In mode ``pytest`` it imports
+pytest, pytest's built-in plugins and ``runpy`` (what ``python -m pytest`` imports before it runs anything
+from the workspace) and rehearses a session; in mode ``script`` it imports nothing for the runs, and each
+run starts from the modules a fresh interpreter starts with (:func:`_run_script`). It tells the parent it
+is ready, and then serves requests until its control socket reaches EOF.
 
 Single-threaded on purpose: it forks, and forking a process with threads is unsafe. It never starts a
 thread and never imports anything from a workspace.
@@ -14,11 +16,12 @@ thread and never imports anything from a workspace.
 Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
 
 * control socket, zygote -> parent, once: ``{"ready": <zygote pid>}``;
-* control socket, parent -> zygote, per run: ``{"cwd", "env", "limits", "args"}`` with three file
-  descriptors attached (``SCM_RIGHTS``): the write ends of the run's stdout and stderr pipes and one end
-  of a fresh per-run reply socket. ``env`` is the run's *whole* environment (built by the parent from its
-  allowlist), ``limits`` the json dict of :func:`_child.apply_limits`, ``args`` pytest's
-  arguments (what follows ``python -m pytest``);
+* control socket, parent -> zygote, per run: ``{"cwd", "env", "limits", "args"}`` (pytest) or ``{"cwd",
+  "env", "limits", "script"}`` with three file descriptors attached (``SCM_RIGHTS``): the write ends of the
+  run's stdout and stderr pipes and one end of a fresh per-run reply socket. ``env`` is the run's *whole*
+  environment (built by the parent from its allowlist), ``limits`` the json dict of
+  :func:`_child.apply_limits`, ``args`` pytest's arguments (what follows ``python -m pytest``), ``script``
+  what follows ``python`` (the script's path, then its arguments);
 * control socket, parent -> zygote, before a run, no descriptors: ``{"prime": [[path, text]]}``, the
   text of a test file of the run's directory that the zygote has not seen yet (:func:`prime`); the
   zygote parses, rewrites and compiles it (pytest's assertion rewriting), never runs it;

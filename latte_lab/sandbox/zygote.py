@@ -1,4 +1,7 @@
-"""The zygote: a pre-warmed fork server for pytest runs (client side; the server is ``_zygote_server.py``).
+"""The zygotes: pre-warmed fork servers for pytest runs and for agents' scripts (client side; the server is
+``_zygote_server.py``). What follows describes the pytest server; the script server is the same process
+model without pytest: it imports nothing for the runs, and each run gets the ``__main__``, ``sys.argv``,
+``sys.path`` and ``sys.modules`` a fresh ``python <script>`` gets.
 
 A fresh ``python -m pytest`` spends 0.3-0.7 s starting the interpreter and importing pytest before it
 runs a single test; a trial makes ~40 such runs. The zygote is one long-lived interpreter per
