@@ -21,7 +21,7 @@ import sqlite3
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Self
@@ -153,19 +153,11 @@ def value_json(value) -> str:
 _INF = float("inf")
 
 
-def key_and_json(fields: dict, piece: Callable[[str], str] | None = None) -> tuple[str, str]:
-    """``(key_from_fields(fields), canonical_json(fields))``, encoding each field once.
-
-    With ``piece``, the JSON returned has ``piece`` applied to the JSON of each field's value and of
-    each message (the key is always that of the fields as given).
-    """
+def key_and_json(fields: dict) -> tuple[str, str]:
+    """``(key_from_fields(fields), canonical_json(fields))``, encoding each field once."""
     key, parts = key_and_parts(fields)
-    messages = parts.pop(MESSAGE_PIECES)
-    if piece is None:
-        return key, object_json(parts)
-    shown = {k: "[" + ",".join([piece(m) for m in messages]) + "]" if k == "messages" else piece(v)
-             for k, v in parts.items()}
-    return key, object_json(shown)
+    del parts[MESSAGE_PIECES]
+    return key, object_json(parts)
 
 
 MESSAGE_PIECES = "\x00messages"  # where key_and_parts keeps each message's JSON (no field has this name)

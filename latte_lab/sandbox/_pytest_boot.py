@@ -150,7 +150,7 @@ def cache_plugin_fixture_scans() -> None:
         space = namespace(owner)
         if seen is None or seen[0] is not owner or not unchanged(seen[1], space):
             matter = set()
-            for name in builtin_dir(owner) + names:
+            for name in names:  # an instance's own attributes never hold one: pytest looks on its class
                 raw = lookup(None, owner, name)
                 if (raw is not None and find(None, raw) is not None) or \
                         type(safe_getattr(owner, name, None)) is definition:

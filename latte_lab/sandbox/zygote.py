@@ -88,9 +88,6 @@ class ZygoteError(Exception):
     """The zygote could not start or serve a request; the caller falls back to the exec path."""
 
 
-MODES = ("pytest", "script")  # what a zygote runs: pytest sessions, or agents' ``python <script>`` runs
-
-
 class _Zygote:
     """The parent's handle on one zygote process."""
 
