@@ -14,7 +14,7 @@ from conftest_models import make_request
 
 from latte_lab.errors import CacheMissError, ConfigError
 from latte_lab.models import AgentView, CachedModel, ModelResponse, ResponseCache, ScriptedModel, Usage
-from latte_lab.models.base import Message, Scope
+from latte_lab.models.base import Message, ModelRequest, Scope
 from latte_lab.models.cache import (
     canonical_json,
     diff_fields,
@@ -253,3 +253,21 @@ def test_four_processes_writing_at_once(tmp_path):
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
+
+
+def test_a_view_is_read_from_the_requests_own_prompt_when_first_asked_for():
+    from latte_lab.models.view import view_from_prompt
+
+    frame = AgentView(task="debug", role="worker", agent="Dev1", round=2, allowed_actions=("edit_file",))
+    base = make_request()
+    lazy = dataclasses.replace(base, frame=frame)
+    assert vars(lazy).get("_view") is None  # nothing is read until a model asks (a real provider never does)
+    assert lazy.view == view_from_prompt(frame, lazy.system, lazy.messages) != frame
+    assert lazy.view is lazy.view  # read once
+    assert request_key(lazy) == request_key(base) and base.view is None
+    # a copy with another prompt reads its own, not the view the original read
+    other = dataclasses.replace(lazy, messages=[Message("user", "[From System]: ✅ Assigned: task 'a'")])
+    assert other.view == view_from_prompt(frame, other.system, other.messages) != lazy.view
+    given = AgentView(task="debug", role="lead", agent="Lead")
+    assert dataclasses.replace(lazy, view=given).view is given  # a view given is kept as it is
+    assert ModelRequest(provider="x", model="y", system="", messages=[], view=given).view is given

@@ -4,7 +4,9 @@ A :class:`ModelRequest` carries everything that determines a reply: provider, mo
 system prompt, messages, sampling parameters and a :class:`Scope` (trial seed, agent, call index).
 It may also carry an :class:`AgentView`: the structured form of what the agent's prompt shows.
 Real providers ignore the view; the simulated model acts on it. The view is not part of the cache
-key (the prompt text already reflects it).
+key (the prompt text already reflects it). Teams give only the view's frame (``frame=``): the rest is
+read from the prompt text the first time ``request.view`` is asked for, so a real provider's call never
+pays for reading it.
 
 Models that do not call a provider (simulated, scripted) report token usage with
 :func:`estimate_tokens`.
@@ -13,6 +15,7 @@ Models that do not call a provider (simulated, scripted) report token usage with
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -83,6 +86,34 @@ class AgentView:
         return asdict(self)
 
 
+class _ViewFromPrompt:
+    """The ``view`` field of :class:`ModelRequest`: the view given, or else, for a request that carries a
+    ``frame``, :func:`latte_lab.models.view.view_from_prompt` of the frame and the request's own prompt,
+    read once on first access. A view read for one request and handed to another (``dataclasses.replace``
+    copies it) is read anew from the other's prompt."""
+
+    def __set_name__(self, owner, name: str) -> None:
+        self.slot = "_" + name
+
+    def __get__(self, request, owner=None):
+        if request is None:  # the dataclass asks the class for the field's default
+            return None
+        view = request.__dict__.get(self.slot)
+        if request.frame is None:
+            return view
+        read_for = getattr(view, "_read_for", None)
+        if view is None or (read_for is not None and read_for() is not request):
+            from latte_lab.models.view import view_from_prompt
+
+            view = view_from_prompt(request.frame, request.system, request.messages)
+            view._read_for = weakref.ref(request)  # not a field: equality, asdict and repr leave it out
+            request.__dict__[self.slot] = view
+        return view
+
+    def __set__(self, request, value) -> None:
+        request.__dict__[self.slot] = value
+
+
 @dataclass
 class ModelRequest:
     provider: str  # openai | anthropic | simulated | scripted | replay
@@ -95,7 +126,8 @@ class ModelRequest:
     stop: tuple[str, ...] | None = None
     base_url: str | None = None
     scope: Scope = field(default_factory=Scope)
-    view: AgentView | None = None
+    view: AgentView | None = _ViewFromPrompt()  # type: ignore[assignment]  # given, or read from the prompt
+    frame: AgentView | None = None  # the view's frame (who, role, round, phase, actions), when view is not given
 
     def key_fields(self) -> dict:
         """The fields that determine the reply (the response-cache key is computed from these)."""

@@ -20,7 +20,7 @@ from latte_lab.events import REPLY_LOG_CHARS, EventLog
 from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.history import GraphHistory
 from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
-from latte_lab.models.view import note_reply, view_from_prompt
+from latte_lab.models.view import note_reply
 from latte_lab.teams.replies import (
     EVENT_OUTPUT_TAIL,
     PLANNING_TESTS_TAIL,
@@ -130,9 +130,10 @@ class Team:
         ``operator_blocked`` event and a message, and its ``do_<tag>`` is never called.
     ``view(agent) -> AgentView``
         Called once per model call, before the round's calls start. Pure. Returns the frame of the
-        agent's view (``base_view(agent, phase=...)``: role, round, phase, actions, teammates); the
-        engine reads the rest from the prompt text (:func:`latte_lab.models.view.view_from_prompt`), so
-        the view a model gets carries nothing its prompt does not show.
+        agent's view (``base_view(agent, phase=...)``: role, round, phase, actions, teammates). The
+        request carries it as ``frame``; ``request.view`` reads the rest from the prompt text
+        (:func:`latte_lab.models.view.view_from_prompt`) when a model asks for it, so the view a model
+        gets carries nothing its prompt does not show.
     ``do_<tag>(agent, action) -> None``
         Called by ``apply`` for each allowed action of a reply, in document order. May change the
         graph, the workspace and any agent's buffer; must emit an event for every effect and tell the
@@ -249,7 +250,7 @@ class Team:
             temperature=self.config.temperature, max_tokens=self.config.max_tokens, top_p=self.config.top_p,
             base_url=self.config.base_url,
             scope=Scope(seed=self.seed, agent=agent.name, call_index=agent.call_index, trial=self.trial_id),
-            view=view_from_prompt(frame, agent.system, messages),
+            frame=frame,  # the simulated model reads the rest of its view from the prompt
         )
         return request, new_text
 
