@@ -177,3 +177,27 @@ def test_an_interrupt_in_a_notebook_returns_the_rows_so_far(tmp_path, capsys):
     assert len(df) < 8 and (df["reason"] == "interrupted").sum() >= 1
     assert "interrupted" in df.attrs["summary"]
     assert df.attrs["summary"] in capsys.readouterr().out
+
+
+def test_an_interrupt_landing_as_a_finished_trial_moves_into_place_keeps_it_finished(tmp_path, monkeypatch):
+    """Ctrl-C between the end of a trial and its move out of the running area: the trial is put in place,
+    finished, its row reported; nothing is left under way."""
+    out = tmp_path / "sweep"
+    real_finish = sweepdir.finish_attempt
+    calls = []
+
+    def interrupted_first(run_dir, where, trial_id):
+        calls.append(trial_id)
+        if len(calls) == 1:
+            raise KeyboardInterrupt  # what a signal handler raises at the first instruction of the move
+        return real_finish(run_dir, where, trial_id)
+
+    monkeypatch.setattr(sweepdir, "finish_attempt", interrupted_first)
+    df = run_sweep({"task": "debug", "team": "latte", "replicates": 2, "max_rounds": 3}, out=out, n_jobs=1,
+                   progress=False)
+    assert "interrupted" in df.attrs["summary"]
+    assert len(df) == 1 and df["status"].tolist() == ["ok"]  # the trial had finished: it stays finished
+    (trial_id,) = df["trial_id"]
+    assert rundir.read_result(out / trial_id)["status"] == "ok" and not running_dirs(out)
+    assert df["run_dir"].tolist() == [str(out / trial_id)]
+    assert rundir.read_result(out / trial_id)["row"]["run_dir"] == str(out / trial_id)

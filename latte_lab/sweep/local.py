@@ -55,20 +55,36 @@ def run_attempt(cfg: TrialConfig, out: Path) -> dict:
     """Runs one trial in the running area of ``out``, moves it into place, returns its row.
 
     An interrupt (Ctrl-C, SIGTERM) moves the partial record into place as an attempt and raises
-    :class:`Interrupted` carrying its row.
+    :class:`Interrupted` carrying its row. One that arrives once the trial has ended (its record complete)
+    waits until the trial is in place, then raises :class:`Interrupted` carrying the finished trial's row.
     """
     from latte_lab.trial import run_trial
 
     running = sweepdir.running_dir(out)
     try:
         res = run_trial(cfg, runs_dir=running, run_name=cfg.trial_id)
+        with _stops_held():  # the rename and the row's new run_dir, both or neither
+            final = sweepdir.finish_attempt(res.run_dir, out, cfg.trial_id)
     except KeyboardInterrupt as exc:
         row = settle_attempt(cfg, out, INTERRUPTED_ERROR, reason="interrupted")
         raise Interrupted(str(exc) or INTERRUPTED_ERROR, row) from None
-    final = sweepdir.finish_attempt(res.run_dir, out, cfg.trial_id)
     row = dict(res.row)
     row["run_dir"] = str(final)
     return row
+
+
+@contextlib.contextmanager
+def _stops_held():
+    """SIGINT and SIGTERM wait (in the main thread; elsewhere they are not delivered to Python code anyway)
+    until the block is done; one that arrived meanwhile is handled as the block ends."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def settle_attempt(cfg: TrialConfig, out: Path, error: str, *, reason: str = "error") -> dict | None:
@@ -100,12 +116,20 @@ def run_serial(todo: list[TrialConfig], out: Path, on_row: Callable[[dict], None
             return why
         try:
             row = run_attempt(cfg, out)
-        except Interrupted as exc:
-            if exc.row is not None:
-                on_row(exc.row)
+        except KeyboardInterrupt as exc:  # Interrupted, or a Ctrl-C just as run_attempt returned
+            row = _row_of_stopped(cfg, out, exc)
+            if row is not None:
+                on_row(row)
             return "interrupted"
         on_row(row)
     return None
+
+
+def _row_of_stopped(cfg: TrialConfig, out: Path, exc: KeyboardInterrupt) -> dict | None:
+    """The row of a trial an interrupt stopped: the one :class:`Interrupted` carries, else (the interrupt
+    came after run_attempt's own handling) the trial's record, settled where it is."""
+    row = getattr(exc, "row", None)
+    return row if row is not None else settle_attempt(cfg, out, INTERRUPTED_ERROR, reason="interrupted")
 
 
 # --- worker processes ----------------------------------------------------------------------------------------
@@ -166,7 +190,7 @@ def _worker_main(conn, parent_pid: int, out: str, init, initargs, settings) -> N
                 try:
                     row = run_attempt(cfg, Path(out))
                 except Interrupted as exc:
-                    conn.send(("stopped", cfg.trial_id, exc.row))
+                    conn.send(("stopped", cfg.trial_id, _row_of_stopped(cfg, Path(out), exc)))
                     break
                 except Exception as exc:  # noqa: BLE001 - the trial could not start: the parent reports it
                     conn.send(("failed", cfg.trial_id, _portable(exc)))
