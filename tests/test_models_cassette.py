@@ -63,9 +63,18 @@ def test_cassette_lines_are_the_canonical_record_redacted_whole(tmp_path, monkey
     RecordingModel(ScriptedModel([reply]), cassette).generate(request)
     cassette.close()
     line = (tmp_path / "calls.jsonl").read_text(encoding="utf-8")
+    fields = key_fields(request)
+    messages = fields.pop("messages")  # the repeated message is written once, and named twice
+    fields["system_id"], fields["message_ids"] = 0, [1, 2, 1]
+    system = fields.pop("system")
+    response = {k: v for k, v in json.loads(line)["response"].items() if k != "text_id"}
     record = {"type": "call", "key": request_key(request), "scope": dataclasses.asdict(request.scope),
-              "request": key_fields(request), "response": json.loads(line)["response"]}
+              "request": fields, "response": {**response, "text_id": 3},
+              "new_messages": [[0, "system", system], [1, *messages[0]], [2, *messages[1]], [3, "assistant", reply]]}
     assert line == redact(canonical_json(record)) + "\n"
+    whole = read_cassette(tmp_path)[0]
+    assert whole["request"] == json.loads(redact(canonical_json(key_fields(request))))
+    assert whole["response"]["text"] == redact(reply) and "text_id" not in whole["response"]
     assert "sk-proj-Ab" not in line and "kkkkkkkkkk" not in line and "zzzzzzzz" not in line
     assert ("plain-secret-4242" in line) is not env_secret
 
@@ -153,3 +162,72 @@ def test_call_line_without_scope_is_a_data_error(tmp_path):
     (tmp_path / "calls.jsonl").write_text('{"type": "call", "response": {"text": "x"}}\n')
     with pytest.raises(DataError, match="lacks scope or response"):
         CassetteModel(tmp_path)
+
+
+def test_each_message_is_written_once_and_every_line_reads_back_whole(tmp_path):
+    """Later calls repeat an agent's earlier messages: the file holds each once, read_cassette gives every
+    call its whole prompt, and a trial replays from it."""
+    shared = "earlier context: " + "x" * 3000
+
+    def prompt(i):
+        return [Message("user", shared), *[Message("assistant", f"reply {j}") for j in range(i)],
+                Message("user", f"turn {i}")]
+
+    requests = [dataclasses.replace(make_request(agent="Dev1", call_index=i), messages=prompt(i)) for i in range(4)]
+    record_trial(tmp_path, [f"reply {i}" for i in range(4)], requests)
+    raw = (tmp_path / "calls.jsonl").read_text(encoding="utf-8")
+    assert raw.count("earlier context") == 1  # once, not in all four lines
+    lines = read_cassette(tmp_path)
+    assert [line["request"]["messages"] for line in lines] == [[[m.role, m.content] for m in r.messages]
+                                                               for r in requests]
+    assert all("new_messages" not in line and "message_ids" not in line["request"] for line in lines)
+    model = CassetteModel(tmp_path)
+    assert [model.generate(r).text for r in requests] == [f"reply {i}" for i in range(4)]
+
+
+def test_lines_that_hold_their_messages_whole_read_as_before(tmp_path):
+    from latte_lab.models.cache import canonical_json, key_fields, request_key
+
+    request = make_request(agent="Lead", call_index=0, text="hello")
+    line = {"type": "call", "key": request_key(request), "scope": dataclasses.asdict(request.scope),
+            "request": key_fields(request), "response": {"text": "hi", "usage": {"input_tokens": 1,
+            "output_tokens": 1}, "latency_s": 0.1, "finish_reason": "stop", "model": "m", "cached": False}}
+    (tmp_path / "calls.jsonl").write_text(canonical_json(line) + "\n", encoding="utf-8")
+    assert read_cassette(tmp_path)[0]["request"]["messages"] == [["user", "hello"]]
+    assert CassetteModel(tmp_path).generate(request).text == "hi"
+
+
+def test_a_line_naming_a_message_no_earlier_line_holds_is_a_clear_error(tmp_path):
+    record_trial(tmp_path, ["a", "b"], trial_requests()[:2])
+    path = tmp_path / "calls.jsonl"
+    first, second = path.read_text(encoding="utf-8").splitlines()
+    path.write_text(second + "\n", encoding="utf-8")  # the line that defined message 0 is gone
+    record = json.loads(second)
+    record["request"]["message_ids"] = [0]
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="record 1: names a message that no earlier line holds"):
+        read_cassette(tmp_path)
+
+
+def test_numbers_of_a_line_the_disk_refused_are_given_again(tmp_path, monkeypatch):
+    """A line that could not be written takes its messages' numbers back: the next line holds them."""
+    from latte_lab import rundir
+
+    cassette = Cassette(tmp_path / "calls.jsonl")
+    requests = trial_requests()
+    real = rundir.JsonlAppender.append_text
+    failures = iter([True])
+
+    def refused_once(self, text):
+        if next(failures, False):
+            raise OSError(5, "I/O error")  # an error that is not a full disk: raised, recording goes on
+        return real(self, text)
+
+    monkeypatch.setattr(rundir.JsonlAppender, "append_text", refused_once)
+    model = RecordingModel(ScriptedModel(["x", "y"]), cassette)
+    with pytest.raises(OSError):
+        model.generate(requests[0])
+    model.generate(requests[0])
+    cassette.close()
+    (line,) = read_cassette(tmp_path)
+    assert line["request"]["messages"] == [["user", "Lead turn 0"]]

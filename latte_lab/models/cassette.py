@@ -4,6 +4,14 @@ A run directory's ``calls.jsonl`` is a cassette. Lines are appended as calls fin
 threads, under a lock), each whole or not at all. Replay looks calls up by (agent, call_index), not by line
 order, because concurrent calls finish in any order, then checks the full request key so a changed
 prompt is reported instead of silently answered with a stale reply.
+
+A prompt repeats its agent's earlier messages at every call, so each message is written once: a call line
+holds the messages no earlier line held, numbered (``"new_messages": [[n, role, content], ...]``), and
+names the system prompt (``request["system_id"]``, a message of role ``system``), the prompt's messages
+(``request["message_ids"]``) and the reply (``response["text_id"]``, which the agent's next prompt
+repeats) by number. :func:`read_cassette` gives every line back whole (``system``, ``messages`` as
+``[role, content]`` pairs, the reply's ``text``), for lines written either way; a number defined again
+later (a cassette appended to by a second writer) means its latest definition.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from latte_lab.models.cache import (
     request_from_fields,
     value_json,
 )
+from latte_lab.models.cache import _message_json as message_json
 from latte_lab.models.keys import only_key_shapes, redact, redact_key_shapes
 
 CASSETTE_NAME = rundir.CALLS_FILE  # the cassette's file name inside a run directory
@@ -49,6 +58,7 @@ class Cassette:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         self._appender: rundir.JsonlAppender | None = None
+        self._numbers: dict[str, int] = {}  # each message written, by its JSON: its number in this file
         self.disk_full: str | None = None
 
     def __repr__(self) -> str:
@@ -60,45 +70,71 @@ class Cassette:
     def _write_line(self, text: str, *, redacted: bool = False) -> None:
         line = (text if redacted else redact(text)) + "\n"
         with self._lock:
-            if self.disk_full is not None:
-                return
-            try:
-                if self._appender is None:
-                    self._appender = rundir.JsonlAppender(self.path)
-                self._appender.append_text(line)
-            except OSError as exc:
-                if not rundir.is_disk_full(exc):
-                    raise
-                self.disk_full = rundir.disk_full_message(self.path.parent, exc)
-                raise rundir.DiskFullError(self.disk_full) from None
+            self._append(line)
+
+    def _append(self, line: str) -> bool:
+        """Appends one line (the lock held); False when the disk filled up earlier and nothing is written."""
+        if self.disk_full is not None:
+            return False
+        try:
+            if self._appender is None:
+                self._appender = rundir.JsonlAppender(self.path)
+            self._appender.append_text(line)
+        except OSError as exc:
+            if not rundir.is_disk_full(exc):
+                raise
+            self.disk_full = rundir.disk_full_message(self.path.parent, exc)
+            raise rundir.DiskFullError(self.disk_full) from None
+        return True
 
     def record(self, request: ModelRequest, response: ModelResponse) -> None:
-        # canonical_json of the whole line, redacted, with the prompt encoded once (for the key and the
-        # line) and, when only key shapes are masked, each message masked once (they recur every call)
+        # canonical_json of the line, redacted, with the prompt encoded once (for the key and the line) and,
+        # when only key shapes are masked, each message masked once (they recur every call)
         by_piece = only_key_shapes()
         key, request_parts = key_and_parts(key_fields(request))
         messages = request_parts.pop(MESSAGE_PIECES)
+        del request_parts["messages"], request_parts["system"]  # named by number (see the module docstring)
+        system, reply = message_json("system", request.system), message_json("assistant", response.text)
         usage = response.usage
-        parts = {
-            "type": _CALL_JSON,
-            "key": value_json(key),
-            "scope": request_parts["scope"],
-            "response": object_json({
-                "text": value_json(response.text),
-                "usage": object_json({"input_tokens": value_json(usage.input_tokens),
-                                      "output_tokens": value_json(usage.output_tokens)}),
-                "latency_s": value_json(response.latency_s),
-                "finish_reason": value_json(response.finish_reason),
-                "model": value_json(response.model),
-                "cached": value_json(response.cached),
-            }),
+        response_parts = {
+            "usage": object_json({"input_tokens": value_json(usage.input_tokens),
+                                  "output_tokens": value_json(usage.output_tokens)}),
+            "latency_s": value_json(response.latency_s),
+            "finish_reason": value_json(response.finish_reason),
+            "model": value_json(response.model),
+            "cached": value_json(response.cached),
         }
+        parts = {"type": _CALL_JSON, "key": value_json(key), "scope": request_parts["scope"]}
+        mask = redact_key_shapes if by_piece else _as_is
         if by_piece:
-            parts = {k: redact_key_shapes(v) for k, v in parts.items()}
-            request_parts = {k: "[" + ",".join([redact_key_shapes(m) for m in messages]) + "]" if k == "messages"
-                             else redact_key_shapes(v) for k, v in request_parts.items()}
-        parts["request"] = object_json(request_parts)
-        self._write_line(object_json(parts), redacted=by_piece)
+            parts = {k: mask(v) for k, v in parts.items()}
+            request_parts = {k: mask(v) for k, v in request_parts.items()}
+            response_parts = {k: mask(v) for k, v in response_parts.items()}
+        with self._lock:  # numbers are given in the order the lines reach the file
+            if self.disk_full is not None:
+                return
+            numbers, added = self._numbers, []
+
+            def number(piece: str) -> str:
+                n = numbers.get(piece)
+                if n is None:
+                    n = numbers[piece] = len(numbers)
+                    added.append(piece)
+                return str(n)
+
+            request_parts["system_id"] = number(system)
+            request_parts["message_ids"] = "[" + ",".join([number(piece) for piece in messages]) + "]"
+            response_parts["text_id"] = number(reply)  # the agent's next prompt repeats it: written once
+            parts["request"] = object_json(request_parts)
+            parts["response"] = object_json(response_parts)
+            parts["new_messages"] = "[" + ",".join([f"[{numbers[p]},{mask(p)[1:]}" for p in added]) + "]"
+            line = object_json(parts)
+            try:
+                self._append((line if by_piece else redact(line)) + "\n")
+            except BaseException:
+                for piece in added:  # not on disk: a later line that needs them holds them
+                    del numbers[piece]
+                raise
 
     def record_error(self, request: ModelRequest, error: BaseException) -> None:
         """Note a failed call (replay ignores these lines; they explain gaps when reading a run)."""
@@ -122,21 +158,41 @@ class Cassette:
         self.close()
 
 
+def _as_is(text: str) -> str:
+    return text
+
+
 def _resolve(path: str | os.PathLike) -> Path:
     p = Path(path)
     return p / CASSETTE_NAME if p.is_dir() else p
 
 
 def read_cassette(path: str | os.PathLike) -> list[dict]:
-    """Every line of a cassette (a ``calls.jsonl`` file or a run directory holding one), in file order.
+    """Every line of a cassette (a ``calls.jsonl`` file or a run directory holding one), in file order, each
+    call whole: ``request["messages"]`` as ``[role, content]`` pairs, however the line names them.
 
-    A damaged file (bytes that are not UTF-8, a line cut off, a line that is not JSON) is a one-line
-    :class:`DataError` naming the file and line.
+    A damaged file (bytes that are not UTF-8, a line cut off, a line that is not JSON, a message number no
+    earlier line defines) is a one-line :class:`DataError` naming the file and line.
     """
     p = _resolve(path)
     if not p.is_file():
         raise DataError(f"no cassette at {p}; a run directory holds its calls in {CASSETTE_NAME}")
-    return rundir.read_jsonl(p, missing_ok=False)
+    records = rundir.read_jsonl(p, missing_ok=False)
+    messages: dict[int, list] = {}
+    for number, record in enumerate(records, 1):
+        if "new_messages" not in record:
+            continue  # a line that holds its texts whole, or a note of a failed call
+        try:
+            for n, role, content in record.pop("new_messages"):
+                messages[n] = [role, content]
+            request, response = record["request"], record["response"]
+            request["system"] = messages[request.pop("system_id")][1]
+            request["messages"] = [list(messages[n]) for n in request.pop("message_ids")]
+            response["text"] = messages[response.pop("text_id")][1]
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise DataError(f"{p}, record {number}: names a message that no earlier line holds (or holds it "
+                            "malformed); the file is damaged") from None
+    return records
 
 
 def _response_from(record: dict) -> ModelResponse:
