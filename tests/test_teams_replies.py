@@ -3,6 +3,9 @@ reference's lengths, clear failure notes, output that does not change from run t
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from latte_lab.sandbox import RunResult, TestRun
 from latte_lab.teams import replies
 from latte_lab.teams.replies import run_script_reply, run_tests_reply, stable_output, stable_tail
@@ -69,3 +72,15 @@ def test_tail_lengths_have_one_home():
     for name in ("TESTS_REPLY_TAIL", "PLANNING_TESTS_TAIL", "TEST_STATUS_TAIL", "EVENT_OUTPUT_TAIL"):
         assert getattr(engine, name) is getattr(replies, name)
     assert (replies.SCRIPT_STDOUT_TAIL, replies.SCRIPT_STDERR_TAIL) == (3000, 1000)  # reference §6
+
+
+_AROUND = st.sampled_from(["", " ", "a", "_", "0", "x", "é", ".", "\n", "0x", "<"])
+
+
+@given(st.lists(st.tuples(_AROUND, st.text("0123456789abcdefABCDEFg", max_size=9), _AROUND), max_size=4)
+       .map(lambda parts: "".join(f"{before}0x{digits}{after}" for before, digits, after in parts)))
+def test_addresses_are_masked_exactly_where_a_whole_word_0x_and_six_hex_digits_stand(text):
+    import re
+
+    whole_word = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")  # the rule, written the plain way
+    assert replies._ADDRESS_RE.sub("0x…", text) == whole_word.sub("0x…", text)

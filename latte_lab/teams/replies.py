@@ -21,7 +21,9 @@ TEST_STATUS_TAIL = 1500  # flat teams' per-round test-status injection (referenc
 EVENT_OUTPUT_TAIL = 2000  # output tail stored in run_tests/run_script events (reference §6)
 
 _DURATION_RE = re.compile(r" in \d+(?:\.\d+)?s(?: \(\d+:\d+:\d+\))?")
-_ADDRESS_RE = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+# "0x" + 6 or more hex digits, as a whole word (``\b0x[0-9a-fA-F]{6,}\b``); the literal first, so the
+# engine finds candidates by a fast search instead of trying every position of the text
+_ADDRESS_RE = re.compile(r"0x(?<!\w0x)[0-9a-fA-F]{6,}\b")
 _PATH_STOP = frozenset(" \t\n'\"<>:(=,[")  # characters that cannot be part of a path in tool output
 
 
