@@ -674,14 +674,53 @@ def test_zygote_stops_when_the_parent_exits(tmp_path):
         from latte_lab.sandbox import run_pytest, zygote
         run = run_pytest({str(ws_dir)!r}, ["test_ok.py"], timeout=30, sandbox="local")
         (z,) = zygote._ZYGOTES.values()
-        print(run.passed, z.pid, z.home)
+        import psutil
+        spares = [p.pid for p in psutil.Process(z.pid).children(recursive=True)]  # the next run's, waiting
+        print(run.passed, z.pid, z.home, ",".join(map(str, spares)))
         """
     )
     env = {k: v for k, v in os.environ.items() if k != zyg.ZYGOTE_DISABLE_VAR}
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
-    passed, pid, home = out.stdout.split()
+    passed, pid, home, spares = out.stdout.split()
     assert passed == "1", out.stderr
-    assert wait_dead([int(pid)]) == [] and not Path(home).exists()
+    assert spares  # a reaper, and its child once forked
+    assert wait_dead([int(pid), *map(int, spares.split(","))]) == [] and not Path(home).exists()
+
+
+def _spares(zygote) -> list:
+    """The zygote's idle spare: its reaper and that reaper's child (waiting for a request), once forked."""
+    import psutil
+
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        reapers = [p for p in psutil.Process(zygote.pid).children() if alive(p.pid)]
+        if len(reapers) == 1 and len([p for p in reapers[0].children() if alive(p.pid)]) == 1:
+            return [reapers[0], *reapers[0].children()]
+        time.sleep(0.02)
+    raise AssertionError(f"no spare under the zygote: {psutil.Process(zygote.pid).children(recursive=True)}")
+
+
+def test_each_run_takes_the_spare_made_ahead_and_a_lost_spare_is_replaced(tmp_path, launches, isolated_zygote_state):
+    """Runs start in a reaper and child forked before their request; one killed while it waits costs
+    nothing but its head start: the run is forked on demand, without a warning."""
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+    ws.setup_file("test_ok.py", "import os\n\ndef test_ok():\n    print('pid', os.getpid())\n    assert 0\n")
+    first = ws.run_tests(("test_ok.py",), timeout=30)
+    (zygote,) = zyg._ZYGOTES.values()
+    reaper, child = _spares(zygote)
+    second = ws.run_tests(("test_ok.py",), timeout=30)
+    assert f"pid {child.pid}" in second.stdout  # the run was the spare's child
+    assert outcome(first) == outcome(second) and first.failed == 1
+    reaper, child = _spares(zygote)  # a new one for the next run
+    for process in (child, reaper):
+        process.kill()
+    assert wait_dead([child.pid, reaper.pid]) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        third = ws.run_tests(("test_ok.py",), timeout=30)
+    assert outcome(third) == outcome(first) and f"pid {child.pid}" not in third.stdout
+    assert launches.zygote == 3 and launches.exec == 0
+    _spares(zygote)
 
 
 def test_memo_and_run_tests_unchanged(tmp_path, launches):

@@ -29,8 +29,12 @@ Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
   ``{"status": <wait status of the child>, "orphans": <bool>, "subreaper": <bool>}`` when it ended (or
   ``{"error": ...}``).
 
-Per run the zygote forks a *reaper* that calls ``setsid()``, ignores SIGTERM, becomes a Linux child
-subreaper (``PR_SET_CHILD_SUBREAPER``) and forks the *child*. So every process the run leaves behind --
+Per run the zygote has a *reaper* that calls ``setsid()``, ignores SIGTERM, becomes a Linux child
+subreaper (``PR_SET_CHILD_SUBREAPER``) and forks the *child*. Both are forked ahead, as a *spare*, while the
+zygote waits for the request: the spare's child copies its memory (:func:`_prefault`, so the run takes no
+copy-on-write faults) and waits, not dumpable, until the zygote hands the request and its descriptors
+to the reaper, which passes them on (:func:`_spare_reaper`). A spare that is gone is replaced by forking at
+the request; a ``prime`` message makes a new one. So every process the run leaves behind --
 even a double-forked grandchild that called ``setsid()`` -- is re-parented to the reaper and stays a
 descendant of it, where the parent's process-tree kill finds it (a forked process keeps the zygote's
 initial environment in ``/proc/<pid>/environ``, so the run marker cannot find those). The reaper ignores
@@ -240,6 +244,8 @@ import traceback  # noqa: E402
 
 EXIT_SETUP_FAILED = 126  # as _child: "found but could not be executed"
 MAX_MESSAGE_BYTES = 2**20  # one request (env + args); SOCK_SEQPACKET keeps message boundaries
+# Keep the next run's reaper and child forked ahead, their memory copied (:func:`_spare_reaper`).
+USE_SPARES = hasattr(socket, "send_fds") and sys.platform.startswith("linux")
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 PR_SET_DUMPABLE = 4
 
@@ -444,17 +450,47 @@ def _uncaught(exc: BaseException, tb) -> int:
     return 1
 
 
+def _become_reaper() -> bool:
+    """A reaper's set-up: its own session, SIGTERM ignored, subreaper, not dumpable; whether it is a
+    subreaper."""
+    os.setsid()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, at the SIGKILL round
+    subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
+    # Not dumpable: the run cannot reach the reaper's descriptors through /proc (the child is made
+    # dumpable again, as exec would).
+    _prctl(PR_SET_DUMPABLE, 0)
+    return subreaper
+
+
+def _report(reply: socket.socket, pid: int, subreaper: bool) -> None:
+    """The reaper's part once the child runs: its pid, then its exit status, then reaping what it left."""
+    try:
+        _send(reply, {"pid": pid, "leader": os.getpid()})
+    except OSError:  # the parent gave up on this request (and runs it another way): stop it
+        os.kill(pid, signal.SIGKILL)
+        raise
+    _, status = os.waitpid(pid, 0)
+    try:
+        orphans = os.waitpid(-1, os.WNOHANG) is not None
+    except ChildProcessError:
+        orphans = False
+    # A subreaper without children has no process of the run left below it: the parent skips its
+    # search of the process table.
+    _send(reply, {"status": status, "orphans": orphans, "subreaper": subreaper})
+    reply.close()
+    while True:  # processes the run left behind until the parent stops them
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+
+
 def _reaper(request: dict, out_fd: int, err_fd: int, reply_fd: int) -> None:
     """In the forked reaper: start the child, report its pid and exit status, reap leftovers."""
     reply = socket.socket(fileno=reply_fd)
     try:
-        os.setsid()
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, at the SIGKILL round
-        subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
-        # Not dumpable: the run cannot reach the reaper's descriptors through /proc (the child is made
-        # dumpable again, as exec would).
-        _prctl(PR_SET_DUMPABLE, 0)
+        subreaper = _become_reaper()
         try:
             pid = os.fork()
         except OSError as exc:
@@ -466,36 +502,145 @@ def _reaper(request: dict, out_fd: int, err_fd: int, reply_fd: int) -> None:
             _run_child(request, out_fd, err_fd)
         os.close(out_fd)
         os.close(err_fd)
-        try:
-            _send(reply, {"pid": pid, "leader": os.getpid()})
-        except OSError:  # the parent gave up on this request (and runs it another way): stop it
-            os.kill(pid, signal.SIGKILL)
-            raise
-        _, status = os.waitpid(pid, 0)
-        try:
-            orphans = os.waitpid(-1, os.WNOHANG) is not None
-        except ChildProcessError:
-            orphans = False
-        # A subreaper without children has no process of the run left below it: the parent skips its
-        # search of the process table.
-        _send(reply, {"status": status, "orphans": orphans, "subreaper": subreaper})
-        reply.close()
-        while True:  # processes the run left behind until the parent stops them
-            try:
-                os.waitpid(-1, 0)
-            except ChildProcessError:
-                break
+        _report(reply, pid, subreaper)
     except BaseException:  # noqa: BLE001
         pass
     os._exit(0)
 
 
+# --- spares: the next run's reaper and child, forked while the zygote waits --------------------------------
+MADV_POPULATE_WRITE = 23  # linux/mman.h (Linux 5.14): fault a range in writable, as if written to
+
+
+def _prefault() -> None:
+    """Give this process its own copy of the memory it shares with the zygote, all at once: a forked run
+    otherwise takes a copy-on-write fault on each page it first writes (pytest's objects' reference
+    counts, the allocator's pools), thousands per session, each a trap; copied in one call per region
+    they cost a fraction of that, and a spare pays it before its run starts. Best effort (an older
+    kernel refuses the advice; then the run takes its faults as before)."""
+    try:
+        import ctypes
+
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+        madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+        with open("/proc/self/maps") as maps:
+            regions = []
+            for line in maps:
+                fields = line.split()
+                # private writable memory of no file: the heap, the allocator's arenas, stacks
+                if fields[1] == "rw-p" and (len(fields) < 6 or fields[5] == "[heap]"):
+                    start, end = (int(x, 16) for x in fields[0].split("-"))
+                    regions.append((start, end - start))
+        for start, size in regions:
+            if madvise(start, size, MADV_POPULATE_WRITE) != 0:
+                if ctypes.get_errno() == 22:  # EINVAL: the kernel has no such advice
+                    return
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _spare_reaper(link: socket.socket) -> None:
+    """A reaper forked before its request: it forks its child at once (which copies its memory and waits),
+    then waits on ``link`` for the request the zygote hands on (with its three descriptors), passes it to
+    the child and goes on as any reaper. The zygote closing ``link`` unused ends both."""
+    try:
+        subreaper = _become_reaper()
+        to_child, child_link = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            link.close()
+            to_child.close()
+            _spare_child(child_link)  # not dumpable until it has its request, as the reaper
+        child_link.close()
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE_BYTES, 3)
+        except OSError:
+            data, fds = b"", []
+        if not data or len(fds) != 3:  # the zygote let it go (it closed its end), or a malformed handover
+            os.kill(pid, signal.SIGKILL)
+            os._exit(0)
+        link.close()
+        out_fd, err_fd, reply_fd = fds
+        reply = socket.socket(fileno=reply_fd)
+        try:
+            socket.send_fds(to_child, [data], [out_fd, err_fd])
+        except OSError as exc:
+            os.kill(pid, signal.SIGKILL)
+            _send(reply, {"error": f"could not start the test process: {exc}"})
+            os._exit(0)
+        os.close(out_fd)
+        os.close(err_fd)
+        to_child.close()
+        _report(reply, pid, subreaper)
+    except BaseException:  # noqa: BLE001
+        pass
+    os._exit(0)
+
+
+def _spare_child(link: socket.socket) -> None:
+    """A spare's child: copies its memory (:func:`_prefault`), waits for its request, then runs it as a
+    child forked at the request would (:func:`_run_child`)."""
+    _prefault()
+    try:
+        data, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE_BYTES, 2)
+        request = json.loads(data) if data and len(fds) == 2 else None
+    except (OSError, ValueError):
+        request = None
+    if request is None:
+        os._exit(0)
+    link.close()
+    # Waiting, it could not be traced or read through /proc by another process of the user (a run in
+    # progress); from here it is dumpable, as a child forked at its request is.
+    _prctl(PR_SET_DUMPABLE, 1)
+    _run_child(request, fds[0], fds[1])
+
+
+def _fork_spare() -> tuple[socket.socket, int] | None:
+    """A spare reaper (:func:`_spare_reaper`) and the zygote's end of its link, or None if it cannot fork."""
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        pid = os.fork()
+    except OSError:
+        mine.close()
+        theirs.close()
+        return None
+    if pid == 0:
+        mine.close()
+        os.close(CONTROL_FD)
+        _spare_reaper(theirs)
+    theirs.close()
+    return mine, pid
+
+
+def _drop_spare(spare: tuple[socket.socket, int] | None) -> None:
+    """Ends a spare unused: with its link closed its reaper kills its child and exits."""
+    if spare is not None:
+        spare[0].close()
+
+
+def _hand_to_spare(spare: tuple[socket.socket, int] | None, data: bytes, fds: list[int]) -> bool:
+    """Passes a request to the spare; False if there is none or it is gone (the zygote forks instead)."""
+    if spare is None:
+        return False
+    try:
+        socket.send_fds(spare[0], [data], fds)
+        return True
+    except OSError:
+        return False
+
+
+CONTROL_FD = -1  # the control socket's descriptor, which forked spares close
+
+
 def serve(control_fd: int) -> None:
+    global CONTROL_FD
+    CONTROL_FD = control_fd
     control = socket.socket(fileno=control_fd)
     # The zygote never waits for its reapers: the kernel reaps them (no zombies).
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     gc.collect()
     gc.freeze()  # fewer copy-on-write page faults in the children
+    spare = _fork_spare() if USE_SPARES else None
     _send(control, {"ready": os.getpid()})
     while True:
         try:
@@ -516,6 +661,9 @@ def serve(control_fd: int) -> None:
                     prime(files)
                 except Exception:  # noqa: BLE001 - a file the runs will rewrite themselves
                     pass
+                if USE_SPARES:  # the spare was forked before these rewrites: a new one has them
+                    _drop_spare(spare)
+                    spare = _fork_spare()
             continue
         if len(fds) != 3:
             for fd in fds:
@@ -526,8 +674,13 @@ def serve(control_fd: int) -> None:
             request = json.loads(data)
         except ValueError:
             request = None
-        pid = -1
-        if request is not None:
+        if request is not None and _hand_to_spare(spare, data, fds):
+            spare[0].close()  # it is the run's reaper now
+            spare = None
+        elif request is not None:
+            _drop_spare(spare)  # gone, or never started
+            spare = None
+            pid = -1
             try:
                 pid = os.fork()
             except OSError as exc:
@@ -535,11 +688,14 @@ def serve(control_fd: int) -> None:
                     _send(socket.socket(fileno=os.dup(reply_fd)), {"error": f"zygote fork failed: {exc}"})
                 except OSError:
                     pass
-        if pid == 0:
-            os.close(control.detach())
-            _reaper(request, out_fd, err_fd, reply_fd)
+            if pid == 0:
+                os.close(control.detach())
+                _reaper(request, out_fd, err_fd, reply_fd)
         for fd in fds:
             os.close(fd)
+        if USE_SPARES and spare is None:
+            spare = _fork_spare()  # the next run's, made while this one runs
+    _drop_spare(spare)
     os._exit(0)
 
 
