@@ -577,10 +577,22 @@ def _spare_reaper(link: socket.socket) -> None:
     os._exit(0)
 
 
+def _idle_cpu() -> bool:
+    """Whether a CPU this process may use is idle (the 1-minute load average below their number less one):
+    a spare's copy of its memory then costs the run nothing. On a busy machine (a sweep's workers on every
+    CPU) the copy would only take the place of the faults it saves, and a spare that is never used would
+    waste it."""
+    try:
+        return os.getloadavg()[0] <= len(os.sched_getaffinity(0)) - 1
+    except (OSError, AttributeError):
+        return False
+
+
 def _spare_child(link: socket.socket) -> None:
-    """A spare's child: copies its memory (:func:`_prefault`), waits for its request, then runs it as a
-    child forked at the request would (:func:`_run_child`)."""
-    _prefault()
+    """A spare's child: copies its memory while a CPU is idle (:func:`_prefault`), waits for its request,
+    then runs it as a child forked at the request would (:func:`_run_child`)."""
+    if _idle_cpu():
+        _prefault()
     try:
         data, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE_BYTES, 2)
         request = json.loads(data) if data and len(fds) == 2 else None
