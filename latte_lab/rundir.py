@@ -239,10 +239,12 @@ class JsonlAppender:
             return
         if self._fd is None:
             raise ValueError(f"{self.path} is closed")
-        view, done = memoryview(data), 0
         try:
-            while done < len(data):
-                done += os.write(self._fd, view[done:])
+            done = os.write(self._fd, data)  # all of it, unless interrupted part way
+            if done < len(data):
+                view = memoryview(data)
+                while done < len(data):
+                    done += os.write(self._fd, view[done:])
         except OSError:
             os.ftruncate(self._fd, self._size)
             raise
@@ -320,7 +322,12 @@ class RunWriter:
             self._give_up(exc)
 
     def append_event(self, event: dict) -> None:
-        self._append(self._events, (event,))
+        if self.disk_full is not None:
+            return
+        try:
+            self._events.append_text(_dumps(event) + "\n")  # one event: no batch to assemble
+        except OSError as exc:
+            self._give_up(exc)
 
     def append_snapshots(self, snapshots: Iterable[dict]) -> None:
         self._append(self._snapshots, snapshots)

@@ -146,17 +146,17 @@ def test_sigterm_mid_trial_leaves_result_json_with_status_error(tmp_path):
 
 def _fill_after(monkeypatch, n_ok: int, *, path_part: str):
     """Appends to files whose name contains ``path_part`` fail with ENOSPC after ``n_ok`` batches."""
-    original = rundir.JsonlAppender.append_many
+    original = rundir.JsonlAppender.append_text  # every append, of one record or a batch, is one of these
     calls = {"n": 0}
 
-    def append_many(self, records):
+    def append_text(self, text):
         if path_part in self.path.name:
             calls["n"] += 1
             if calls["n"] > n_ok:
                 raise OSError(errno.ENOSPC, "No space left on device")
-        return original(self, records)
+        return original(self, text)
 
-    monkeypatch.setattr(rundir.JsonlAppender, "append_many", append_many)
+    monkeypatch.setattr(rundir.JsonlAppender, "append_text", append_text)
 
 
 def test_a_full_disk_stops_the_trial_with_a_one_line_error(tmp_path, monkeypatch):
