@@ -672,6 +672,7 @@ def test_zygote_stops_when_the_parent_exits(tmp_path):
     script = textwrap.dedent(
         f"""
         from latte_lab.sandbox import run_pytest, zygote
+        zygote.SPARES = "always"  # whatever the machine's load
         run = run_pytest({str(ws_dir)!r}, ["test_ok.py"], timeout=30, sandbox="local")
         (z,) = zygote._ZYGOTES.values()
         import psutil
@@ -700,9 +701,11 @@ def _spares(zygote) -> list:
     raise AssertionError(f"no spare under the zygote: {psutil.Process(zygote.pid).children(recursive=True)}")
 
 
-def test_each_run_takes_the_spare_made_ahead_and_a_lost_spare_is_replaced(tmp_path, launches, isolated_zygote_state):
+def test_each_run_takes_the_spare_made_ahead_and_a_lost_spare_is_replaced(tmp_path, monkeypatch, launches,
+                                                                          isolated_zygote_state):
     """Runs start in a reaper and child forked before their request; one killed while it waits costs
     nothing but its head start: the run is forked on demand, without a warning."""
+    monkeypatch.setattr(zyg, "SPARES", "always")  # whatever the machine's load
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_ok.py", "import os\n\ndef test_ok():\n    print('pid', os.getpid())\n    assert 0\n")
     first = ws.run_tests(("test_ok.py",), timeout=30)
@@ -774,3 +777,28 @@ def test_a_run_that_leaves_nothing_skips_the_process_search(tmp_path, monkeypatc
     assert run.passed == 1 and len(searches) == 1  # a run that leaves processes behind is searched and stopped
     pids = [int((ws.root / name).read_text()) for name in ("main.pid", "child.pid", "daemon.pid")]
     assert wait_dead(pids) == []
+
+
+@pytest.mark.parametrize("policy", ["never", "idle"])
+def test_without_spares_every_run_is_forked_at_its_request(tmp_path, monkeypatch, launches, isolated_zygote_state,
+                                                           policy):
+    """``never``: no process waits beside the zygote; ``idle`` on a machine kept busy: none either."""
+    import psutil
+
+    monkeypatch.setattr(zyg, "SPARES", policy)
+    busy = []
+    if policy == "idle":  # every CPU busy, as under a sweep
+        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in os.sched_getaffinity(0)]
+    try:
+        ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+        ws.setup_file("test_ok.py", SIMPLE)
+        runs = [ws.run_tests(("test_ok.py",), timeout=30) for _ in range(3)]
+        (zygote,) = [z for z in zyg._ZYGOTES.values() if z.mode == "pytest"]
+        time.sleep(0.3)
+        left = [p for p in psutil.Process(zygote.pid).children(recursive=True) if alive(p.pid)]
+    finally:
+        for proc in busy:
+            proc.kill()
+            proc.wait()
+    assert [r.passed for r in runs] == [1, 1, 1] and launches.zygote == 3
+    assert left == []

@@ -1,7 +1,7 @@
 """A pre-warmed fork server ("zygote") for sandboxed pytest runs, or for agents' ``python <script>`` runs.
 
 Started by :mod:`latte_lab.sandbox.zygote` as ``python .../latte_lab/sandbox/_zygote_server.py <control fd>
-<mode>`` (the file path, like :mod:`latte_lab.sandbox._child`, so a workspace can never shadow it), with the
+<mode> <spares>`` (the file path, like :mod:`latte_lab.sandbox._child`, so a workspace can never shadow it), with the
 same allowlisted environment as any sandbox run minus the per-run variables (no ``PYTHONPATH``, no run
 marker, a private ``HOME``), so it never holds a key and never opens a workspace (a pytest server is sent
 the text of test files to compile ahead of the runs, and runs none of it). In mode ``pytest`` it imports
@@ -238,6 +238,7 @@ except ImportError:  # pragma: no cover - without it the run only loses the reap
     pass
 import importlib.util  # noqa: E402
 import json  # noqa: E402
+import select  # noqa: E402
 import signal  # noqa: E402
 import socket  # noqa: E402
 import traceback  # noqa: E402
@@ -245,7 +246,10 @@ import traceback  # noqa: E402
 EXIT_SETUP_FAILED = 126  # as _child: "found but could not be executed"
 MAX_MESSAGE_BYTES = 2**20  # one request (env + args); SOCK_SEQPACKET keeps message boundaries
 # Keep the next run's reaper and child forked ahead, their memory copied (:func:`_spare_reaper`).
-USE_SPARES = hasattr(socket, "send_fds") and sys.platform.startswith("linux")
+# "idle" (while a CPU is idle, :func:`_idle_cpu`), "always" or "never": the server's third argument.
+SPARES = sys.argv[3] if __name__ == "__main__" and len(sys.argv) > 3 else "idle"
+USE_SPARES = SPARES != "never" and hasattr(socket, "send_fds") and sys.platform.startswith("linux")
+SPARE_DELAY_SECONDS = 0.005  # after a request, how long the zygote waits before it looks for an idle CPU
 PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 PR_SET_DUMPABLE = 4
 
@@ -578,12 +582,19 @@ def _spare_reaper(link: socket.socket) -> None:
 
 
 def _idle_cpu() -> bool:
-    """Whether a CPU this process may use is idle (the 1-minute load average below their number less one):
-    a spare's copy of its memory then costs the run nothing. On a busy machine (a sweep's workers on every
-    CPU) the copy would only take the place of the faults it saves, and a spare that is never used would
-    waste it."""
+    """Whether a CPU this process may use is idle now: no more processes running, besides this one, than
+    CPUs less one (``/proc/loadavg``'s count of runnable tasks; elsewhere the 1-minute load average). A
+    spare, and its copy of its memory, then cost the run nothing. On a busy machine (a sweep's runs on
+    every CPU) they would only move work around (the copy takes the place of the faults it saves) and add
+    a little: sweeps measured 2-3% slower with spares, so a busy zygote forks at the request instead."""
     try:
-        return os.getloadavg()[0] <= len(os.sched_getaffinity(0)) - 1
+        cpus = len(os.sched_getaffinity(0))
+        try:
+            with open("/proc/loadavg") as fh:
+                running = int(fh.read().split()[3].split("/")[0]) - 1  # this process is one of them
+        except (OSError, ValueError, IndexError):
+            running = os.getloadavg()[0]
+        return running <= cpus - 1
     except (OSError, AttributeError):
         return False
 
@@ -591,7 +602,7 @@ def _idle_cpu() -> bool:
 def _spare_child(link: socket.socket) -> None:
     """A spare's child: copies its memory while a CPU is idle (:func:`_prefault`), waits for its request,
     then runs it as a child forked at the request would (:func:`_run_child`)."""
-    if _idle_cpu():
+    if SPARES == "always" or _idle_cpu():
         _prefault()
     try:
         data, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE_BYTES, 2)
@@ -652,7 +663,7 @@ def serve(control_fd: int) -> None:
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)
     gc.collect()
     gc.freeze()  # fewer copy-on-write page faults in the children
-    spare = _fork_spare() if USE_SPARES else None
+    spare = _fork_spare() if USE_SPARES else None  # (a fresh zygote's first run comes soon)
     _send(control, {"ready": os.getpid()})
     while True:
         try:
@@ -673,7 +684,7 @@ def serve(control_fd: int) -> None:
                     prime(files)
                 except Exception:  # noqa: BLE001 - a file the runs will rewrite themselves
                     pass
-                if USE_SPARES:  # the spare was forked before these rewrites: a new one has them
+                if spare is not None:  # it was forked before these rewrites: a new one has them
                     _drop_spare(spare)
                     spare = _fork_spare()
             continue
@@ -705,8 +716,11 @@ def serve(control_fd: int) -> None:
                 _reaper(request, out_fd, err_fd, reply_fd)
         for fd in fds:
             os.close(fd)
-        if USE_SPARES and spare is None:
-            spare = _fork_spare()  # the next run's, made while this one runs
+        # The next run's spare, made on an idle CPU while this run runs: looked at once the run has started
+        # (its parent then waits), unless the next message is already there.
+        if USE_SPARES and spare is None and not select.select([control], [], [], SPARE_DELAY_SECONDS)[0]:
+            if SPARES == "always" or _idle_cpu():
+                spare = _fork_spare()
     _drop_spare(spare)
     os._exit(0)
 

@@ -65,6 +65,10 @@ ZYGOTE_REPLY_TIMEOUT_SECONDS = 10.0  # request sent -> the forked child's pid is
 ZYGOTE_REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
 ZYGOTE_MAX_START_FAILURES = 3  # after this many failed starts the process stays on the exec path
 ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote_server.py"))
+# When a zygote keeps the next run's processes forked ahead (see _zygote_server): "idle" while a CPU is
+# idle (a sweep with a run on every CPU gains nothing from them), "always", or "never". Read when a zygote
+# starts.
+SPARES = "idle"
 # Variables of a run's environment that differ from run to run: the zygote starts without them.
 PER_RUN_VARS = frozenset({"PYTHONPATH", "HOME", "TMPDIR", MARKER_VAR, "PYTEST_DISABLE_PLUGIN_AUTOLOAD"})
 # Test files whose rewritten code the zygote prepares ahead of a run (pytest's default test-file names
@@ -102,7 +106,7 @@ class _Zygote:
         try:
             with open(log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), mode],
+                    [sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), mode, SPARES],
                     cwd=self.home,
                     env={**env, "HOME": self.home, "TMPDIR": self.home},
                     stdin=subprocess.DEVNULL,
@@ -294,7 +298,7 @@ def _start_env(child_env: Mapping[str, str]) -> dict[str, str]:
 def _get(child_env: Mapping[str, str], mode: str = "pytest") -> _Zygote | None:
     """The live zygote for this interpreter, mode and start-up environment, started if need be."""
     env = _start_env(child_env)
-    key = (sys.executable, mode, tuple(sorted(env.items())))
+    key = (sys.executable, mode, SPARES, tuple(sorted(env.items())))
     with _ZYGOTE_LOCK:
         zygote = _ZYGOTES.get(key)
         if zygote is not None and zygote.alive():
