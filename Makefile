@@ -43,13 +43,16 @@ demo: $(STAMP)
 # two-process checks) compiles pandas, scipy and matplotlib anew, seconds of CPU each time.
 # TEST_WORKERS: pytest-xdist processes (each test file runs whole on one of them, so module fixtures
 # such as the JupyterLab server and the Ray cluster start once); 0 runs everything in this process.
-# The longest files go first (the browser test, then the notebooks) so that no worker starts one at the end.
+# The longest files go first (the browser test, then the files with tests marked slow: tests/conftest.py orders
+# them; --no-loadscope-reorder keeps xdist from reordering files by their number of tests) so that no worker
+# starts one at the end.
 TEST_WORKERS ?= 2
 # seconds one notebook cell may take (the slowest takes about 30 s on an idle machine)
 CELL_TIMEOUT := 300
 PYTEST := env -u PYTHONDONTWRITEBYTECODE MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider
 # PYTEST_ARGS: more pytest options for the suite, e.g. make test PYTEST_ARGS="--durations=30"
-SUITE  := -n $(TEST_WORKERS) --dist loadfile tests/browser notebooks tests --nbval-lax --nbval-cell-timeout=$(CELL_TIMEOUT) \
+SUITE  := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/browser notebooks tests --nbval-lax \
+          --nbval-cell-timeout=$(CELL_TIMEOUT) \
           $(PYTEST_ARGS)
 
 # Three jobs at once: the documentation site, built strictly (a broken link or a missing docstring reference

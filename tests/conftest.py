@@ -81,3 +81,8 @@ def pytest_collection_modifyitems(config, items):
     if twice:
         config.hook.pytest_deselected(items=twice)
         items[:] = kept
+    # The longest files first, so that no xdist worker starts one when the other is nearly done: the browser
+    # test, then the files with tests marked slow (the notebooks, Ray, the wheel, fresh interpreters), then
+    # the rest in collection order (the Makefile turns off xdist's own reordering, by number of tests).
+    slow_files = {item.path for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: 0 if item.path.name == BROWSER_TEST else 1 if item.path in slow_files else 2)
