@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 
 import pytest
 
@@ -11,6 +12,11 @@ os.environ["LATTE_STRICT_EVENTS"] = "1"  # an undeclared event type or field fai
 # Trials and task suites run on the local sandbox backend, whose pytest fork server makes a test run
 # 0.5-1 s cheaper than a bubblewrap sandbox; the sandbox tests and one trial test ask for bwrap by name.
 os.environ.setdefault("LATTE_LAB_SANDBOX", "local")
+# A suite started as a background job of a non-interactive shell (`make test &` in a script) inherits SIGINT
+# ignored, and so would every process it starts. The tests of Ctrl-C need it as a terminal delivers it:
+# Python's handler here, the default (and so Python's handler) in the interpreters the tests start.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_configure(config):
