@@ -226,6 +226,11 @@ class JsonlAppender:
         self._fd: int | None = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         self._size = os.fstat(self._fd).st_size
 
+    def fileno(self) -> int:
+        if self._fd is None:
+            raise ValueError(f"{self.path} is closed")
+        return self._fd
+
     def append(self, record: dict) -> None:
         self.append_many((record,))
 

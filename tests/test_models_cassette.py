@@ -9,7 +9,7 @@ import threading
 import pytest
 from conftest_models import canary_keys_fixture, fake_server_fixture, make_request  # noqa: F401 - fixtures
 
-from latte_lab.errors import CacheMissError, DataError, ModelError
+from latte_lab.errors import CacheMissError, DataError, LatteError, ModelError
 from latte_lab.models import (
     CachedModel,
     Cassette,
@@ -231,3 +231,18 @@ def test_numbers_of_a_line_the_disk_refused_are_given_again(tmp_path, monkeypatc
     cassette.close()
     (line,) = read_cassette(tmp_path)
     assert line["request"]["messages"] == [["user", "Lead turn 0"]]
+
+
+def test_a_second_writer_of_the_same_cassette_at_once_is_refused(tmp_path):
+    """Lines name messages by their writer's numbers: two writers at once would make them ambiguous. One
+    after the other is fine (a later definition of a number wins)."""
+    first, second = Cassette(tmp_path / "calls.jsonl"), Cassette(tmp_path / "calls.jsonl")
+    RecordingModel(ScriptedModel(["a"]), first).generate(trial_requests()[0])
+    with pytest.raises(LatteError, match="is being written by another cassette"):
+        RecordingModel(ScriptedModel(["b"]), second).generate(trial_requests()[1])
+    first.close()
+    RecordingModel(ScriptedModel(["c"]), second).generate(trial_requests()[2])
+    second.close()
+    lines = read_cassette(tmp_path)
+    assert [line["response"]["text"] for line in lines] == ["a", "c"]
+    assert [line["request"]["messages"] for line in lines] == [[["user", "Lead turn 0"]], [["user", "Lead turn 1"]]]

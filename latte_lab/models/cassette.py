@@ -10,12 +10,14 @@ holds the messages no earlier line held, numbered (``"new_messages": [[n, role, 
 names the system prompt (``request["system_id"]``, a message of role ``system``), the prompt's messages
 (``request["message_ids"]``) and the reply (``response["text_id"]``, which the agent's next prompt
 repeats) by number. :func:`read_cassette` gives every line back whole (``system``, ``messages`` as
-``[role, content]`` pairs, the reply's ``text``), for lines written either way; a number defined again
-later (a cassette appended to by a second writer) means its latest definition.
+``[role, content]`` pairs, the reply's ``text``), for lines written either way. A cassette has one writer
+at a time (a second one is refused while the first holds the file); a number defined again later (a
+cassette appended to by a second writer after the first) means its latest definition.
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import os
 import threading
@@ -78,7 +80,7 @@ class Cassette:
             return False
         try:
             if self._appender is None:
-                self._appender = rundir.JsonlAppender(self.path)
+                self._appender = self._open()
             self._appender.append_text(line)
         except OSError as exc:
             if not rundir.is_disk_full(exc):
@@ -86,6 +88,20 @@ class Cassette:
             self.disk_full = rundir.disk_full_message(self.path.parent, exc)
             raise rundir.DiskFullError(self.disk_full) from None
         return True
+
+    def _open(self) -> rundir.JsonlAppender:
+        """The file, held by this writer alone while it is open: its lines name messages by the numbers
+        this writer gave, so a second writer at the same time would make them ambiguous."""
+        appender = rundir.JsonlAppender(self.path)
+        try:
+            fcntl.flock(appender.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            appender.close()
+            raise LatteError(f"{self.path} is being written by another cassette; each trial records its calls "
+                             "in a run directory of its own") from None
+        except OSError:  # a file system without locks: one writer is the rule anyway
+            pass
+        return appender
 
     def record(self, request: ModelRequest, response: ModelResponse) -> None:
         # canonical_json of the line, redacted, with the prompt encoded once (for the key and the line) and,
