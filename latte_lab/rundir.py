@@ -312,11 +312,12 @@ class RunWriter:
             self.disk_full = disk_full_message(self.path, exc)
         raise DiskFullError(self.disk_full) from None
 
-    def _append(self, appender: JsonlAppender, records: Iterable[dict]) -> None:
+    def _append(self, appender: JsonlAppender, text: str) -> None:
+        """Lines already serialised, whole or not at all; nothing once the disk has filled up."""
         if self.disk_full is not None:
             return
         try:
-            appender.append_many(records)
+            appender.append_text(text)
         except OSError as exc:
             self._give_up(exc)
 
@@ -327,15 +328,10 @@ class RunWriter:
             self._give_up(exc)
 
     def append_event(self, event: dict) -> None:
-        if self.disk_full is not None:
-            return
-        try:
-            self._events.append_text(_dumps(event) + "\n")  # one event: no batch to assemble
-        except OSError as exc:
-            self._give_up(exc)
+        self._append(self._events, _dumps(event) + "\n")
 
     def append_snapshots(self, snapshots: Iterable[dict]) -> None:
-        self._append(self._snapshots, snapshots)
+        self._append(self._snapshots, "".join(_dumps(r) + "\n" for r in snapshots))
 
     def write_ledger(self, csv_text: str) -> None:
         """The cost ledger's CSV text (``CostLedger.to_csv``); skipped once the disk is full."""

@@ -16,11 +16,13 @@ from latte_lab.errors import CacheMissError, ConfigError
 from latte_lab.models import AgentView, CachedModel, ModelResponse, ResponseCache, ScriptedModel, Usage
 from latte_lab.models.base import Message, ModelRequest, Scope
 from latte_lab.models.cache import (
+    MESSAGE_PIECES,
     canonical_json,
     diff_fields,
-    key_and_json,
+    key_and_parts,
     key_fields,
     key_from_fields,
+    object_json,
     request_from_fields,
     request_key,
 )
@@ -90,6 +92,13 @@ def test_view_and_number_types_do_not_change_the_key():
     view = AgentView(task="debug", role="lead", agent="Lead")
     assert request_key(dataclasses.replace(base, view=view)) == request_key(base)
     assert request_key(dataclasses.replace(base, temperature=1.0)) == request_key(base)
+
+
+def key_and_json(fields: dict) -> tuple[str, str]:
+    """The key and the JSON of the fields as key_and_parts encodes them, each piece once."""
+    key, parts = key_and_parts(fields)
+    del parts[MESSAGE_PIECES]
+    return key, object_json(parts)
 
 
 def test_key_and_json_match_encoding_the_fields_whole():

@@ -153,13 +153,6 @@ def value_json(value) -> str:
 _INF = float("inf")
 
 
-def key_and_json(fields: dict) -> tuple[str, str]:
-    """``(key_from_fields(fields), canonical_json(fields))``, encoding each field once."""
-    key, parts = key_and_parts(fields)
-    del parts[MESSAGE_PIECES]
-    return key, object_json(parts)
-
-
 MESSAGE_PIECES = "\x00messages"  # where key_and_parts keeps each message's JSON (no field has this name)
 
 
