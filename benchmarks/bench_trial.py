@@ -161,7 +161,7 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
     """Milliseconds (median of REPEATS) of one run of the task's public suite after a one-line change,
     each way latte_lab can run it, down to pytest's own work with everything already imported."""
     import latte_lab as ll
-    from latte_lab.sandbox import bwrap, clear_memo, zygote
+    from latte_lab.sandbox import bwrap, clear_memo, warm, zygote
     from latte_lab.sandbox.pytest import JUNIT_OPTIONS, PYTEST_ARGS, config_args
     from latte_lab.workspace import Workspace
 
@@ -172,9 +172,10 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
         ways = [("local, exec path: fresh `python -m pytest` in the sandbox", False, "local"),
                 ("local, zygote: forked from the warm fork server", True, "local")]
         if bwrap.probe()[0]:
-            ways.insert(0, ("bwrap: a fresh bubblewrap sandbox per run", False, "bwrap"))
+            ways[:0] = [("bwrap: a fresh bubblewrap sandbox per run", False, "bwrap"),
+                        ("bwrap, warm: forked in the workspace's kept sandbox", True, "bwrap")]
         for label, use_zygote, backend in ways:
-            zygote.USE_ZYGOTE = use_zygote
+            zygote.USE_ZYGOTE = warm.USE_WARM = use_zygote
             clear_memo()
             ws = Workspace(Path(tmp) / label.split(":")[0].replace(", ", "-"), memo=True, sandbox=backend)
             task.setup(ws)
@@ -188,7 +189,8 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
 
             figures[label] = median_ms(distinct_run)
             figures["memo hit: the same files again"] = median_ms(ws.run_tests)
-        zygote.USE_ZYGOTE = True
+        zygote.USE_ZYGOTE = warm.USE_WARM = True
+        warm.shutdown()
         # The floor of every way that runs pytest per change: pytest.main in this process, where pytest and
         # its plugins are imported and warm; no process, no sandbox (the workspace's modules are dropped
         # after each run, as a fresh process would not have them).

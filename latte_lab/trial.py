@@ -30,6 +30,7 @@ from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
 from latte_lab.history import GraphHistory
 from latte_lab.models import budget
 from latte_lab.rundir import TrialResult, load_trial
+from latte_lab.sandbox import warm
 from latte_lab.schema import TRIAL_COLUMNS
 from latte_lab.teams.engine import Team
 
@@ -176,6 +177,7 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
         finally:
             log.close()
             writer.close()
+            warm.release(writer.workspace)  # the workspace's warm sandbox, if its test runs had one
     if stopped is not None or (sigterm is not None and sigterm["pending"]):
         if isinstance(stopped, TrialTerminated) or stopped is None:
             signal.raise_signal(signal.SIGTERM)  # to whoever handled it before (by default: the process ends)

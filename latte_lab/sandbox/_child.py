@@ -148,7 +148,7 @@ def drop_privileges() -> None:
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
-def _leave_network() -> None:
+def leave_network() -> None:
     """Move into a network namespace of our own: a new one has only a loopback interface, and it is down."""
     libc = _libc()
     if libc is None or libc.unshare(CLONE_NEWNET) != 0:
@@ -157,7 +157,7 @@ def _leave_network() -> None:
         raise OSError(ctypes.get_errno() if libc is not None else 0, "unshare(CLONE_NEWNET) failed")
 
 
-def _copy_in(src: str, dst: str) -> bool:
+def copy_in(src: str, dst: str) -> bool:
     """Copy the tree ``src`` into ``dst``; False (after a message) when not every file made it."""
     import shutil
 
@@ -170,7 +170,7 @@ def _copy_in(src: str, dst: str) -> bool:
     return True
 
 
-def _export(fd: int, directory: str, names: list | None) -> None:
+def export(fd: int, directory: str, names: list | None) -> None:
     """A tar stream of ``directory`` (or of its entries ``names``) on ``fd``."""
     import tarfile
 
@@ -180,7 +180,7 @@ def _export(fd: int, directory: str, names: list | None) -> None:
                 tar.add(os.path.join(directory, name), arcname=name)
 
 
-def _full(path: str) -> bool:
+def full(path: str) -> bool:
     """Whether the file system of ``path`` has (nearly) no room left: writes were refused."""
     try:
         st = os.statvfs(path)
@@ -231,11 +231,20 @@ def _reap() -> tuple[list[tuple[int, int]], bool]:
         done.append((pid, status))
 
 
-def _wait_for_child(child: int, pid1: bool, control: int | None, grace: float) -> int:
-    """The command's wait status; with ``control``, end of file on it stops the run first."""
+def wakeup_pipe() -> int:
+    """The read end of a pipe that every signal this process receives writes a byte to (SIGCHLD wakes a
+    ``select``; the handler must be set, not SIG_DFL)."""
     wakeup_r, wakeup_w = os.pipe()
     os.set_blocking(wakeup_w, False)
     signal.set_wakeup_fd(wakeup_w)
+    return wakeup_r
+
+
+def wait_for_child(child: int, pid1: bool, control: int | None, grace: float, wakeup_r: int | None = None) -> int:
+    """The command's wait status; with ``control``, end of file on it stops the run first. ``wakeup_r``:
+    this process's :func:`wakeup_pipe` (one is made when None)."""
+    if wakeup_r is None:
+        wakeup_r = wakeup_pipe()
     stopping_at = None
     while True:
         ended, _left = _reap()
@@ -253,7 +262,7 @@ def _wait_for_child(child: int, pid1: bool, control: int | None, grace: float) -
             _signal_run(pid1, child, signal.SIGKILL)
 
 
-def _end_namespace() -> None:
+def end_namespace() -> None:
     """As a namespace's init: kill every other process and reap them all."""
     if os.getpid() != 1:  # not the init of a PID namespace: kill(-1) would reach the whole machine
         return
@@ -282,13 +291,13 @@ def run(config: dict, argv: list[str]) -> int:
     pid1 = bool(config.get("pid1"))
     if config.get("no_loopback"):
         try:
-            _leave_network()
+            leave_network()
         except OSError as exc:
             sys.stderr.write(f"sandbox: warning: the loopback interface stays up: {exc}\n")
     drop_privileges()
-    copied = all([_copy_in(src, dst) for src, dst in config.get("copy_in") or ()])
+    copied = all([copy_in(src, dst) for src, dst in config.get("copy_in") or ()])
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, in the SIGKILL round
-    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the select of _wait_for_child
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the select of wait_for_child
     libc = _libc()
     subreaper = False
     if libc is not None and not pid1:
@@ -298,18 +307,18 @@ def run(config: dict, argv: list[str]) -> int:
         # command dumpable again.
         libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     child = _start(argv, config)
-    status = _wait_for_child(child, pid1, config.get("control_fd"), float(config.get("grace", 1.0)))
+    status = wait_for_child(child, pid1, config.get("control_fd"), float(config.get("grace", 1.0)))
     if pid1:
-        _end_namespace()
+        end_namespace()
     orphans = False if pid1 else _reap()[1]
     report = {"status": status, "orphans": orphans}
     if subreaper:  # with no child left, no process of the run is left (they all end up below it)
         report["subreaper"] = True
     if config.get("export_fd") is not None:
-        report["disk_full"] = _full(config["export_dir"])
-        report["tmp_full"] = _full(config["tmp_dir"]) if config.get("tmp_dir") else False
+        report["disk_full"] = full(config["export_dir"])
+        report["tmp_full"] = full(config["tmp_dir"]) if config.get("tmp_dir") else False
         if copied:  # a partial copy must never replace the workspace
-            _export(int(config["export_fd"]), config["export_dir"], config.get("export_names"))
+            export(int(config["export_fd"]), config["export_dir"], config.get("export_names"))
         report["exported"] = copied
     if config.get("status_fd") is None:
         return _mirror(status)

@@ -1,4 +1,5 @@
-"""The isolating backend: every run in its own bubblewrap sandbox (Linux).
+"""The isolating backend: every run in a bubblewrap sandbox (Linux), its own, or for a workspace's test runs
+one kept for that workspace and reset before each run to what a fresh one shows (:mod:`latte_lab.sandbox.warm`).
 
 What a run sees and may do:
 
@@ -123,9 +124,19 @@ def _probe() -> tuple[bool, str, tuple[str, ...]]:
 def command(cwd: Path, limits: SandboxLimits, child_script: str, mpl_dir: str | None) -> list[str]:
     """The bwrap command line, up to the config of ``_child.py`` (the sandbox's init), for a run in
     ``cwd``: the workspace's files are copied into a tmpfs at the same path."""
+    files = {child_script: CHILD_PATH, PYTEST_BOOT_SCRIPT: PYTEST_BOOT_PATH}
+    return [*sandbox_args(cwd, limits, mpl_dir, files), sys.executable, "-I", "-S", CHILD_PATH]
+
+
+def sandbox_args(cwd: Path, limits: SandboxLimits, mpl_dir: str | None, files: dict[str, str], *,
+                 die_with_parent: bool = True) -> list[str]:
+    """bwrap and its options, up to the command, for a sandbox around the workspace ``cwd``: the host's
+    ``files`` ({host path: path inside}) bound read-only; the workspace itself a size-capped tmpfs at its
+    own path, with the host's directory bound read-only at :data:`INPUT_PATH`. ``die_with_parent``: bwrap's
+    option of that name (which ties the sandbox to the thread that starts it)."""
     _ok, _why, extra = probe()
-    args = [executable() or "bwrap", "--unshare-all", *extra, "--die-with-parent", "--as-pid-1",
-            "--new-session", "--cap-drop", "ALL"]
+    args = [executable() or "bwrap", "--unshare-all", *extra, *(["--die-with-parent"] if die_with_parent else []),
+            "--as-pid-1", "--new-session", "--cap-drop", "ALL"]
     if not limits.loopback:
         args += ["--cap-add", "CAP_SYS_ADMIN"]  # for the init to leave for a network without loopback
     # /tmp first: bwrap mounts in order, and a Python installation or project under /tmp (a clone there,
@@ -134,12 +145,12 @@ def command(cwd: Path, limits: SandboxLimits, child_script: str, mpl_dir: str | 
     args += _system_args()
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
              "--remount-ro", "/dev"]
-    args += ["--ro-bind", str(cwd), INPUT_PATH, "--ro-bind", child_script, CHILD_PATH,
-             "--ro-bind", PYTEST_BOOT_SCRIPT, PYTEST_BOOT_PATH]
+    args += ["--ro-bind", str(cwd), INPUT_PATH]
+    for host_path, inside in files.items():
+        args += ["--ro-bind", host_path, inside]
     if mpl_dir and os.path.isdir(mpl_dir):
         args += ["--ro-bind", mpl_dir, MPL_INPUT_PATH]
-    args += [*_size(limits.disk_bytes), "--tmpfs", str(cwd), "--remount-ro", "/", "--chdir", str(cwd)]
-    return [*args, sys.executable, "-I", "-S", CHILD_PATH]
+    return [*args, *_size(limits.disk_bytes), "--tmpfs", str(cwd), "--remount-ro", "/", "--chdir", str(cwd)]
 
 
 def init_config(cwd: Path, limits: SandboxLimits, mpl_dir: str | None, export_names: list[str] | None) -> dict:

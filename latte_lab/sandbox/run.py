@@ -22,7 +22,9 @@ size; it is the default wherever it works ("auto": chosen once per process and s
 runs the command as this user on the real file system, with the limits above; what it does not stop
 is listed in the README (reading files by absolute path, writing anywhere the user can, the network,
 other processes of the user that hold keys in their initial environment). Test runs on the local backend
-may be forked from the pytest fork server (:mod:`latte_lab.sandbox.zygote`), with the same guarantees.
+may be forked from the pytest fork server (:mod:`latte_lab.sandbox.zygote`), with the same guarantees;
+on the bwrap backend, a workspace's own test runs are forked inside a sandbox kept for that workspace and
+reset before each run (:mod:`latte_lab.sandbox.warm`), which shows a run what a sandbox of its own shows.
 
 Fork bombs: RLIMIT_NPROC is not enforced by the kernel for root, so while a run is going the parent
 also counts the run's processes every :data:`PROCESS_CHECK_INTERVAL_SECONDS` and stops the whole run
@@ -52,7 +54,7 @@ from pathlib import Path, PurePosixPath
 
 from latte_lab.config import SANDBOXES
 from latte_lab.errors import ConfigError, WorkspaceError
-from latte_lab.sandbox import bwrap, local, zygote
+from latte_lab.sandbox import bwrap, local, warm, zygote
 from latte_lab.sandbox.limits import CPU_LIMIT_SLACK_SECONDS, OUTPUT_CAPTURE_BYTES, SandboxLimits
 from latte_lab.sandbox.process import (
     MARKER_VAR,
@@ -347,13 +349,16 @@ def run_sandboxed(
     spool = _Spool(2 * (limits.disk_bytes or 2**40) + 2**20) if backend == "bwrap" else None
     with tempfile.TemporaryDirectory(prefix="latte_lab-home-") as home:
         start = time.monotonic()
-        proc: local.ReaperRun | zygote.ZygoteRun | None = None
+        proc: local.ReaperRun | zygote.ZygoteRun | warm.WarmRun | None = None
         if backend == "bwrap":
             run_env = sandbox_env(root, bwrap.TMP_PATH, marker, env, mplconfig=bwrap.MPL_PATH)
             mpl = host_mplconfig()
-            proc = local.launch(argv, root, run_env, {**rlimits, **bwrap.init_config(root, limits, mpl, export_names)},
-                                command=bwrap.command(root, limits, local.CHILD_SCRIPT, mpl), control=True,
-                                export=True, reaper_processes=2)
+            if pytest_args is not None and prime_tests and warm.warm_enabled():
+                proc = warm.launch(root, run_env, rlimits, pytest_args, limits, mpl, export_names)
+            if proc is None:
+                proc = local.launch(argv, root, run_env, {**rlimits, **bwrap.init_config(root, limits, mpl, export_names)},
+                                    command=bwrap.command(root, limits, local.CHILD_SCRIPT, mpl), control=True,
+                                    export=True, reaper_processes=2)
         else:
             run_env = sandbox_env(root, home, marker, env)
             if pytest_args is not None and zygote.zygote_enabled():
@@ -379,7 +384,7 @@ def run_sandboxed(
                 stop_sandbox(proc.pid, marker, grace)
             _drain(proc, out, err, spool)
             returncode = proc.wait()
-            if isinstance(proc, local.ReaperRun):
+            if isinstance(proc, (local.ReaperRun, warm.WarmRun)):
                 proc.close()
         seconds = time.monotonic() - start
     stdout, stderr = out.text(), err.text()
@@ -435,7 +440,7 @@ def _mib(n: int | None) -> str:
     return "no limit" if n is None else f"{n / 2**20:g} MiB"
 
 
-def _hand_back(proc: local.ReaperRun, spool: _Spool, root: Path, limits: SandboxLimits, stderr: str,
+def _hand_back(proc: local.ReaperRun | warm.WarmRun, spool: _Spool, root: Path, limits: SandboxLimits, stderr: str,
                names: list[str] | None) -> list[str]:
     """Write the workspace a bwrap sandbox returned into ``root``; notes on what the run ran into."""
     notes = []
@@ -446,7 +451,10 @@ def _hand_back(proc: local.ReaperRun, spool: _Spool, root: Path, limits: Sandbox
     if report.get("tmp_full"):
         notes.append(f"disk limit reached: the temporary directory holds at most {_mib(limits.tmp_bytes)}")
     if not report.get("exported"):
-        if report:  # the copy into the sandbox failed: the workspace stays as it was
+        if report.get("export_failed"):
+            notes.append("the sandbox could not hand back the workspace the run left (a file or directory the run "
+                         "made unreadable?): files changed by this run are lost")
+        elif report:  # the copy into the sandbox failed: the workspace stays as it was
             notes.append(f"the workspace did not fit the sandbox's disk limit ({_mib(limits.disk_bytes)}); "
                          "it was left unchanged")
         else:

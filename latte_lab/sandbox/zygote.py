@@ -106,9 +106,9 @@ class _Zygote:
         try:
             with open(log_path, "wb") as log:
                 self.proc = subprocess.Popen(
-                    [sys.executable, ZYGOTE_SCRIPT, str(theirs.fileno()), mode, SPARES],
+                    self._argv(theirs.fileno()),
                     cwd=self.home,
-                    env={**env, "HOME": self.home, "TMPDIR": self.home},
+                    env=self._env(env),
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=log,
@@ -137,6 +137,14 @@ class _Zygote:
                 detail = ""
             self.close()
             raise ZygoteError(f"the zygote did not start ({exc}){': ' + detail if detail else ''}") from None
+
+    def _argv(self, fd: int) -> list[str]:
+        """The server's command line, ``fd`` being its end of the control socket."""
+        return [sys.executable, ZYGOTE_SCRIPT, str(fd), self.mode, SPARES]
+
+    def _env(self, env: Mapping[str, str]) -> dict[str, str]:
+        """The server's environment: the start-up environment, in its own empty home."""
+        return {**env, "HOME": self.home, "TMPDIR": self.home}
 
     def alive(self) -> bool:
         return self.owner == os.getpid() and self.proc.poll() is None and self.sock.fileno() >= 0

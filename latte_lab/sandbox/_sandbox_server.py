@@ -1,0 +1,214 @@
+"""The init of a warm bubblewrap sandbox: one sandbox kept for a workspace's test runs, each run forked from
+a process that has already imported pytest, in a sandbox reset before every run to what a fresh one shows.
+
+Started by :mod:`latte_lab.sandbox.warm` inside bubblewrap as ``python <dir>/_sandbox_server.py <control fd>
+'<init json>'``, by path (like :mod:`latte_lab.sandbox._child`, so a workspace can never shadow it), with
+the allowlisted environment of a run minus the per-run variables: it never holds a key. It is PID 1 of the
+sandbox's PID namespace, so nothing in the sandbox can signal it, and it is not dumpable, so nothing can
+read its memory or descriptors through ``/proc`` or ``ptrace``. Its sandbox is the one
+:func:`latte_lab.sandbox.bwrap.command` describes (namespaces, a read-only system, no network, no
+capabilities), for one workspace: the host's workspace directory is bound read-only at
+``init["input"]``, the workspace path itself is a size-capped tmpfs.
+
+At start: leave for a network namespace without loopback (``init["no_loopback"]``, the only use of the
+capability bwrap left it), drop every capability, set ``no_new_privs``, then prepare pytest as the pytest
+fork server does (``_zygote_server.py``, loaded by path: its imports, its rewritten test modules, its
+rehearsal), and say ``{"ready": 1}`` on the control socket.
+
+Per run (one at a time; the host never sends a second before the first's status), a message with four
+descriptors attached: the write ends of the run's stdout, stderr and workspace-export pipes and one end of
+a per-run reply socket. The message is the pytest fork server's request (``cwd``, ``env``, ``limits``,
+``args``) plus ``grace`` and ``export_names``. The server
+
+1. kills every other process of the namespace (none is left after a normal run);
+2. empties the workspace, ``/tmp`` and ``/dev/shm`` and copies the host's workspace in again (and the
+   matplotlib cache), so that no file of an earlier run survives that the host does not have;
+3. forks the run (``_zygote_server._run_child``: the limits, the capability drop, the run's environment and
+   ``sys.path``, pytest as ``python -m pytest`` runs it) and sends ``{"pid": <pid>}``;
+4. waits for it to end; end of file on the reply socket (the host's ``shutdown``) asks for a stop:
+   SIGTERM to every process of the namespace, ``grace`` seconds, SIGKILL;
+5. kills and reaps every process the run left, then writes the workspace as a tar stream to the export
+   pipe from a forked process (so the files never pass through the server's own memory) and sends
+   ``{"status", "orphans": false, "subreaper": true, "disk_full", "tmp_full", "exported",
+   "export_failed"}``, as ``_child.py`` reports a one-off sandbox's run (``export_failed``: the copy came in
+   whole but the workspace the run left could not be written out, e.g. a file the run made unreadable).
+
+A message without descriptors is ``{"prime": [[path, text]]}`` (the fork server's :func:`prime`). End of
+file on the control socket ends the server, and with it, the kernel ends every process of the namespace.
+"""
+
+import sys
+
+_HERE = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
+sys.path[:] = [p for p in sys.path if p not in ("", _HERE)]
+
+import json  # noqa: E402
+import os  # noqa: E402
+import signal  # noqa: E402
+import socket  # noqa: E402
+
+MAX_MESSAGE_BYTES = 2**20  # one request (env + args)
+EXIT_SETUP_FAILED = 126
+
+
+def _load(filename: str, name: str):
+    """A module beside this file, imported by path."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE or ".", filename))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _empty(directory: str) -> None:
+    """Remove everything inside ``directory`` (not the directory itself), whatever modes a run left."""
+    import shutil
+
+    def unlock(_fn, path, _exc):  # a directory a run made unwritable or unreadable: open it up, retry
+        for target in (os.path.dirname(path), path):
+            try:
+                os.chmod(target, 0o700)
+            except OSError:
+                pass
+        try:
+            if os.path.isdir(path) and not os.path.islink(path):
+                shutil.rmtree(path, onerror=lambda *_: None)
+            else:
+                os.unlink(path)
+        except OSError:
+            pass
+
+    try:
+        os.chmod(directory, 0o755)
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        path = os.path.join(directory, name)
+        if os.path.isdir(path) and not os.path.islink(path):
+            shutil.rmtree(path, onerror=unlock)
+        else:
+            try:
+                os.unlink(path)
+            except OSError:
+                unlock(None, path, None)
+
+
+def _reset(init: dict) -> bool:
+    """Empty what a run may write and copy the host's workspace in again; whether every file made it."""
+    for directory in (init["workspace"], init["tmp"], init["shm"]):
+        _empty(directory)
+    pairs = [(init["input"], init["workspace"])] + ([tuple(init["mpl"])] if init.get("mpl") else [])
+    return all([CHILD.copy_in(src, dst) for src, dst in pairs])
+
+
+def _export(fd: int, init: dict, names: list | None) -> bool:
+    """The workspace as a tar stream on ``fd`` (closed here), written by a forked process; whether it was
+    all written."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            signal.set_wakeup_fd(-1)
+            CHILD.export(fd, init["workspace"], names)
+            code = 0
+        except BaseException:  # noqa: BLE001 - the host is told the export failed
+            pass
+        os._exit(code)
+    os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status) == 0
+
+
+def _serve_run(request: dict, fds: list[int], init: dict, wakeup_r: int) -> None:
+    out_fd, err_fd, export_fd, reply_fd = fds
+    reply = socket.socket(fileno=reply_fd)
+    held = [out_fd, err_fd, export_fd]  # descriptors still open here
+
+    def close(fd: int) -> None:
+        held.remove(fd)
+        os.close(fd)
+
+    try:
+        CHILD.end_namespace()  # what an earlier run left (after a normal run: nothing)
+        copied = _reset(init)
+        pid = os.fork()
+        if pid == 0:
+            signal.set_wakeup_fd(-1)  # the server's; its descriptor number is about to be reused
+            ZYGOTE._prctl(ZYGOTE.PR_SET_DUMPABLE, 1)  # the run, as exec would make it
+            ZYGOTE._run_child(request, out_fd, err_fd)  # never returns
+        close(out_fd)
+        close(err_fd)
+        reply.send(json.dumps({"pid": pid}).encode())
+        status = CHILD.wait_for_child(pid, True, reply.fileno(), float(request.get("grace", 1.0)), wakeup_r)
+        CHILD.end_namespace()
+        report = {"status": status, "orphans": False, "subreaper": True,
+                  "disk_full": CHILD.full(init["workspace"]), "tmp_full": CHILD.full(init["tmp"])}
+        held.remove(export_fd)
+        if copied:  # a partial copy must never replace the workspace
+            report["exported"] = _export(export_fd, init, request.get("export_names"))
+            report["export_failed"] = not report["exported"]
+        else:
+            os.close(export_fd)
+            report["exported"] = False
+        reply.send(json.dumps(report).encode())
+    except Exception as exc:  # noqa: BLE001 - said on the reply socket; the host falls back or reports
+        try:
+            reply.send(json.dumps({"error": f"warm sandbox: {type(exc).__name__}: {exc}"}).encode())
+        except OSError:
+            pass
+    finally:
+        for fd in list(held):
+            close(fd)
+        reply.close()
+
+
+def serve(control_fd: int, init: dict) -> None:
+    import gc
+
+    control = socket.socket(fileno=control_fd)
+    signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes wait_for_child's select
+    wakeup_r = CHILD.wakeup_pipe()
+    ZYGOTE._prctl(ZYGOTE.PR_SET_DUMPABLE, 0)
+    gc.collect()
+    gc.freeze()  # fewer copy-on-write faults in the runs
+    control.send(json.dumps({"ready": os.getpid()}).encode())
+    while True:
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(control, MAX_MESSAGE_BYTES, 4)
+        except OSError:
+            break
+        if not data:
+            break  # the host closed its end, or died
+        try:
+            message = json.loads(data)
+        except ValueError:
+            message = None
+        if not fds:
+            files = message.get("prime") if isinstance(message, dict) else None
+            if isinstance(files, list):
+                try:
+                    ZYGOTE.prime(files)
+                except Exception:  # noqa: BLE001 - a file the run rewrites itself
+                    pass
+            continue
+        if len(fds) != 4 or not isinstance(message, dict):
+            for fd in fds:
+                os.close(fd)
+            continue
+        _serve_run(message, list(fds), init, wakeup_r)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    INIT = json.loads(sys.argv[2])
+    CHILD = _load("_child.py", "_latte_lab_sandbox_child")
+    if INIT.get("no_loopback"):
+        try:
+            CHILD.leave_network()
+        except OSError as exc:
+            sys.stderr.write(f"sandbox: warning: the loopback interface stays up: {exc}\n")
+    CHILD.drop_privileges()
+    ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server")  # imports pytest, rehearses a session
+    serve(int(sys.argv[1]), INIT)

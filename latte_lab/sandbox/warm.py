@@ -1,0 +1,338 @@
+"""Warm bubblewrap sandboxes: a workspace's test runs, each forked inside one sandbox kept for that workspace
+(client side; the sandbox's init is ``_sandbox_server.py``).
+
+A one-off bubblewrap sandbox per test run costs a fresh interpreter that imports pytest (about 250 ms of the
+350 ms such a run takes here); a simulated trial makes twenty or more of them. A warm sandbox is started on
+a workspace's first test run and kept: its init has imported pytest once, and every later run of that
+workspace's public suite is a child forked from it, as from the local backend's fork server
+(:mod:`latte_lab.sandbox.zygote`).
+
+What a run sees is what a one-off sandbox shows (:mod:`latte_lab.sandbox.bwrap`): the same namespaces,
+read-only system, missing network, size-capped tmpfs workspace and ``/tmp``, no capabilities, and the same
+per-run environment and rlimits. Before each run the init kills whatever an earlier run left, empties the
+workspace, ``/tmp`` and ``/dev/shm``, and copies the host's workspace in again; after it, it kills every
+process the run left and hands the workspace back as a one-off sandbox does. The differences, none visible
+to a task's suite: pytest is imported before the run starts (as with the fork server), PID 1 is the
+init, which is not the run's parent's parent, and process ids grow from run to run.
+
+Which runs: pytest runs in the workspace's own directory (``prime_tests``, whose files agents see anyway;
+never a hidden suite, which runs in a throwaway copy in a one-off sandbox), one at a time per workspace (a
+second run at once takes a one-off sandbox). The host's workspace directory is bound into the sandbox when
+it starts; a directory replaced since (same path, another inode) gets a new sandbox.
+
+Lifetime: at most :data:`MAX_SANDBOXES` per process (the least recently used is stopped first); a trial
+stops its workspace's sandbox when it ends (:func:`release`), and every one stops at exit or when this
+process dies (end of file on its control socket ends the init, and the kernel ends its namespace). Not
+started with ``--die-with-parent``, which would tie the sandbox to the thread that happened to start it.
+
+Fallback: if a warm sandbox cannot start or stops answering, the run takes a one-off sandbox (a
+``RuntimeWarning`` once per process); after :data:`MAX_START_FAILURES` failed starts the process stays on
+one-off sandboxes. ``USE_WARM = False`` or ``LATTE_LAB_NO_WARM_SANDBOX=1`` turns warm sandboxes off.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import select
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from collections.abc import Mapping
+from pathlib import Path
+
+from latte_lab.sandbox import bwrap, zygote
+from latte_lab.sandbox.limits import SandboxLimits
+from latte_lab.sandbox.process import count_processes, stop_sandbox
+
+USE_WARM = True
+WARM_DISABLE_VAR = "LATTE_LAB_NO_WARM_SANDBOX"  # =1 in the environment turns warm sandboxes off
+MAX_SANDBOXES = 4  # live warm sandboxes per process (each an interpreter with pytest imported, ~50 MB)
+MAX_START_FAILURES = 3
+CLOSE_SECONDS = 2.0  # after end of file on its control socket: how long the sandbox may take to end
+SERVER_DIR = f"{bwrap.SANDBOX_DIR}/server"  # where the init's own files appear inside the sandbox
+SERVER_FILES = ("_sandbox_server.py", "_zygote_server.py", "_child.py", "_pytest_boot.py")
+_HERE = Path(__file__).parent
+
+
+def warm_enabled() -> bool:
+    """True when bwrap test runs may use warm sandboxes: :data:`USE_WARM`, no ``LATTE_LAB_NO_WARM_SANDBOX=1``,
+    fork and descriptor passing, and not given up after failed starts."""
+    if not USE_WARM or os.environ.get(WARM_DISABLE_VAR, "").strip().lower() not in ("", "0", "false"):
+        return False
+    if not (hasattr(os, "fork") and hasattr(socket, "send_fds")):
+        return False
+    return _STATE["start_failures"] < MAX_START_FAILURES
+
+
+class WarmSandbox(zygote._Zygote):
+    """One live warm sandbox for the workspace ``root``."""
+
+    def __init__(self, root: Path, limits: SandboxLimits, env: Mapping[str, str], mpl_dir: str | None):
+        self.root, self.limits, self.mpl_dir = root, limits, mpl_dir
+        self.busy = threading.Lock()  # one run at a time
+        super().__init__(env, mode="warm")
+        # bwrap and the init: the processes of the sandbox that are not a run's
+        self.overhead = max(count_processes(self.proc.pid, tree_only=True), 1)
+
+    def _argv(self, fd: int) -> list[str]:
+        files = {str(_HERE / name): f"{SERVER_DIR}/{name}" for name in SERVER_FILES}
+        mpl = self.mpl_dir if self.mpl_dir and os.path.isdir(self.mpl_dir) else None
+        init = {"no_loopback": not self.limits.loopback, "workspace": str(self.root), "input": bwrap.INPUT_PATH,
+                "tmp": bwrap.TMP_PATH, "shm": "/dev/shm", "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH] if mpl else None}
+        return [*bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
+                sys.executable, f"{SERVER_DIR}/_sandbox_server.py", str(fd), json.dumps(init)]
+
+    def _env(self, env: Mapping[str, str]) -> dict[str, str]:
+        return {**env, "HOME": bwrap.TMP_PATH, "TMPDIR": bwrap.TMP_PATH}
+
+    def close(self) -> None:
+        """Stop the sandbox: end of file on the init's control socket ends it and its namespace; if it
+        lingers, every process of bwrap's tree is killed. Idempotent; in a forked copy of the owner only
+        that copy's socket is closed."""
+        if self.owner != os.getpid():
+            self.sock.close()
+            return
+        self.sock.close()
+        try:
+            self.proc.wait(timeout=CLOSE_SECONDS)
+        except subprocess.TimeoutExpired:
+            stop_sandbox(self.proc.pid, None, 0.0)
+            self.proc.wait()
+        self._remove_home()
+
+
+class WarmRun:
+    """One run in a warm sandbox, with the part of ``subprocess.Popen`` the sandbox uses (as
+    :class:`~latte_lab.sandbox.local.ReaperRun`: ``report`` is the init's report of the run).
+
+    ``pid`` is bwrap's: the process count of the run is that of bwrap's tree less the sandbox's own
+    processes (``reaper_processes``), and a stop from outside (only when the init stopped answering) ends the
+    whole sandbox."""
+
+    def __init__(self, sandbox: WarmSandbox, sock: socket.socket, out_r: int, err_r: int, export_r: int):
+        self.sandbox = sandbox
+        self._sock: socket.socket | None = sock
+        self.stdout = open(out_r, "rb", buffering=0)  # noqa: SIM115 - closed when the run is drained
+        self.stderr = open(err_r, "rb", buffering=0)  # noqa: SIM115
+        self.export_fd: int | None = export_r
+        self.pid = sandbox.proc.pid
+        self.reaper_processes = sandbox.overhead
+        self.report: dict = {}
+        self.returncode: int | None = None
+
+    def request_stop(self) -> None:
+        """Ask the init to stop the run (end of file on the reply socket); it then hands back the workspace."""
+        if self._sock is not None:
+            try:
+                self._sock.shutdown(socket.SHUT_WR)
+            except OSError:
+                pass
+
+    def _receive(self, timeout: float | None) -> None:
+        if self.returncode is not None or self._sock is None:
+            return
+        if not select.select([self._sock], [], [], timeout)[0]:
+            return
+        try:
+            data = self._sock.recv(65536)
+            message = json.loads(data) if data else {}
+        except (OSError, ValueError):
+            message = {}
+        if "status" in message:
+            self.report = message
+            self.returncode = os.waitstatus_to_exitcode(int(message["status"]))
+        else:  # the init failed, or the sandbox died: it is stopped and the next run starts a new one
+            self.returncode = -signal.SIGKILL
+            self.sandbox.broken = True
+        self._sock.close()
+        self._sock = None
+
+    @property
+    def tree_empty(self) -> bool:
+        """The init reported the run, which it does once it has killed and reaped every process of it."""
+        return self.report.get("orphans") is False and self.report.get("subreaper") is True
+
+    def poll(self) -> int | None:
+        self._receive(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise subprocess.TimeoutExpired("pytest (warm sandbox)", timeout or 0)
+            self._receive(remaining)
+        return self.returncode
+
+    def close(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+        if self.export_fd is not None:
+            os.close(self.export_fd)
+            self.export_fd = None
+        sandbox, self.sandbox = self.sandbox, None
+        if sandbox is not None:
+            if getattr(sandbox, "broken", False) or sandbox.proc.poll() is not None:
+                _drop(sandbox)
+            sandbox.busy.release()
+
+
+_SANDBOXES: collections.OrderedDict[tuple, WarmSandbox] = collections.OrderedDict()
+_LOCK = threading.Lock()
+_STATE = {"start_failures": 0, "warned": False, "atexit": False}
+
+
+def _after_fork_in_child() -> None:
+    """A process forked from this one (a sweep worker) starts its own sandboxes."""
+    global _LOCK
+    _LOCK = threading.Lock()
+    inherited = list(_SANDBOXES.values())
+    _SANDBOXES.clear()
+    for sandbox in inherited:
+        sandbox.close()  # only our copy of its socket
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _warn(reason: str) -> None:
+    with _LOCK:
+        if _STATE["warned"]:
+            return
+        _STATE["warned"] = True
+    warnings.warn(f"latte_lab: warm bubblewrap sandbox unavailable, test runs use a sandbox each: {reason}",
+                  RuntimeWarning, stacklevel=4)
+
+
+def _key(root: Path, limits: SandboxLimits, env: Mapping[str, str], mpl_dir: str | None) -> tuple:
+    st = os.stat(root)
+    return (str(root), st.st_dev, st.st_ino, sys.executable, limits.disk_bytes, limits.tmp_bytes,
+            limits.loopback, mpl_dir, tuple(sorted(env.items())))
+
+
+def _drop(sandbox: WarmSandbox) -> None:
+    with _LOCK:
+        for key, live in list(_SANDBOXES.items()):
+            if live is sandbox:
+                del _SANDBOXES[key]
+    sandbox.close()
+
+
+def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir: str | None) -> WarmSandbox | None:
+    """The idle live sandbox for this workspace and its settings, started if need be, with its run lock
+    held; None when it is busy (or cannot start: after a warning)."""
+    env = zygote._start_env(run_env)
+    try:
+        key = _key(root, limits, env, mpl_dir)
+    except OSError:
+        return None
+    stale: list[WarmSandbox] = []
+    with _LOCK:
+        sandbox = _SANDBOXES.get(key)
+        if sandbox is not None and not sandbox.alive():
+            del _SANDBOXES[key]
+            stale.append(sandbox)
+            sandbox = None
+        if sandbox is not None:
+            _SANDBOXES.move_to_end(key)
+    if sandbox is None:
+        if _STATE["start_failures"] >= MAX_START_FAILURES:
+            return None
+        try:
+            sandbox = WarmSandbox(root, limits, env, mpl_dir)
+        except (zygote.ZygoteError, OSError) as exc:
+            _STATE["start_failures"] += 1
+            for old in stale:
+                old.close()
+            _warn(str(exc))
+            return None
+        with _LOCK:
+            if key in _SANDBOXES:  # another thread started one meanwhile: use that one
+                stale.append(sandbox)
+                sandbox = _SANDBOXES[key]
+            else:
+                _SANDBOXES[key] = sandbox
+            while len(_SANDBOXES) > MAX_SANDBOXES:
+                oldest_key = next(iter(_SANDBOXES))
+                if not _SANDBOXES[oldest_key].busy.acquire(blocking=False):
+                    break  # in use: stopped later
+                stale.append(_SANDBOXES.pop(oldest_key))
+            if not _STATE["atexit"]:
+                import atexit
+
+                atexit.register(shutdown)
+                _STATE["atexit"] = True
+    for old in stale:
+        old.close()
+    if not sandbox.busy.acquire(blocking=False):
+        return None
+    return sandbox
+
+
+def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | None], pytest_args: list[str],
+           limits: SandboxLimits, mpl_dir: str | None, export_names: list[str] | None) -> WarmRun | None:
+    """Start one pytest run in the warm sandbox of ``root``; None to use a one-off sandbox (the sandbox is
+    busy with another run, or cannot start or answer: then after a warning)."""
+    sandbox = _get(root, limits, run_env, mpl_dir)
+    if sandbox is None:
+        return None
+    payload = {"cwd": str(root), "env": dict(run_env), "limits": dict(rlimits), "args": list(pytest_args),
+               "grace": limits.sigterm_grace_seconds, "export_names": export_names}
+    pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, the workspace's export
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        try:
+            sandbox.prime(root)
+            sandbox.send(json.dumps(payload).encode(), [w for _r, w in pipes] + [theirs.fileno()])
+        finally:
+            for _r, w in pipes:
+                os.close(w)
+            theirs.close()
+        mine.settimeout(zygote.ZYGOTE_REPLY_TIMEOUT_SECONDS)
+        try:
+            data = mine.recv(65536)
+            reply = json.loads(data) if data else {}
+        except (OSError, ValueError) as exc:
+            raise zygote.ZygoteError(f"no answer from the warm sandbox: {exc}") from None
+        if "pid" not in reply:
+            raise zygote.ZygoteError(str(reply.get("error", "the warm sandbox closed the request unanswered")))
+        mine.settimeout(None)
+        return WarmRun(sandbox, mine, pipes[0][0], pipes[1][0], pipes[2][0])
+    except zygote.ZygoteError as exc:
+        for r, _w in pipes:
+            os.close(r)
+        mine.close()
+        _drop(sandbox)
+        sandbox.busy.release()
+        _warn(str(exc))
+        return None
+
+
+def release(root: Path | str) -> None:
+    """Stop the warm sandboxes of the workspace ``root`` that no run is using (a trial's, when it ends)."""
+    root = str(Path(root).resolve())
+    stale = []
+    with _LOCK:
+        for key, sandbox in list(_SANDBOXES.items()):
+            if key[0] == root and sandbox.busy.acquire(blocking=False):
+                stale.append(_SANDBOXES.pop(key))
+    for sandbox in stale:
+        sandbox.close()
+
+
+def shutdown() -> None:
+    """Stop every warm sandbox of this process (registered with atexit; safe at any time)."""
+    with _LOCK:
+        sandboxes = list(_SANDBOXES.values())
+        _SANDBOXES.clear()
+    for sandbox in sandboxes:
+        sandbox.close()

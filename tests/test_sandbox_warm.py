@@ -1,0 +1,232 @@
+"""Warm bubblewrap sandboxes: a workspace's test runs forked inside one sandbox kept for it, reset before each
+run. What a run sees there is what a sandbox of its own shows; nothing of an earlier run survives; timeouts,
+process limits and a dead sandbox are handled; hidden suites and concurrent runs never use one."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import warnings
+
+import pytest
+from sandbox_helpers import needs_bwrap, survivors, token
+
+import latte_lab as ll
+from latte_lab.sandbox import SandboxLimits, run_pytest, warm
+from latte_lab.workspace import Workspace
+
+pytestmark = needs_bwrap
+
+PROBE = '''
+import json, os, subprocess, sys
+
+def _readable(path):
+    try:
+        open(path, "rb").read(1)
+        return True
+    except OSError:
+        return False
+
+def test_probe():
+    status = dict(l.split(":\\t", 1) for l in open("/proc/self/status").read().splitlines() if ":\\t" in l)
+    seen = {
+        "init": [os.path.basename(a) for a in open("/proc/1/cmdline", "rb").read().decode().split("\\0")
+                 if a.endswith(".py")][0],
+        "processes": len([p for p in os.listdir("/proc") if p.isdigit()]),
+        "tmp": sorted(os.listdir("/tmp")), "shm": sorted(os.listdir("/dev/shm")),
+        "files": sorted(os.listdir(".")), "data": open("data.txt").read(),
+        "cap_eff": status["CapEff"].strip(), "no_new_privs": status["NoNewPrivs"].strip(),
+        "init_environ": _readable("/proc/1/environ"), "init_mem": _readable("/proc/1/mem"),
+        "key": [k for k in os.environ if "KEY" in k],
+        "loopback": open("/sys/class/net/lo/operstate").read() if os.path.exists("/sys/class/net/lo") else None,
+    }
+    print("SEEN " + json.dumps(seen))
+    open("seen.json", "w").write(json.dumps(seen))
+    # traces for the next run to find, if the sandbox kept them
+    open("/tmp/left_by_run.txt", "w").write("x")
+    open("/dev/shm/left_by_run", "w").write("x")
+    os.makedirs("/tmp/locked/inner", exist_ok=True)
+    os.chmod("/tmp/locked", 0)
+    open("made_by_run.txt", "w").write("x")
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)  # TOKEN"], start_new_session=True)
+'''
+
+
+@pytest.fixture(autouse=True)
+def _own_sandboxes():
+    warm.shutdown()
+    yield
+    warm.shutdown()
+
+
+def probe_workspace(path, tok: str) -> Workspace:
+    ws = Workspace(path, memo=False, sandbox="bwrap")
+    ws.setup_file("test_probe.py", PROBE.replace("TOKEN", tok))
+    ws.setup_file("data.txt", "first\n")
+    return ws
+
+
+def seen(ws: Workspace) -> dict:
+    run = ws.run_tests(["-s", "test_probe.py"], timeout=60)
+    assert run.passed == 1, run.stdout + run.stderr
+    return json.loads(ws.read("seen.json"))
+
+
+def live_sandboxes() -> list[warm.WarmSandbox]:
+    return [s for s in warm._SANDBOXES.values() if s.alive()]
+
+
+def test_runs_share_one_sandbox_that_keeps_nothing_of_an_earlier_run(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-must-not-reach-any-run")
+    tok = token()
+    ws = probe_workspace(tmp_path / "ws", tok)
+    first = seen(ws)
+    (sandbox,) = live_sandboxes()
+    assert not survivors(tok)  # the process the run left is gone once the run has ended
+    assert (ws.root / "made_by_run.txt").exists()  # the run's files came back to the host
+    (ws.root / "made_by_run.txt").unlink()
+    ws.setup_file("data.txt", "second\n")
+    second = seen(ws)
+    assert live_sandboxes() == [sandbox] and sandbox.proc.poll() is None  # the same sandbox, still up
+    assert first["init"] == second["init"] == "_sandbox_server.py"
+    assert not {"left_by_run.txt", "locked"} & set(second["tmp"]) and second["tmp"] == first["tmp"]
+    assert second["shm"] == first["shm"] == []
+    assert second["processes"] == first["processes"]  # the init and the run: the sleeper left by run 1 is gone
+    assert "made_by_run.txt" not in second["files"] and second["data"] == "second\n"  # the host's files, anew
+    assert second["cap_eff"] == "0000000000000000" and second["no_new_privs"] == "1"
+    assert not second["init_environ"] and not second["init_mem"]  # the init cannot be read
+    assert second["key"] == []
+
+    monkeypatch.setattr(warm, "USE_WARM", False)  # a sandbox of its own shows the run the same
+    own = seen(ws)
+    assert own["init"] == "child.py"
+    for field in ("tmp", "shm", "cap_eff", "no_new_privs", "key", "loopback", "processes"):
+        assert own[field] == second[field], field
+
+
+def test_reports_are_word_for_word_those_of_a_sandbox_of_its_own(tmp_path, monkeypatch):
+    task = ll.tasks.get("debug")
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="bwrap")
+    task.setup(ws)
+    warm_run = ws.run_tests()
+    assert live_sandboxes()
+    monkeypatch.setattr(warm, "USE_WARM", False)
+    own_run = ws.run_tests()
+
+    def text(run):
+        stdout = re.sub(r"0x[0-9a-f]+", "0x?", re.sub(r"in \d+\.\d+s", "in Ns", run.stdout))  # addresses, time
+        return stdout, run.stderr, run.cases, run.returncode
+
+    assert text(warm_run) == text(own_run)
+    assert warm_run.failed > 0
+
+
+def test_a_timeout_stops_the_run_hands_back_its_files_and_the_sandbox_serves_the_next(tmp_path):
+    tok = token()
+    ws = probe_workspace(tmp_path / "ws", tok)
+    seen(ws)
+    (sandbox,) = live_sandboxes()
+    ws.setup_file("test_slow.py", (
+        "import subprocess, sys, time\n"
+        "def test_slow():\n"
+        "    open('partial.txt', 'w').write('so far\\n')\n"
+        f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)  # {tok}'], start_new_session=True)\n"
+        "    time.sleep(100)\n"
+    ))
+    run = ws.run_tests(["test_slow.py"], timeout=3)
+    assert run.timed_out and ws.read("partial.txt") == "so far\n"
+    assert not survivors(tok)
+    assert seen(ws)["init"] == "_sandbox_server.py" and live_sandboxes() == [sandbox]
+
+
+def test_a_fork_bomb_in_a_test_is_stopped_and_the_next_run_is_clean(tmp_path):
+    tok = token()
+    ws = probe_workspace(tmp_path / "ws", tok)
+    ws.limits = SandboxLimits(max_processes=16)
+    seen(ws)
+    ws.setup_file("test_bomb.py", (
+        "import subprocess, sys, time\n"
+        "def test_bomb():\n"
+        "    for _ in range(64):\n"
+        f"        subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)  # {tok}'])\n"
+        "    time.sleep(60)\n"
+    ))
+    run = ws.run_tests(["test_bomb.py"], timeout=60)
+    assert any("process limit exceeded" in note for note in run.notes), run.notes
+    assert not survivors(tok)
+    after = seen(ws)
+    assert after["init"] == "_sandbox_server.py"
+
+
+def test_a_dead_sandbox_is_replaced_and_its_run_says_so(tmp_path):
+    tok = token()
+    ws = probe_workspace(tmp_path / "ws", tok)
+    seen(ws)
+    (sandbox,) = live_sandboxes()
+    os.kill(sandbox.proc.pid, signal.SIGKILL)  # bwrap itself: the init's control socket ends with it
+    sandbox.proc.wait()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = seen(ws)
+    assert not [w for w in caught if "sandbox" in str(w.message)]  # one that died between runs: replaced, no word
+    assert again["init"] == "_sandbox_server.py"
+    (replacement,) = live_sandboxes()
+    assert replacement is not sandbox
+
+    ws.setup_file("test_kill.py", "import os, signal\ndef test_kill():\n    os.kill(1, signal.SIGKILL)\n    os.kill(os.getppid(), signal.SIGKILL)\n")
+    run = ws.run_tests(["test_kill.py"], timeout=30)  # nothing in the sandbox can kill its init
+    assert run.passed == 1 and live_sandboxes() == [replacement]
+
+
+def test_hidden_suites_and_concurrent_runs_take_a_sandbox_of_their_own(tmp_path):
+    tok = token()
+    ws = probe_workspace(tmp_path / "ws", tok)
+    hidden = run_pytest(ws.root, ["-s", "test_hidden.py"], sandbox="bwrap", timeout=60,
+                        extra_files={"test_hidden.py": PROBE.replace("TOKEN", tok)})
+    assert hidden.passed == 1, hidden.stdout
+    assert json.loads(hidden.stdout.split("SEEN ", 1)[1].splitlines()[0])["init"] == "child.py"
+    assert not live_sandboxes()  # a throwaway copy's run never starts one
+
+    assert seen(ws)["init"] == "_sandbox_server.py"
+    (sandbox,) = live_sandboxes()
+    with sandbox.busy:  # another run of this workspace is under way
+        assert seen(ws)["init"] == "child.py"
+    assert seen(ws)["init"] == "_sandbox_server.py"
+
+
+def test_a_sandbox_that_cannot_start_leaves_runs_on_their_own_sandboxes(tmp_path, monkeypatch):
+    monkeypatch.setattr(warm, "_STATE", {"start_failures": 0, "warned": False, "atexit": True})
+    monkeypatch.setattr(warm.WarmSandbox, "_argv", lambda self, fd: ["/bin/false"])
+    ws = probe_workspace(tmp_path / "ws", token())
+    with pytest.warns(RuntimeWarning, match="warm bubblewrap sandbox unavailable, test runs use a sandbox each"):
+        assert seen(ws)["init"] == "child.py"
+    for _ in range(warm.MAX_START_FAILURES):
+        seen(ws)
+    assert not warm.warm_enabled()  # given up after MAX_START_FAILURES starts
+
+
+def test_sandboxes_are_bounded_and_a_trial_stops_its_own(tmp_path, monkeypatch):
+    monkeypatch.setattr(warm, "MAX_SANDBOXES", 1)
+    first = probe_workspace(tmp_path / "a", token())
+    seen(first)
+    (old,) = live_sandboxes()
+    seen(probe_workspace(tmp_path / "b", token()))
+    assert len(live_sandboxes()) == 1 and old.proc.poll() is not None  # the least recently used one stopped
+
+    warm.shutdown()
+    result = ll.run_trial(ll.TrialConfig(task="debug", seed=0, max_rounds=3, sandbox="bwrap"), runs_dir=tmp_path / "runs")
+    assert result.rounds >= 1 and not live_sandboxes()  # started by its test runs, stopped at its end
+
+
+def test_a_workspace_the_run_made_unreadable_is_not_handed_back_and_the_run_says_so(tmp_path):
+    ws = probe_workspace(tmp_path / "ws", token())
+    seen(ws)
+    ws.setup_file("test_lock.py", "import os\ndef test_lock():\n    os.makedirs('shut/in')\n    os.chmod('shut', 0)\n")
+    run = ws.run_tests(["test_lock.py"], timeout=30)
+    assert run.returncode == 0 and "1 passed" in run.stdout  # pytest's own outcome is kept
+    assert run.errors == 1  # but its report stayed in the sandbox with the rest
+    assert any("could not hand back the workspace" in note for note in run.notes), run.notes
+    assert not (ws.root / "shut").exists()  # nothing half-written on the host
+    assert seen(ws)["init"] == "_sandbox_server.py"  # the next run's reset removed it inside
