@@ -83,7 +83,7 @@ def main() -> None:
             rows["bwrap, a sandbox per run"] = run_costs(Path(tmp), "bwrap", use_warm=False)
             rows["bwrap, warm sandbox"] = run_costs(Path(tmp), "bwrap")
             warm.shutdown()
-    print(f"median of {REPEATS} runs, milliseconds (scripts and python -c always take a sandbox of their own)")
+    print(f"median of {REPEATS} runs, milliseconds (python -c, not a script file, always takes a sandbox of its own)")
     print(f"{'backend':<26} {'debug run_tests':>16} {'no-op script':>13} {'python -c pass':>15}")
     for name, row in rows.items():
         print(f"{name:<26} {row['tests']:>16.0f} {row['script']:>13.0f} {row['python']:>15.0f}")

@@ -230,3 +230,50 @@ def test_a_workspace_the_run_made_unreadable_is_not_handed_back_and_the_run_says
     assert any("could not hand back the workspace" in note for note in run.notes), run.notes
     assert not (ws.root / "shut").exists()  # nothing half-written on the host
     assert seen(ws)["init"] == "_sandbox_server.py"  # the next run's reset removed it inside
+
+
+@pytest.fixture
+def scripts(tmp_path) -> Workspace:
+    from test_sandbox_scripts import SCRIPTS, _bytes
+
+    ws = Workspace(tmp_path / "scripts", memo=False, sandbox="bwrap")
+    for path, text in SCRIPTS.items():
+        ws.setup_file(path, _bytes(text))
+    return ws
+
+
+def _script_names() -> list[str]:
+    from test_sandbox_scripts import SCRIPTS
+
+    return [p for p in SCRIPTS if p.endswith(".py") and p != "sub/helper.py"]
+
+
+@pytest.mark.parametrize("script", _script_names())
+def test_a_script_in_a_warm_sandbox_runs_as_in_a_sandbox_of_its_own(scripts, monkeypatch, script):
+    from test_sandbox_scripts import _normal
+
+    warm_run = scripts.run_script(script)
+    assert [s.mode for s in live_sandboxes()] == ["script"]
+    monkeypatch.setattr(warm, "USE_WARM", False)
+    own = scripts.run_script(script)
+    assert (warm_run.returncode, _normal(warm_run.stdout), _normal(warm_run.stderr)) == \
+        (own.returncode, _normal(own.stdout), _normal(own.stderr))
+
+
+def test_scripts_and_tests_have_sandboxes_apart_and_scripts_keep_the_limits(tmp_path):
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="bwrap", limits=SandboxLimits(cpu_seconds=1, output_bytes=4096))
+    ws.setup_file("test_x.py", "def test_x():\n    assert True\n")
+    ws.setup_file("modules.py", "import sys\nprint(sorted(m for m in sys.modules if 'pytest' in m))\n")
+    assert ws.run_tests(["test_x.py"], timeout=30).passed == 1
+    assert ws.run_script("modules.py").stdout == "[]\n"  # never forked from the process that imported pytest
+    assert sorted(s.mode for s in live_sandboxes()) == ["pytest", "script"]
+    ws.setup_file("spin.py", "while True:\n    pass\n")
+    ws.setup_file("flood.py", "print('x' * 100_000)\n")
+    ws.setup_file("hang.py", "import time\nopen('started.txt', 'w').write('yes')\ntime.sleep(60)\n")
+    spin = ws.run_script("spin.py")
+    assert spin.returncode != 0 and any("CPU" in n for n in spin.notes), spin
+    flood = ws.run_script("flood.py")
+    assert flood.truncated and len(flood.stdout) < 5000
+    hang = ws.run_script("hang.py", timeout=1)
+    assert hang.timed_out and ws.read("started.txt") == "yes"
+    assert ws.run_script("modules.py").stdout == "[]\n" and len(live_sandboxes()) == 2

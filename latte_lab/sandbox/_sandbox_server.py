@@ -13,18 +13,21 @@ capabilities), for one workspace: the host's workspace directory is bound read-o
 At start: leave for a network namespace without loopback (``init["no_loopback"]``, the only use of the
 capability bwrap left it), drop every capability, set ``no_new_privs``, then prepare pytest as the pytest
 fork server does (``_zygote_server.py``, loaded by path: its imports, its rewritten test modules, its
-rehearsal), and say ``{"ready": 1}`` on the control socket.
+rehearsal; or, with ``init["mode"] == "script"``, as the script fork server does: nothing imported for the
+runs, each of which starts from the modules a fresh interpreter starts with), and say ``{"ready": 1}`` on the
+control socket.
 
 Per run (one at a time; the host never sends a second before the first's status), a message with four
 descriptors attached: the write ends of the run's stdout, stderr and workspace-export pipes and one end of
-a per-run reply socket. The message is the pytest fork server's request (``cwd``, ``env``, ``limits``,
-``args``) plus ``grace`` and ``export_names``. The server
+a per-run reply socket. The message is the fork server's request (``cwd``, ``env``, ``limits``, and ``args``
+for pytest or ``script`` for ``python <script>``) plus ``grace`` and ``export_names``. The server
 
 1. kills every other process of the namespace (none is left after a normal run);
 2. empties the workspace, ``/tmp`` and ``/dev/shm`` and copies the host's workspace in again (and the
    matplotlib cache), so that no file of an earlier run survives that the host does not have;
 3. forks the run (``_zygote_server._run_child``: the limits, the capability drop, the run's environment and
-   ``sys.path``, pytest as ``python -m pytest`` runs it) and sends ``{"pid": <pid>}``;
+   ``sys.path``, pytest as ``python -m pytest`` runs it, or the script as ``python <script>`` does) and sends
+   ``{"pid": <pid>}``;
 4. waits for it to end; end of file on the reply socket (the host's ``shutdown``) asks for a stop:
    SIGTERM to every process of the namespace, ``grace`` seconds, SIGKILL;
 5. kills and reaps every process the run left, then writes the workspace as a tar stream to the export
@@ -39,6 +42,7 @@ file on the control socket ends the server, and with it, the kernel ends every p
 
 import sys
 
+STARTUP_MODULES = frozenset(sys.modules)  # what a fresh interpreter has imported before it runs a script
 _HERE = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
 sys.path[:] = [p for p in sys.path if p not in ("", _HERE)]
 
@@ -210,5 +214,9 @@ if __name__ == "__main__":
         except OSError as exc:
             sys.stderr.write(f"sandbox: warning: the loopback interface stays up: {exc}\n")
     CHILD.drop_privileges()
-    ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server")  # imports pytest, rehearses a session
+    if INIT.get("mode") == "script":  # imports nothing for the runs; each starts from a fresh interpreter's modules
+        ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server_script")
+        ZYGOTE.STARTUP_MODULES = ZYGOTE.WARM_MODULES = STARTUP_MODULES
+    else:  # imports pytest, rehearses a session
+        ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server")
     serve(int(sys.argv[1]), INIT)

@@ -219,9 +219,13 @@ def _rehearse() -> None:
                 del sys.modules[name]
 
 
-# "script": agents' ``python <script>`` runs. Read from the command line of the server only: a process that
-# loads this file for its functions (a benchmark) gets the pytest server's preparation.
-MODE = sys.argv[2] if __name__ == "__main__" and len(sys.argv) > 2 else "pytest"
+# "script": agents' ``python <script>`` runs. Read from the command line of the server; a process that loads
+# this file for its functions gets the pytest server's preparation (a benchmark), or the script server's when
+# it names the module ``..._script`` (a warm bubblewrap sandbox's init, which then sets STARTUP_MODULES).
+if __name__ == "__main__":
+    MODE = sys.argv[2] if len(sys.argv) > 2 else "pytest"
+else:
+    MODE = "script" if __name__.endswith("_script") else "pytest"
 if MODE == "pytest":
     _warm()
     _use_primed_rewrites()

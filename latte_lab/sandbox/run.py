@@ -353,8 +353,11 @@ def run_sandboxed(
         if backend == "bwrap":
             run_env = sandbox_env(root, bwrap.TMP_PATH, marker, env, mplconfig=bwrap.MPL_PATH)
             mpl = host_mplconfig()
-            if pytest_args is not None and prime_tests and warm.warm_enabled():
-                proc = warm.launch(root, run_env, rlimits, pytest_args, limits, mpl, export_names)
+            if export_names is None and warm.warm_enabled():  # the workspace's own runs, not a throwaway copy's
+                if pytest_args is not None and prime_tests:
+                    proc = warm.launch(root, run_env, rlimits, limits, mpl, pytest_args=pytest_args)
+                elif pytest_args is None and _python_script(argv, root):
+                    proc = warm.launch(root, run_env, rlimits, limits, mpl, script=argv[1:])
             if proc is None:
                 proc = local.launch(argv, root, run_env, {**rlimits, **bwrap.init_config(root, limits, mpl, export_names)},
                                     command=bwrap.command(root, limits, local.CHILD_SCRIPT, mpl), control=True,

@@ -16,8 +16,10 @@ to a task's suite: pytest is imported before the run starts (as with the fork se
 init, which is not the run's parent's parent, and process ids grow from run to run.
 
 Which runs: pytest runs in the workspace's own directory (``prime_tests``, whose files agents see anyway;
-never a hidden suite, which runs in a throwaway copy in a one-off sandbox), one at a time per workspace (a
-second run at once takes a one-off sandbox). The host's workspace directory is bound into the sandbox when
+never a hidden suite, which runs in a throwaway copy in a one-off sandbox), and agents' ``python <script>``
+runs there, in a second sandbox whose init imports nothing for them (each run starts from the modules a
+fresh interpreter has, as with the local script fork server); one run at a time per sandbox (a second run
+at once takes a one-off sandbox). The host's workspace directory is bound into the sandbox when
 it starts; a directory replaced since (same path, another inode) gets a new sandbox.
 
 Lifetime: at most :data:`MAX_SANDBOXES` per process (the least recently used is stopped first); a trial
@@ -71,19 +73,21 @@ def warm_enabled() -> bool:
 
 
 class WarmSandbox(zygote._Zygote):
-    """One live warm sandbox for the workspace ``root``."""
+    """One live warm sandbox for the workspace ``root``: its test runs (``mode`` "pytest") or its scripts
+    ("script")."""
 
-    def __init__(self, root: Path, limits: SandboxLimits, env: Mapping[str, str], mpl_dir: str | None):
+    def __init__(self, root: Path, limits: SandboxLimits, env: Mapping[str, str], mpl_dir: str | None,
+                 mode: str = "pytest"):
         self.root, self.limits, self.mpl_dir = root, limits, mpl_dir
         self.busy = threading.Lock()  # one run at a time
-        super().__init__(env, mode="warm")
+        super().__init__(env, mode=mode)
         # bwrap and the init: the processes of the sandbox that are not a run's
         self.overhead = max(count_processes(self.proc.pid, tree_only=True), 1)
 
     def _argv(self, fd: int) -> list[str]:
         files = {str(_HERE / name): f"{SERVER_DIR}/{name}" for name in SERVER_FILES}
         mpl = self.mpl_dir if self.mpl_dir and os.path.isdir(self.mpl_dir) else None
-        init = {"no_loopback": not self.limits.loopback, "workspace": str(self.root), "input": bwrap.INPUT_PATH,
+        init = {"mode": self.mode, "no_loopback": not self.limits.loopback, "workspace": str(self.root), "input": bwrap.INPUT_PATH,
                 "tmp": bwrap.TMP_PATH, "shm": "/dev/shm", "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH] if mpl else None}
         return [*bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
                 sys.executable, f"{SERVER_DIR}/_sandbox_server.py", str(fd), json.dumps(init)]
@@ -213,9 +217,9 @@ def _warn(reason: str) -> None:
                   RuntimeWarning, stacklevel=4)
 
 
-def _key(root: Path, limits: SandboxLimits, env: Mapping[str, str], mpl_dir: str | None) -> tuple:
+def _key(root: Path, limits: SandboxLimits, env: Mapping[str, str], mpl_dir: str | None, mode: str) -> tuple:
     st = os.stat(root)
-    return (str(root), st.st_dev, st.st_ino, sys.executable, limits.disk_bytes, limits.tmp_bytes,
+    return (str(root), mode, st.st_dev, st.st_ino, sys.executable, limits.disk_bytes, limits.tmp_bytes,
             limits.loopback, mpl_dir, tuple(sorted(env.items())))
 
 
@@ -227,12 +231,13 @@ def _drop(sandbox: WarmSandbox) -> None:
     sandbox.close()
 
 
-def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir: str | None) -> WarmSandbox | None:
-    """The idle live sandbox for this workspace and its settings, started if need be, with its run lock
+def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir: str | None,
+         mode: str) -> WarmSandbox | None:
+    """The idle live sandbox for this workspace, mode and settings, started if need be, with its run lock
     held; None when it is busy (or cannot start: after a warning)."""
     env = zygote._start_env(run_env)
     try:
-        key = _key(root, limits, env, mpl_dir)
+        key = _key(root, limits, env, mpl_dir, mode)
     except OSError:
         return None
     stale: list[WarmSandbox] = []
@@ -248,7 +253,7 @@ def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir:
         if _STATE["start_failures"] >= MAX_START_FAILURES:
             return None
         try:
-            sandbox = WarmSandbox(root, limits, env, mpl_dir)
+            sandbox = WarmSandbox(root, limits, env, mpl_dir, mode)
         except (zygote.ZygoteError, OSError) as exc:
             _STATE["start_failures"] += 1
             for old in stale:
@@ -278,20 +283,28 @@ def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir:
     return sandbox
 
 
-def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | None], pytest_args: list[str],
-           limits: SandboxLimits, mpl_dir: str | None, export_names: list[str] | None) -> WarmRun | None:
-    """Start one pytest run in the warm sandbox of ``root``; None to use a one-off sandbox (the sandbox is
-    busy with another run, or cannot start or answer: then after a warning)."""
-    sandbox = _get(root, limits, run_env, mpl_dir)
+def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | None], limits: SandboxLimits,
+           mpl_dir: str | None, *, pytest_args: list[str] | None = None, script: list[str] | None = None) -> WarmRun | None:
+    """Start one run in a warm sandbox of ``root``: a pytest session (``pytest_args``, what follows ``python -m
+    pytest``) or ``python <script>`` (``script``, what follows ``python``). None to use a one-off sandbox (the
+    sandbox is busy with another run, or cannot start or answer: then after a warning)."""
+    mode = "script" if script is not None else "pytest"
+    sandbox = _get(root, limits, run_env, mpl_dir, mode)
     if sandbox is None:
         return None
-    payload = {"cwd": str(root), "env": dict(run_env), "limits": dict(rlimits), "args": list(pytest_args),
-               "grace": limits.sigterm_grace_seconds, "export_names": export_names}
+    # PWD: bwrap's --chdir sets it for a one-off sandbox's processes
+    payload = {"cwd": str(root), "env": {**run_env, "PWD": str(root)}, "limits": dict(rlimits),
+               "grace": limits.sigterm_grace_seconds}
+    if script is not None:
+        payload["script"] = list(script)
+    else:
+        payload["args"] = list(pytest_args or ())
     pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, the workspace's export
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         try:
-            sandbox.prime(root)
+            if mode == "pytest":
+                sandbox.prime(root)
             sandbox.send(json.dumps(payload).encode(), [w for _r, w in pipes] + [theirs.fileno()])
         finally:
             for _r, w in pipes:
