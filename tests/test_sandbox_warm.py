@@ -40,6 +40,7 @@ def test_probe():
         "cap_eff": status["CapEff"].strip(), "no_new_privs": status["NoNewPrivs"].strip(),
         "init_environ": _readable("/proc/1/environ"), "init_mem": _readable("/proc/1/mem"),
         "key": [k for k in os.environ if "KEY" in k],
+        "sysv_shm": len(open("/proc/sysvipc/shm").read().splitlines()) - 1,
         "loopback": open("/sys/class/net/lo/operstate").read() if os.path.exists("/sys/class/net/lo") else None,
     }
     print("SEEN " + json.dumps(seen))
@@ -50,6 +51,8 @@ def test_probe():
     os.makedirs("/tmp/locked/inner", exist_ok=True)
     os.chmod("/tmp/locked", 0)
     open("made_by_run.txt", "w").write("x")
+    import ctypes
+    ctypes.CDLL(None).shmget(0, 4096, 0o1600)  # IPC_PRIVATE, IPC_CREAT | 0600: outlives the process
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)  # TOKEN"], start_new_session=True)
 '''
 
@@ -92,7 +95,7 @@ def test_runs_share_one_sandbox_that_keeps_nothing_of_an_earlier_run(tmp_path, m
     assert live_sandboxes() == [sandbox] and sandbox.proc.poll() is None  # the same sandbox, still up
     assert first["init"] == second["init"] == "_sandbox_server.py"
     assert not {"left_by_run.txt", "locked"} & set(second["tmp"]) and second["tmp"] == first["tmp"]
-    assert second["shm"] == first["shm"] == []
+    assert second["shm"] == first["shm"] == [] and second["sysv_shm"] == first["sysv_shm"] == 0
     assert second["processes"] == first["processes"]  # the init and the run: the sleeper left by run 1 is gone
     assert "made_by_run.txt" not in second["files"] and second["data"] == "second\n"  # the host's files, anew
     assert second["cap_eff"] == "0000000000000000" and second["no_new_privs"] == "1"
@@ -102,7 +105,7 @@ def test_runs_share_one_sandbox_that_keeps_nothing_of_an_earlier_run(tmp_path, m
     monkeypatch.setattr(warm, "USE_WARM", False)  # a sandbox of its own shows the run the same
     own = seen(ws)
     assert own["init"] == "child.py"
-    for field in ("tmp", "shm", "cap_eff", "no_new_privs", "key", "loopback", "processes"):
+    for field in ("tmp", "shm", "sysv_shm", "cap_eff", "no_new_privs", "key", "loopback", "processes"):
         assert own[field] == second[field], field
 
 
@@ -277,3 +280,19 @@ def test_scripts_and_tests_have_sandboxes_apart_and_scripts_keep_the_limits(tmp_
     hang = ws.run_script("hang.py", timeout=1)
     assert hang.timed_out and ws.read("started.txt") == "yes"
     assert ws.run_script("modules.py").stdout == "[]\n" and len(live_sandboxes()) == 2
+
+
+def test_what_bwrap_binds_under_tmp_survives_the_reset(tmp_path, monkeypatch):
+    from latte_lab.sandbox import bwrap
+
+    installed = tmp_path / "clone" / ".venv" / "lib"  # a clone under /tmp, its venv bound read-only inside /tmp
+    installed.mkdir(parents=True)
+    (installed / "module.py").write_text("VALUE = 1\n")
+    real = bwrap.python_dirs
+    monkeypatch.setattr(bwrap, "python_dirs", lambda: [*real(), str(tmp_path / "clone" / ".venv")])
+    assert str(tmp_path).startswith("/tmp/")  # and so is the workspace: a tmpfs mounted inside the sandbox's /tmp
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="bwrap")
+    ws.setup_file("test_sees.py", f"def test_sees():\n    assert open({str(installed / 'module.py')!r}).read() == 'VALUE = 1\\n'\n")
+    for _ in range(3):
+        assert ws.run_tests(["test_sees.py"], timeout=30).passed == 1
+    assert (installed / "module.py").exists() and len(live_sandboxes()) == 1

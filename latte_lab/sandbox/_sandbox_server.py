@@ -23,8 +23,9 @@ a per-run reply socket. The message is the fork server's request (``cwd``, ``env
 for pytest or ``script`` for ``python <script>``) plus ``grace`` and ``export_names``. The server
 
 1. kills every other process of the namespace (none is left after a normal run);
-2. empties the workspace, ``/tmp`` and ``/dev/shm`` and copies the host's workspace in again (and the
-   matplotlib cache), so that no file of an earlier run survives that the host does not have;
+2. removes the System V IPC objects of the namespace, empties the workspace, ``/tmp`` and ``/dev/shm`` and
+   copies the host's workspace in again (and the matplotlib cache), so that nothing of an earlier run
+   survives that the host does not have;
 3. forks the run (``_zygote_server._run_child``: the limits, the capability drop, the run's environment and
    ``sys.path``, pytest as ``python -m pytest`` runs it, or the script as ``python <script>`` does) and sends
    ``{"pid": <pid>}``;
@@ -66,41 +67,74 @@ def _load(filename: str, name: str):
 
 
 def _empty(directory: str) -> None:
-    """Remove everything inside ``directory`` (not the directory itself), whatever modes a run left."""
-    import shutil
-
-    def unlock(_fn, path, _exc):  # a directory a run made unwritable or unreadable: open it up, retry
-        for target in (os.path.dirname(path), path):
-            try:
-                os.chmod(target, 0o700)
-            except OSError:
-                pass
-        try:
-            if os.path.isdir(path) and not os.path.islink(path):
-                shutil.rmtree(path, onerror=lambda *_: None)
-            else:
-                os.unlink(path)
-        except OSError:
-            pass
-
+    """Remove everything inside ``directory`` that lies on its file system (not the directory itself), whatever
+    modes a run left. Mount points and what is below them stay: bwrap binds a Python installation or a
+    workspace that lives under ``/tmp`` inside the sandbox's own ``/tmp``, read-only or emptied on its own."""
     try:
-        os.chmod(directory, 0o755)
-        names = os.listdir(directory)
+        device = os.lstat(directory).st_dev
     except OSError:
         return
-    for name in names:
-        path = os.path.join(directory, name)
-        if os.path.isdir(path) and not os.path.islink(path):
-            shutil.rmtree(path, onerror=unlock)
-        else:
-            try:
-                os.unlink(path)
-            except OSError:
-                unlock(None, path, None)
+    _empty_on(directory, device)
+
+
+def _empty_on(directory: str, device: int) -> bool:
+    """Empty ``directory`` of what lies on ``device``; whether it is empty now."""
+    try:
+        entries = list(os.scandir(directory))
+    except PermissionError:  # a run made it unreadable: it is ours, so open it up
+        try:
+            os.chmod(directory, 0o700)
+            entries = list(os.scandir(directory))
+        except OSError:
+            return False
+    except OSError:
+        return False
+    empty = True
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if st.st_dev != device:  # a mount point
+                empty = False
+            elif entry.is_dir(follow_symlinks=False):
+                if not os.access(entry.path, os.W_OK | os.X_OK):
+                    os.chmod(entry.path, 0o700)
+                if _empty_on(entry.path, device):
+                    os.rmdir(entry.path)
+                else:
+                    empty = False
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            empty = False
+    return empty
+
+
+IPC_RMID = 0  # linux/ipc.h
+
+
+def _remove_sysv_ipc() -> None:
+    """Remove the System V shared memory segments, semaphore sets and message queues of the sandbox's IPC
+    namespace (a fresh sandbox has none; they outlive the processes that made them)."""
+    libc = CHILD._libc()
+    if libc is None:
+        return
+    for kind, remove in (("shm", lambda i: libc.shmctl(i, IPC_RMID, None)),
+                         ("sem", lambda i: libc.semctl(i, 0, IPC_RMID)),
+                         ("msg", lambda i: libc.msgctl(i, IPC_RMID, None))):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as fh:
+                rows = fh.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            if len(fields) > 1 and fields[1].isdigit():
+                remove(int(fields[1]))
 
 
 def _reset(init: dict) -> bool:
     """Empty what a run may write and copy the host's workspace in again; whether every file made it."""
+    _remove_sysv_ipc()
     for directory in (init["workspace"], init["tmp"], init["shm"]):
         _empty(directory)
     pairs = [(init["input"], init["workspace"])] + ([tuple(init["mpl"])] if init.get("mpl") else [])

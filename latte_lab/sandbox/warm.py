@@ -87,8 +87,9 @@ class WarmSandbox(zygote._Zygote):
     def _argv(self, fd: int) -> list[str]:
         files = {str(_HERE / name): f"{SERVER_DIR}/{name}" for name in SERVER_FILES}
         mpl = self.mpl_dir if self.mpl_dir and os.path.isdir(self.mpl_dir) else None
-        init = {"mode": self.mode, "no_loopback": not self.limits.loopback, "workspace": str(self.root), "input": bwrap.INPUT_PATH,
-                "tmp": bwrap.TMP_PATH, "shm": "/dev/shm", "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH] if mpl else None}
+        init = {"mode": self.mode, "no_loopback": not self.limits.loopback, "workspace": str(self.root),
+                "input": bwrap.INPUT_PATH, "tmp": bwrap.TMP_PATH, "shm": "/dev/shm",
+                "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH] if mpl else None}
         return [*bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
                 sys.executable, f"{SERVER_DIR}/_sandbox_server.py", str(fd), json.dumps(init)]
 
