@@ -138,7 +138,7 @@ def test_a_timeout_stops_the_run_hands_back_its_files_and_the_sandbox_serves_the
         f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)  # {tok}'], start_new_session=True)\n"
         "    time.sleep(100)\n"
     ))
-    run = ws.run_tests(["test_slow.py"], timeout=3)
+    run = ws.run_tests(["test_slow.py"], timeout=1.5)
     assert run.timed_out and ws.read("partial.txt") == "so far\n"
     assert not survivors(tok)
     assert seen(ws)["init"] == "_sandbox_server.py" and live_sandboxes() == [sandbox]
@@ -296,3 +296,29 @@ def test_what_bwrap_binds_under_tmp_survives_the_reset(tmp_path, monkeypatch):
     for _ in range(3):
         assert ws.run_tests(["test_sees.py"], timeout=30).passed == 1
     assert (installed / "module.py").exists() and len(live_sandboxes()) == 1
+
+
+def test_a_warm_sandbox_ends_with_the_process_that_started_it(tmp_path):
+    import subprocess
+    import sys
+
+    tok = token()
+    root = tmp_path / tok  # bwrap's command line names the workspace: every process of the sandbox is found by it
+    code = (
+        "import sys, time\n"
+        "from latte_lab.workspace import Workspace\n"
+        f"ws = Workspace({str(root)!r}, memo=False, sandbox='bwrap')\n"
+        "ws.setup_file('test_x.py', 'def test_x():\\n    pass\\n')\n"
+        "ws.setup_file('x.py', 'pass\\n')\n"
+        "assert ws.run_tests(['test_x.py'], timeout=30).passed == 1 and ws.run_script('x.py').ok\n"
+        "print('up', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline() == "up\n"
+        assert len(survivors(tok, seconds=0)) >= 2  # both sandboxes are up: bwrap and its init, each
+    finally:
+        proc.kill()
+        proc.wait()
+    assert not survivors(tok)  # end of file on their control sockets ended them, and their namespaces
