@@ -200,7 +200,8 @@ def test_hidden_suites_and_concurrent_runs_take_a_sandbox_of_their_own(tmp_path)
 
 
 def test_a_sandbox_that_cannot_start_leaves_runs_on_their_own_sandboxes(tmp_path, monkeypatch):
-    monkeypatch.setattr(warm, "_STATE", {"start_failures": 0, "warned": False, "atexit": True})
+    monkeypatch.setitem(warm._STATE, "start_failures", 0)
+    monkeypatch.setitem(warm._STATE, "warned", False)
     monkeypatch.setattr(warm.WarmSandbox, "_argv", lambda self, fd: ["/bin/false"])
     ws = probe_workspace(tmp_path / "ws", token())
     with pytest.warns(RuntimeWarning, match="warm bubblewrap sandbox unavailable, test runs use a sandbox each"):

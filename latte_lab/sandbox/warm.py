@@ -34,7 +34,6 @@ one-off sandboxes. ``USE_WARM = False`` or ``LATTE_LAB_NO_WARM_SANDBOX=1`` turns
 
 from __future__ import annotations
 
-import collections
 import json
 import os
 import select
@@ -44,7 +43,6 @@ import subprocess
 import sys
 import threading
 import time
-import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -190,32 +188,10 @@ class WarmRun:
             sandbox.busy.release()
 
 
-_SANDBOXES: collections.OrderedDict[tuple, WarmSandbox] = collections.OrderedDict()
-_LOCK = threading.Lock()
-_STATE = {"start_failures": 0, "warned": False, "atexit": False}
-
-
-def _after_fork_in_child() -> None:
-    """A process forked from this one (a sweep worker) starts its own sandboxes."""
-    global _LOCK
-    _LOCK = threading.Lock()
-    inherited = list(_SANDBOXES.values())
-    _SANDBOXES.clear()
-    for sandbox in inherited:
-        sandbox.close()  # only our copy of its socket
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _warn(reason: str) -> None:
-    with _LOCK:
-        if _STATE["warned"]:
-            return
-        _STATE["warned"] = True
-    warnings.warn(f"latte_lab: warm bubblewrap sandbox unavailable, test runs use a sandbox each: {reason}",
-                  RuntimeWarning, stacklevel=4)
+_SERVERS = zygote.ServerTable("latte_lab: warm bubblewrap sandbox unavailable, test runs use a sandbox each")
+_SANDBOXES = _SERVERS.table  # least recently used first
+_STATE = _SERVERS.state
+_warn = _SERVERS.warn
 
 
 def _key(root: Path, limits: SandboxLimits, env: Mapping[str, str], mpl_dir: str | None, mode: str) -> tuple:
@@ -225,7 +201,7 @@ def _key(root: Path, limits: SandboxLimits, env: Mapping[str, str], mpl_dir: str
 
 
 def _drop(sandbox: WarmSandbox) -> None:
-    with _LOCK:
+    with _SERVERS.lock:
         for key, live in list(_SANDBOXES.items()):
             if live is sandbox:
                 del _SANDBOXES[key]
@@ -242,7 +218,7 @@ def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir:
     except OSError:
         return None
     stale: list[WarmSandbox] = []
-    with _LOCK:
+    with _SERVERS.lock:
         sandbox = _SANDBOXES.get(key)
         if sandbox is not None and not sandbox.alive():
             del _SANDBOXES[key]
@@ -261,7 +237,7 @@ def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir:
                 old.close()
             _warn(str(exc))
             return None
-        with _LOCK:
+        with _SERVERS.lock:
             if key in _SANDBOXES:  # another thread started one meanwhile: use that one
                 stale.append(sandbox)
                 sandbox = _SANDBOXES[key]
@@ -335,7 +311,7 @@ def release(root: Path | str) -> None:
     """Stop the warm sandboxes of the workspace ``root`` that no run is using (a trial's, when it ends)."""
     root = str(Path(root).resolve())
     stale = []
-    with _LOCK:
+    with _SERVERS.lock:
         for key, sandbox in list(_SANDBOXES.items()):
             if key[0] == root and sandbox.busy.acquire(blocking=False):
                 stale.append(_SANDBOXES.pop(key))
@@ -345,7 +321,7 @@ def release(root: Path | str) -> None:
 
 def shutdown() -> None:
     """Stop every warm sandbox of this process (registered with atexit; safe at any time)."""
-    with _LOCK:
+    with _SERVERS.lock:
         sandboxes = list(_SANDBOXES.values())
         _SANDBOXES.clear()
     for sandbox in sandboxes:

@@ -40,6 +40,7 @@ one zygote serves every SandboxLimits.
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
 import os
@@ -266,36 +267,40 @@ class ZygoteRun:
         return self.returncode
 
 
-_ZYGOTES: dict[tuple, _Zygote] = {}
-_ZYGOTE_LOCK = threading.Lock()
-_ZYGOTE_STATE = {"start_failures": 0, "warned": False, "atexit": False}
+class ServerTable:
+    """A process's live servers of one kind (its zygotes, its warm sandboxes), keyed by what they were started
+    for: the table, its lock, the count of failed starts and the one warning said when a server is
+    unavailable. A process forked from this one starts its own servers (its copy of the table is emptied, only
+    its copies of their sockets closed) and gets a new lock (another thread may have held it at the fork)."""
+
+    def __init__(self, unavailable: str):
+        self.unavailable = unavailable  # the warning's first words
+        self.table: collections.OrderedDict[tuple, _Zygote] = collections.OrderedDict()
+        self.lock = threading.Lock()
+        self.state = {"start_failures": 0, "warned": False, "atexit": False}
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self._after_fork_in_child)
+
+    def _after_fork_in_child(self) -> None:
+        self.lock = threading.Lock()
+        inherited = list(self.table.values())
+        self.table.clear()
+        for server in inherited:
+            server.close()  # only our copy of its socket
+
+    def warn(self, reason: str) -> None:
+        """The warning, once per process."""
+        with self.lock:
+            if self.state["warned"]:
+                return
+            self.state["warned"] = True
+        warnings.warn(f"{self.unavailable}: {reason}", RuntimeWarning, stacklevel=4)
 
 
-def _after_fork_in_child() -> None:
-    """A process forked from this one (a sweep worker) starts its own zygote when it needs one; the
-    lock may have been held by another thread at the fork."""
-    global _ZYGOTE_LOCK
-    _ZYGOTE_LOCK = threading.Lock()
-    inherited = list(_ZYGOTES.values())
-    _ZYGOTES.clear()
-    for zygote in inherited:
-        zygote.close()  # only our copy of its socket
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _warn(reason: str) -> None:
-    with _ZYGOTE_LOCK:
-        if _ZYGOTE_STATE["warned"]:
-            return
-        _ZYGOTE_STATE["warned"] = True
-    warnings.warn(
-        f"latte_lab: pytest fork server unavailable, test runs use a fresh interpreter: {reason}",
-        RuntimeWarning,
-        stacklevel=4,
-    )
+_SERVERS = ServerTable("latte_lab: pytest fork server unavailable, test runs use a fresh interpreter")
+_ZYGOTES = _SERVERS.table
+_ZYGOTE_STATE = _SERVERS.state
+_warn = _SERVERS.warn
 
 
 def _start_env(child_env: Mapping[str, str]) -> dict[str, str]:
@@ -307,7 +312,7 @@ def _get(child_env: Mapping[str, str], mode: str = "pytest") -> _Zygote | None:
     """The live zygote for this interpreter, mode and start-up environment, started if need be."""
     env = _start_env(child_env)
     key = (sys.executable, mode, SPARES, tuple(sorted(env.items())))
-    with _ZYGOTE_LOCK:
+    with _SERVERS.lock:
         zygote = _ZYGOTES.get(key)
         if zygote is not None and zygote.alive():
             return zygote
@@ -336,7 +341,7 @@ def _get(child_env: Mapping[str, str], mode: str = "pytest") -> _Zygote | None:
 def shutdown_zygotes() -> None:
     """Stop every zygote this process started (registered with atexit; safe to call any time:
     the next test run starts a new one)."""
-    with _ZYGOTE_LOCK:
+    with _SERVERS.lock:
         zygotes = list(_ZYGOTES.values())
         _ZYGOTES.clear()
     for zygote in zygotes:
