@@ -42,7 +42,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -110,13 +109,15 @@ class WarmSandbox(zygote._Zygote):
         self._remove_home()
 
 
-class WarmRun:
+class WarmRun(zygote.StatusRun):
     """One run in a warm sandbox, with the part of ``subprocess.Popen`` the sandbox uses (as
     :class:`~latte_lab.sandbox.local.ReaperRun`: ``report`` is the init's report of the run).
 
     ``pid`` is bwrap's: the process count of the run is that of bwrap's tree less the sandbox's own
     processes (``reaper_processes``), and a stop from outside (only when the init stopped answering) ends the
     whole sandbox."""
+
+    label = "a run in a warm sandbox"
 
     def __init__(self, sandbox: WarmSandbox, sock: socket.socket, out_r: int, err_r: int, export_r: int):
         self.sandbox = sandbox
@@ -160,19 +161,6 @@ class WarmRun:
     def tree_empty(self) -> bool:
         """The init reported the run, which it does once it has killed and reaped every process of it."""
         return self.report.get("orphans") is False and self.report.get("subreaper") is True
-
-    def poll(self) -> int | None:
-        self._receive(0)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.returncode is None:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                raise subprocess.TimeoutExpired("pytest (warm sandbox)", timeout or 0)
-            self._receive(remaining)
-        return self.returncode
 
     def close(self) -> None:
         if self._sock is not None:

@@ -201,7 +201,30 @@ class _Zygote:
         self._remove_home()
 
 
-class ZygoteRun:
+class StatusRun:
+    """``poll`` and ``wait`` of a run whose exit status arrives on its reply socket (``_receive``)."""
+
+    label = "a forked run"  # what a wait that timed out names
+    returncode: int | None = None
+
+    def _receive(self, timeout: float | None) -> None:  # pragma: no cover - every run kind has its own
+        raise NotImplementedError
+
+    def poll(self) -> int | None:
+        self._receive(0)
+        return self.returncode
+
+    def wait(self, timeout: float | None = None) -> int:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.returncode is None:
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                raise subprocess.TimeoutExpired(self.label, timeout or 0)
+            self._receive(remaining)
+        return self.returncode
+
+
+class ZygoteRun(StatusRun):
     """One run forked by the zygote, with the part of ``subprocess.Popen`` the sandbox uses.
 
     ``pid`` is the run's reaper (the leader for :func:`~latte_lab.sandbox.process.stop_sandbox`: the run's process is its child
@@ -209,6 +232,7 @@ class ZygoteRun:
     """
 
     reaper_processes = 1  # processes of the run's tree that are not the run's own
+    label = "pytest (zygote)"
 
     def __init__(self, sock: socket.socket, out_r: int, err_r: int, child_pid: int, leader: int):
         self._sock: socket.socket | None = sock
@@ -253,18 +277,6 @@ class ZygoteRun:
                     pass
         self._close_sock()
 
-    def poll(self) -> int | None:
-        self._receive(0)
-        return self.returncode
-
-    def wait(self, timeout: float | None = None) -> int:
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while self.returncode is None:
-            remaining = None if deadline is None else deadline - time.monotonic()
-            if remaining is not None and remaining <= 0:
-                raise subprocess.TimeoutExpired("pytest (zygote)", timeout or 0)
-            self._receive(remaining)
-        return self.returncode
 
 
 class ServerTable:
