@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import signal
 import socket
 import subprocess
@@ -139,15 +138,9 @@ class WarmRun(zygote.StatusRun):
                 pass
 
     def _receive(self, timeout: float | None) -> None:
-        if self.returncode is not None or self._sock is None:
+        message = self._message(timeout)
+        if message is None:
             return
-        if not select.select([self._sock], [], [], timeout)[0]:
-            return
-        try:
-            data = self._sock.recv(65536)
-            message = json.loads(data) if data else {}
-        except (OSError, ValueError):
-            message = {}
         if "status" in message:
             self.report = message
             self.returncode = os.waitstatus_to_exitcode(int(message["status"]))

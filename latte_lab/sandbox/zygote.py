@@ -206,6 +206,20 @@ class StatusRun:
 
     label = "a forked run"  # what a wait that timed out names
     returncode: int | None = None
+    _sock: socket.socket | None = None
+
+    def _message(self, timeout: float | None) -> dict | None:
+        """The next message on the reply socket within ``timeout`` (None: forever): None if there is none yet
+        (or the status is already in), ``{}`` at end of file or for one that does not parse."""
+        if self.returncode is not None or self._sock is None:
+            return None
+        if not select.select([self._sock], [], [], timeout)[0]:
+            return None
+        try:
+            data = self._sock.recv(65536)
+            return json.loads(data) if data else {}
+        except (OSError, ValueError):
+            return {}
 
     def _receive(self, timeout: float | None) -> None:  # pragma: no cover - every run kind has its own
         raise NotImplementedError
@@ -250,16 +264,9 @@ class ZygoteRun(StatusRun):
 
     def _receive(self, timeout: float | None) -> None:
         """Wait up to ``timeout`` (None: forever) for the run's exit status."""
-        if self.returncode is not None or self._sock is None:
+        message = self._message(timeout)
+        if message is None:
             return
-        readable, _, _ = select.select([self._sock], [], [], timeout)
-        if not readable:
-            return
-        try:
-            data = self._sock.recv(65536)
-            message = json.loads(data) if data else {}
-        except (OSError, ValueError):
-            message = {}
         if "status" not in message:
             # EOF without a status: the reaper was killed (with the run, at a timeout) first.
             self.returncode = -signal.SIGKILL
