@@ -323,3 +323,25 @@ def test_a_warm_sandbox_ends_with_the_process_that_started_it(tmp_path):
         proc.kill()
         proc.wait()
     assert not survivors(tok)  # end of file on their control sockets ended them, and their namespaces
+
+
+def test_full_disks_are_said_and_emptied_for_the_next_run(tmp_path):
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="bwrap",
+                   limits=SandboxLimits(disk_bytes=2 * 2**20, tmp_bytes=2**20))
+    ws.setup_file("test_fill.py", (
+        "def test_fill_tmp():\n"
+        "    try:\n"
+        "        open('/tmp/big', 'wb').write(b'x' * 2**21)\n"
+        "    except OSError:\n"
+        "        pass\n"
+    ))
+    ws.setup_file("test_tmp_is_empty.py", "import os\ndef test_empty():\n    assert 'big' not in os.listdir('/tmp')\n")
+    full = ws.run_tests(["test_fill.py"], timeout=30)
+    assert any("the temporary directory holds at most 1 MiB" in n for n in full.notes), full.notes
+    assert ws.run_tests(["test_tmp_is_empty.py"], timeout=30).passed == 1
+    ws.setup_file("big.bin", b"x" * (3 * 2**20))  # more than the workspace's tmpfs holds
+    over = ws.run_tests(["test_tmp_is_empty.py"], timeout=30)
+    assert any("did not fit the sandbox's disk limit" in n for n in over.notes), over.notes
+    assert (ws.root / "big.bin").stat().st_size == 3 * 2**20  # the host's workspace is left as it was
+    (ws.root / "big.bin").unlink()
+    assert ws.run_tests(["test_tmp_is_empty.py"], timeout=30).passed == 1 and len(live_sandboxes()) == 1
