@@ -9,11 +9,13 @@ workspace's public suite is a child forked from it, as from the local backend's 
 
 What a run sees is what a one-off sandbox shows (:mod:`latte_lab.sandbox.bwrap`): the same namespaces,
 read-only system, missing network, size-capped tmpfs workspace and ``/tmp``, no capabilities, and the same
-per-run environment and rlimits. Before each run the init kills whatever an earlier run left, empties the
-workspace, ``/tmp`` and ``/dev/shm``, and copies the host's workspace in again; after it, it kills every
-process the run left and hands the workspace back as a one-off sandbox does. The differences, none visible
-to a task's suite: pytest is imported before the run starts (as with the fork server), PID 1 is the
-init, which is not the run's parent's parent, and process ids grow from run to run.
+per-run environment (with the ``PWD`` bwrap sets) and rlimits. Before each run the init kills whatever an
+earlier run left, removes its System V IPC objects, empties the workspace, ``/tmp`` and ``/dev/shm``, and
+copies the host's workspace in again; after it, it kills every process the run left and hands the workspace
+back as a one-off sandbox does. The differences, none visible to a task's suite: in test runs pytest is
+imported before the run starts (as with the fork server), ``/proc/1/cmdline`` names this init rather than
+``_child.py``, process ids grow from run to run, and the kernel keyrings of the sandbox's user namespace
+(reachable from Python only through ``ctypes``) are not reset.
 
 Which runs: pytest runs in the workspace's own directory (``prime_tests``, whose files agents see anyway;
 never a hidden suite, which runs in a throwaway copy in a one-off sandbox), and agents' ``python <script>``
