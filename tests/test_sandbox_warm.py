@@ -183,20 +183,31 @@ def test_a_dead_sandbox_is_replaced_and_its_run_says_so(tmp_path):
     assert run.passed == 1 and live_sandboxes() == [replacement]
 
 
-def test_hidden_suites_and_concurrent_runs_take_a_sandbox_of_their_own(tmp_path):
+def test_hidden_suites_run_in_the_processs_staging_sandbox_and_concurrent_runs_in_their_own(tmp_path):
+    from latte_lab.sandbox import pytest as pytest_mod
+
     tok = token()
     ws = probe_workspace(tmp_path / "ws", tok)
-    hidden = run_pytest(ws.root, ["-s", "test_hidden.py"], sandbox="bwrap", timeout=60,
-                        extra_files={"test_hidden.py": PROBE.replace("TOKEN", tok)})
-    assert hidden.passed == 1, hidden.stdout
-    assert json.loads(hidden.stdout.split("SEEN ", 1)[1].splitlines()[0])["init"] == "child.py"
-    assert not live_sandboxes()  # a throwaway copy's run never starts one
+
+    def hidden_init() -> str:
+        run = run_pytest(ws.root, ["-s", "test_hidden.py"], sandbox="bwrap", timeout=60,
+                         extra_files={"test_hidden.py": PROBE.replace("TOKEN", tok)})
+        assert run.passed == 1, run.stdout
+        return json.loads(run.stdout.split("SEEN ", 1)[1].splitlines()[0])["init"]
+
+    assert hidden_init() == hidden_init() == "_sandbox_server.py"
+    (stage,) = live_sandboxes()  # one for every hidden run of the process, none for the workspace
+    assert stage.root != ws.root.resolve() and not stage.primed  # never sent a test file ahead
+    assert list(stage.root.iterdir()) == []  # emptied after each run: a hidden suite is not left on disk
+    assert not (ws.root / "test_hidden.py").exists() and not (ws.root / "seen.json").exists()
 
     assert seen(ws)["init"] == "_sandbox_server.py"
-    (sandbox,) = live_sandboxes()
-    with sandbox.busy:  # another run of this workspace is under way
+    (mine,) = [s for s in live_sandboxes() if s is not stage]  # the workspace's own runs: apart from it
+    with mine.busy:  # another run of this workspace is under way
         assert seen(ws)["init"] == "child.py"
-    assert seen(ws)["init"] == "_sandbox_server.py"
+    with pytest_mod._STAGE_LOCK:  # another hidden run is under way: a temporary copy, a sandbox of its own
+        assert hidden_init() == "child.py"
+    assert seen(ws)["init"] == hidden_init() == "_sandbox_server.py" and len(live_sandboxes()) == 2
 
 
 def test_a_sandbox_that_cannot_start_leaves_runs_on_their_own_sandboxes(tmp_path, monkeypatch):
@@ -221,7 +232,9 @@ def test_sandboxes_are_bounded_and_a_trial_stops_its_own(tmp_path, monkeypatch):
 
     warm.shutdown()
     result = ll.run_trial(ll.TrialConfig(task="debug", seed=0, max_rounds=3, sandbox="bwrap"), runs_dir=tmp_path / "runs")
-    assert result.rounds >= 1 and not live_sandboxes()  # started by its test runs, stopped at its end
+    # its workspace's sandbox, started by its test runs, is stopped at its end; the hidden runs' one stays
+    assert result.rounds >= 1 and [s.root.name for s in live_sandboxes()] == ["repo"]
+    assert "latte_lab-eval-stage-" in str(live_sandboxes()[0].root)
 
 
 def test_a_workspace_the_run_made_unreadable_is_not_handed_back_and_the_run_says_so(tmp_path):

@@ -15,6 +15,8 @@ and a script, the next session.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import dataclasses
 import hashlib
 import importlib.util
@@ -29,8 +31,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from latte_lab.sandbox import warm
 from latte_lab.sandbox.limits import TEST_TIMEOUT_SECONDS, SandboxLimits
-from latte_lab.sandbox.run import RunResult, confined, run_sandboxed
+from latte_lab.sandbox.run import RunResult, confined, resolve_sandbox, run_sandboxed
 
 PYTEST_ARGS = ("-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider")  # the public test command
 # Third-party pytest plugins installed beside latte_lab (nbval pulls in jsonschema, ...) add ~3 s to
@@ -242,8 +245,7 @@ def run_pytest(
         return _pytest_missing(timeout)
     if not extra_files:
         return _run_in(Path(cwd), args, timeout, limits, sandbox, None, prime_tests=True)
-    with tempfile.TemporaryDirectory(prefix="latte_lab-eval-") as tmp:
-        copy = Path(tmp) / "repo"
+    with _copy_directory(sandbox) as (copy, staged):
         copy_tree(Path(cwd), copy)
         for path, text in extra_files.items():
             full = confined(copy, path)
@@ -251,7 +253,63 @@ def run_pytest(
             full.write_text(text, encoding="utf-8")
         # The copy itself is thrown away. Its test files (a hidden suite) are never handed to the fork server
         # ahead of the run: every later run is forked from it, and must not find them in its memory.
-        return _run_in(copy, args, timeout, limits, sandbox, [JUNIT_NAME], prime_tests=False)
+        return _run_in(copy, args, timeout, limits, sandbox, [JUNIT_NAME], prime_tests=False, keep_sandbox=staged)
+
+
+_STAGE: dict = {"pid": None, "path": None}  # this process's staging directory for copies (see below)
+_STAGE_LOCK = threading.Lock()
+
+
+def _reset_stage_after_fork() -> None:
+    global _STAGE_LOCK
+    _STAGE_LOCK = threading.Lock()  # another thread may have held it at the fork; the directory is the parent's
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_reset_stage_after_fork)
+
+
+def remove_stage() -> None:
+    """Remove this process's staging directory, if it made one (at exit; a sweep's worker, whose exit skips
+    atexit, calls it itself). The next run with extra files makes a new one."""
+    path = _STAGE["path"]
+    if path and _STAGE["pid"] == os.getpid():
+        _STAGE.update(pid=None, path=None)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _empty_directory(path: Path) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    for entry in os.scandir(path):
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            os.unlink(entry.path)
+
+
+@contextlib.contextmanager
+def _copy_directory(sandbox: str):
+    """Where a run with extra files happens, and whether its sandbox may be kept: a fresh temporary directory;
+    or, on the bwrap backend with warm sandboxes, this process's one staging directory (emptied before and
+    after each use; one run at a time, another run meanwhile takes a temporary directory), so that one kept
+    sandbox serves every such run of the process (:mod:`latte_lab.sandbox.warm`)."""
+    if resolve_sandbox(sandbox) == "bwrap" and warm.warm_enabled() and _STAGE_LOCK.acquire(blocking=False):
+        lock = _STAGE_LOCK
+        try:
+            if _STAGE["pid"] != os.getpid() or not os.path.isdir(_STAGE["path"] or ""):
+                _STAGE.update(pid=os.getpid(), path=tempfile.mkdtemp(prefix="latte_lab-eval-stage-"))
+                atexit.register(remove_stage)
+            copy = Path(_STAGE["path"]) / "repo"
+            _empty_directory(copy)
+            try:
+                yield copy, True
+            finally:
+                _empty_directory(copy)  # a hidden suite stays on disk no longer than its run
+        finally:
+            lock.release()
+        return
+    with tempfile.TemporaryDirectory(prefix="latte_lab-eval-") as tmp:
+        yield Path(tmp) / "repo", False
 
 
 def config_args(root: Path) -> list[str]:
@@ -285,7 +343,7 @@ def config_args(root: Path) -> list[str]:
 
 
 def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None, sandbox: str,
-            export_names: list[str] | None, *, prime_tests: bool) -> TestRun:
+            export_names: list[str] | None, *, prime_tests: bool, keep_sandbox: bool = False) -> TestRun:
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if PYTEST_DISABLE_PLUGIN_AUTOLOAD else {}
     report = root.resolve() / JUNIT_NAME
     report.unlink(missing_ok=True)
@@ -300,6 +358,7 @@ def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits |
         sandbox=sandbox,
         export_names=export_names,
         prime_tests=prime_tests,
+        keep_sandbox=keep_sandbox,
     )
     return _test_run_from(run, _read_report(report))
 

@@ -319,6 +319,7 @@ def run_sandboxed(
     sandbox: str = "auto",
     export_names: list[str] | None = None,
     prime_tests: bool = False,
+    keep_sandbox: bool = False,
 ) -> RunResult:
     """Run ``argv`` in ``cwd`` inside the sandbox described in the module docstring.
 
@@ -328,7 +329,9 @@ def run_sandboxed(
     ``_pytest_boot.py``, which runs it as ``-m`` does. ``export_names``: in a bwrap sandbox only these
     top-level entries of ``cwd`` are handed back (a run in a throwaway copy needs only its report).
     ``prime_tests``: the fork server may keep the rewritten code of ``cwd``'s test files for later runs
-    (never for files agents must not see: every later run is forked from it).
+    (never for files agents must not see: every later run is forked from it). ``keep_sandbox``: ``cwd`` is
+    a directory its caller runs in again (a staging directory), so on the bwrap backend the run may take a
+    kept sandbox even with ``export_names``.
     Never raises for anything the child does (timeouts, limits, crashes, huge output); raises
     :class:`ConfigError` for a non-positive timeout or an unknown sandbox and :class:`WorkspaceError` if
     ``cwd`` is missing.
@@ -353,11 +356,13 @@ def run_sandboxed(
         if backend == "bwrap":
             run_env = sandbox_env(root, bwrap.TMP_PATH, marker, env, mplconfig=bwrap.MPL_PATH)
             mpl = host_mplconfig()
-            if export_names is None and warm.warm_enabled():  # the workspace's own runs, not a throwaway copy's
-                if pytest_args is not None and prime_tests:
-                    proc = warm.launch(root, run_env, rlimits, limits, mpl, pytest_args=pytest_args)
+            # a workspace's own runs, or runs in a directory its caller runs in again; not a throwaway copy's
+            if (export_names is None or keep_sandbox) and warm.warm_enabled():
+                if pytest_args is not None and (prime_tests or keep_sandbox):
+                    proc = warm.launch(root, run_env, rlimits, limits, mpl, pytest_args=pytest_args,
+                                       prime=prime_tests, export_names=export_names)
                 elif pytest_args is None and _python_script(argv, root):
-                    proc = warm.launch(root, run_env, rlimits, limits, mpl, script=argv[1:])
+                    proc = warm.launch(root, run_env, rlimits, limits, mpl, script=argv[1:], export_names=export_names)
             if proc is None:
                 proc = local.launch(argv, root, run_env, {**rlimits, **bwrap.init_config(root, limits, mpl, export_names)},
                                     command=bwrap.command(root, limits, local.CHILD_SCRIPT, mpl), control=True,

@@ -17,11 +17,12 @@ imported before the run starts (as with the fork server), ``/proc/1/cmdline`` na
 ``_child.py``, process ids grow from run to run, and the kernel keyrings of the sandbox's user namespace
 (reachable from Python only through ``ctypes``) are not reset.
 
-Which runs: pytest runs in the workspace's own directory (``prime_tests``, whose files agents see anyway;
-never a hidden suite, which runs in a throwaway copy in a one-off sandbox), and agents' ``python <script>``
-runs there, in a second sandbox whose init imports nothing for them (each run starts from the modules a
-fresh interpreter has, as with the local script fork server); one run at a time per sandbox (a second run
-at once takes a one-off sandbox). The host's workspace directory is bound into the sandbox when
+Which runs: pytest runs in the workspace's own directory (``prime_tests``, whose files agents see anyway),
+and agents' ``python <script>`` runs there, in a second sandbox whose init imports nothing for them (each run
+starts from the modules a fresh interpreter has, as with the local script fork server). A hidden suite runs
+in a copy of the workspace in this process's one staging directory (``keep_sandbox``), whose sandbox serves
+every hidden run of the process and is never sent a test file ahead: no sandbox an agent's run is forked in
+ever holds a hidden file. One run at a time per sandbox (a second run at once takes a one-off sandbox). The host's workspace directory is bound into the sandbox when
 it starts; a directory replaced since (same path, another inode) gets a new sandbox.
 
 Lifetime: at most :data:`MAX_SANDBOXES` per process (the least recently used is stopped first); a trial
@@ -244,17 +245,21 @@ def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir:
 
 
 def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | None], limits: SandboxLimits,
-           mpl_dir: str | None, *, pytest_args: list[str] | None = None, script: list[str] | None = None) -> WarmRun | None:
+           mpl_dir: str | None, *, pytest_args: list[str] | None = None, script: list[str] | None = None,
+           prime: bool = True, export_names: list[str] | None = None) -> WarmRun | None:
     """Start one run in a warm sandbox of ``root``: a pytest session (``pytest_args``, what follows ``python -m
     pytest``) or ``python <script>`` (``script``, what follows ``python``). None to use a one-off sandbox (the
-    sandbox is busy with another run, or cannot start or answer: then after a warning)."""
+    sandbox is busy with another run, or cannot start or answer: then after a warning).
+
+    ``prime``: the test sandbox is sent the text of ``root``'s test files ahead (never for a hidden suite);
+    ``export_names``: only these top-level entries are handed back."""
     mode = "script" if script is not None else "pytest"
     sandbox = _get(root, limits, run_env, mpl_dir, mode)
     if sandbox is None:
         return None
     # PWD: bwrap's --chdir sets it for a one-off sandbox's processes
     payload = {"cwd": str(root), "env": {**run_env, "PWD": str(root)}, "limits": dict(rlimits),
-               "grace": limits.sigterm_grace_seconds}
+               "grace": limits.sigterm_grace_seconds, "export_names": export_names}
     if script is not None:
         payload["script"] = list(script)
     else:
@@ -263,7 +268,7 @@ def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | N
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         try:
-            if mode == "pytest":
+            if mode == "pytest" and prime:
                 sandbox.prime(root)
             sandbox.send(json.dumps(payload).encode(), [w for _r, w in pipes] + [theirs.fileno()])
         finally:

@@ -199,10 +199,14 @@ def _worker_main(conn, parent_pid: int, out: str, init, initargs, settings) -> N
     except (KeyboardInterrupt, EOFError, OSError):
         pass
     finally:
+        from latte_lab.sandbox import warm
+        from latte_lab.sandbox.pytest import remove_stage
         from latte_lab.sandbox.zygote import shutdown_zygotes
 
-        with contextlib.suppress(Exception):
-            shutdown_zygotes()  # multiprocessing skips atexit in its children: close the fork server here
+        with contextlib.suppress(Exception):  # multiprocessing skips atexit in its children: close them here
+            shutdown_zygotes()  # the fork servers
+            warm.shutdown()  # the warm sandboxes
+            remove_stage()  # and the hidden runs' staging directory
         kill_tree(os.getpid(), include_root=False)
         conn.close()
 
