@@ -96,12 +96,17 @@ def _normal(text: str) -> str:
     return re.sub(r"0x[0-9a-f]+", "0x?", text)
 
 
-@pytest.fixture
-def workspace(tmp_path) -> Workspace:
-    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
+def corpus_workspace(root: Path, sandbox: str = "local") -> Workspace:
+    """A workspace holding the scripts above (the warm bubblewrap sandbox's tests use it too)."""
+    ws = Workspace(root, memo=False, sandbox=sandbox)
     for path, text in SCRIPTS.items():
         ws.setup_file(path, _bytes(text))
     return ws
+
+
+@pytest.fixture
+def workspace(tmp_path) -> Workspace:
+    return corpus_workspace(tmp_path / "ws")
 
 
 @pytest.mark.parametrize("script", [p for p in SCRIPTS if p.endswith(".py") and p != "sub/helper.py"])
@@ -136,19 +141,26 @@ def test_what_a_script_sees_and_how_it_ends(workspace, monkeypatch):
     assert "found beside the script" in nested and str(workspace.root / "sub") in nested
 
 
-def test_forked_scripts_keep_the_sandbox_limits(tmp_path, monkeypatch):
-    monkeypatch.setattr(zyg, "USE_ZYGOTE", True)
-    ws = Workspace(tmp_path / "ws", memo=False, sandbox="local",
-                   limits=SandboxLimits(cpu_seconds=1, output_bytes=4096))
+LIMITS = SandboxLimits(cpu_seconds=1, output_bytes=4096)
+
+
+def assert_scripts_keep_the_limits(ws: Workspace) -> None:
+    """A busy loop meets the CPU limit, a flood is capped, a sleeper is timed out (its files kept); ``ws`` has
+    :data:`LIMITS`. The warm bubblewrap sandbox's tests use it too."""
     ws.setup_file("spin.py", "while True:\n    pass\n")
     ws.setup_file("flood.py", "print('x' * 100_000)\n")
-    ws.setup_file("hang.py", "import time\ntime.sleep(60)\n")
+    ws.setup_file("hang.py", "import time\nopen('started.txt', 'w').write('yes')\ntime.sleep(60)\n")
     spin = ws.run_script("spin.py")
     assert spin.returncode != 0 and any("CPU" in n for n in spin.notes), spin
     flood = ws.run_script("flood.py")
     assert flood.truncated and len(flood.stdout) < 5000
     hang = ws.run_script("hang.py", timeout=1)
-    assert hang.timed_out
+    assert hang.timed_out and ws.read("started.txt") == "yes"
+
+
+def test_forked_scripts_keep_the_sandbox_limits(tmp_path, monkeypatch):
+    monkeypatch.setattr(zyg, "USE_ZYGOTE", True)
+    assert_scripts_keep_the_limits(Workspace(tmp_path / "ws", memo=False, sandbox="local", limits=LIMITS))
 
 
 def test_a_script_zygote_is_apart_from_the_pytest_one(workspace, monkeypatch):

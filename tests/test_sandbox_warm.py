@@ -251,12 +251,9 @@ def test_a_workspace_the_run_made_unreadable_is_not_handed_back_and_the_run_says
 
 @pytest.fixture
 def scripts(tmp_path) -> Workspace:
-    from test_sandbox_scripts import SCRIPTS, _bytes
+    from test_sandbox_scripts import corpus_workspace
 
-    ws = Workspace(tmp_path / "scripts", memo=False, sandbox="bwrap")
-    for path, text in SCRIPTS.items():
-        ws.setup_file(path, _bytes(text))
-    return ws
+    return corpus_workspace(tmp_path / "scripts", "bwrap")
 
 
 def _script_names() -> list[str]:
@@ -278,21 +275,15 @@ def test_a_script_in_a_warm_sandbox_runs_as_in_a_sandbox_of_its_own(scripts, mon
 
 
 def test_scripts_and_tests_have_sandboxes_apart_and_scripts_keep_the_limits(tmp_path):
-    ws = Workspace(tmp_path / "ws", memo=False, sandbox="bwrap", limits=SandboxLimits(cpu_seconds=1, output_bytes=4096))
+    from test_sandbox_scripts import LIMITS, assert_scripts_keep_the_limits
+
+    ws = Workspace(tmp_path / "ws", memo=False, sandbox="bwrap", limits=LIMITS)
     ws.setup_file("test_x.py", "def test_x():\n    assert True\n")
     ws.setup_file("modules.py", "import sys\nprint(sorted(m for m in sys.modules if 'pytest' in m))\n")
     assert ws.run_tests(["test_x.py"], timeout=30).passed == 1
     assert ws.run_script("modules.py").stdout == "[]\n"  # never forked from the process that imported pytest
     assert sorted(s.mode for s in live_sandboxes()) == ["pytest", "script"]
-    ws.setup_file("spin.py", "while True:\n    pass\n")
-    ws.setup_file("flood.py", "print('x' * 100_000)\n")
-    ws.setup_file("hang.py", "import time\nopen('started.txt', 'w').write('yes')\ntime.sleep(60)\n")
-    spin = ws.run_script("spin.py")
-    assert spin.returncode != 0 and any("CPU" in n for n in spin.notes), spin
-    flood = ws.run_script("flood.py")
-    assert flood.truncated and len(flood.stdout) < 5000
-    hang = ws.run_script("hang.py", timeout=1)
-    assert hang.timed_out and ws.read("started.txt") == "yes"
+    assert_scripts_keep_the_limits(ws)
     assert ws.run_script("modules.py").stdout == "[]\n" and len(live_sandboxes()) == 2
 
 
