@@ -251,8 +251,8 @@ def run_pytest(
             full = confined(copy, path)
             full.parent.mkdir(parents=True, exist_ok=True)
             full.write_text(text, encoding="utf-8")
-        # The copy itself is thrown away. Its test files (a hidden suite) are never handed to the fork server
-        # ahead of the run: every later run is forked from it, and must not find them in its memory.
+        # The copy is removed after the run. Its test files (a hidden suite) are never handed to a fork server
+        # ahead of the run: later runs are forked from it, and must not find them in its memory.
         return _run_in(copy, args, timeout, limits, sandbox, [JUNIT_NAME], prime_tests=False, keep_sandbox=staged)
 
 

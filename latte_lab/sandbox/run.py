@@ -23,8 +23,9 @@ runs the command as this user on the real file system, with the limits above; wh
 is listed in the README (reading files by absolute path, writing anywhere the user can, the network,
 other processes of the user that hold keys in their initial environment). Test runs on the local backend
 may be forked from the pytest fork server (:mod:`latte_lab.sandbox.zygote`), with the same guarantees;
-on the bwrap backend, a workspace's own test runs are forked inside a sandbox kept for that workspace and
-reset before each run (:mod:`latte_lab.sandbox.warm`), which shows a run what a sandbox of its own shows.
+on the bwrap backend, a workspace's own test runs and scripts are forked inside sandboxes kept for that
+workspace, and hidden suites inside one kept for the process's staging directory, each reset before every
+run (:mod:`latte_lab.sandbox.warm`), which shows a run what a sandbox of its own shows.
 
 Fork bombs: RLIMIT_NPROC is not enforced by the kernel for root, so while a run is going the parent
 also counts the run's processes every :data:`PROCESS_CHECK_INTERVAL_SECONDS` and stops the whole run
