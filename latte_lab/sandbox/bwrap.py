@@ -17,6 +17,10 @@ What a run sees and may do:
 * its first process (``_child.py``) is the namespace's init: when the command ends, or the parent asks
   for a stop at a timeout, it kills every process of the namespace, so nothing outlives the run, and
   the whole sandbox dies with the parent (``--die-with-parent``).
+
+One thing the namespaces do not separate: the kernel's user keyring (``add_key``/``keyctl``, reachable from
+Python only through ``ctypes``) is shared by every sandbox this user starts, so a key one run adds is seen by
+later runs (never the host's keys: the host's keyring is not visible inside).
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ earlier run left, removes its System V IPC objects, empties the workspace, ``/tm
 copies the host's workspace in again; after it, it kills every process the run left and hands the workspace
 back as a one-off sandbox does. The differences, none visible to a task's suite: in test runs pytest is
 imported before the run starts (as with the fork server), ``/proc/1/cmdline`` names this init rather than
-``_child.py``, process ids grow from run to run, and the kernel keyrings of the sandbox's user namespace
-(reachable from Python only through ``ctypes``) are not reset.
+``_child.py``, and process ids grow from run to run. (The kernel's user keyring is shared by every
+bubblewrap sandbox of the user, one-off or warm alike: see :mod:`latte_lab.sandbox.bwrap`.)
 
 Which runs: pytest runs in the workspace's own directory (``prime_tests``, whose files agents see anyway),
 and agents' ``python <script>`` runs there, in a second sandbox whose init imports nothing for them (each run
