@@ -53,7 +53,7 @@ from latte_lab.sandbox.process import count_processes, stop_sandbox
 
 USE_WARM = True
 WARM_DISABLE_VAR = "LATTE_LAB_NO_WARM_SANDBOX"  # =1 in the environment turns warm sandboxes off
-MAX_SANDBOXES = 4  # live warm sandboxes per process (each an interpreter with pytest imported, ~50 MB)
+MAX_SANDBOXES = 4  # live warm sandboxes per process (a test sandbox holds about 35 MB, a script one 15 MB)
 MAX_START_FAILURES = 3
 CLOSE_SECONDS = 2.0  # after end of file on its control socket: how long the sandbox may take to end
 SERVER_DIR = f"{bwrap.SANDBOX_DIR}/server"  # where the init's own files appear inside the sandbox
