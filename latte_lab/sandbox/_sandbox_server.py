@@ -33,9 +33,10 @@ for pytest or ``script`` for ``python <script>``) plus ``grace`` and ``export_na
    SIGTERM to every process of the namespace, ``grace`` seconds, SIGKILL;
 5. kills and reaps every process the run left, then writes the workspace as a tar stream to the export
    pipe from a forked process (so the files never pass through the server's own memory) and sends
-   ``{"status", "orphans": false, "subreaper": true, "disk_full", "tmp_full", "exported",
-   "export_failed"}``, as ``_child.py`` reports a one-off sandbox's run (``export_failed``: the copy came in
-   whole but the workspace the run left could not be written out, e.g. a file the run made unreadable).
+   ``{"status", "orphans", "subreaper": true, "disk_full", "tmp_full", "exported", "export_failed"}``, as
+   ``_child.py`` reports a one-off sandbox's run (``orphans``: a process that would not die, which makes the
+   host stop the whole sandbox; ``export_failed``: the copy came in whole but the workspace the run left
+   could not be written out, e.g. a file the run made unreadable).
 
 A message without descriptors is ``{"prime": [[path, text]]}`` (the fork server's :func:`prime`). End of
 file on the control socket ends the server, and with it, the kernel ends every process of the namespace.
@@ -53,7 +54,6 @@ import signal  # noqa: E402
 import socket  # noqa: E402
 
 MAX_MESSAGE_BYTES = 2**20  # one request (env + args)
-EXIT_SETUP_FAILED = 126
 
 
 def _load(filename: str, name: str):
@@ -181,7 +181,9 @@ def _serve_run(request: dict, fds: list[int], init: dict, wakeup_r: int) -> None
         reply.send(json.dumps({"pid": pid}).encode())
         status = CHILD.wait_for_child(pid, True, reply.fileno(), float(request.get("grace", 1.0)), wakeup_r)
         CHILD.end_namespace()
-        report = {"status": status, "orphans": False, "subreaper": True,
+        # None is left, unless one would not die within end_namespace's deadline (uninterruptible sleep): then
+        # the host stops the whole sandbox, and the next run gets a new one
+        report = {"status": status, "orphans": CHILD._reap()[1], "subreaper": True,
                   "disk_full": CHILD.full(init["workspace"]), "tmp_full": CHILD.full(init["tmp"])}
         held.remove(export_fd)
         if copied:  # a partial copy must never replace the workspace
