@@ -349,3 +349,44 @@ def test_full_disks_are_said_and_emptied_for_the_next_run(tmp_path):
     assert (ws.root / "big.bin").stat().st_size == 3 * 2**20  # the host's workspace is left as it was
     (ws.root / "big.bin").unlink()
     assert ws.run_tests(["test_tmp_is_empty.py"], timeout=30).passed == 1 and len(live_sandboxes()) == 1
+
+
+AGE = '''
+import os
+def test_age():
+    ticks = int(open("/proc/self/stat").read().rpartition(")")[2].split()[19])
+    age = float(open("/proc/uptime").read().split()[0]) - ticks / os.sysconf("SC_CLK_TCK")
+    open("age.txt", "w").write(f"{age:.3f}")
+'''
+
+
+def test_the_next_runs_process_is_forked_ahead_and_a_dead_one_is_replaced(tmp_path, monkeypatch):
+    import time
+
+    import psutil
+
+    from latte_lab.sandbox import zygote
+
+    def age_of_the_run(ws: Workspace, after: float = 1.0) -> float:
+        time.sleep(after)  # the host at work between two runs
+        assert ws.run_tests(["test_age.py"], timeout=30).passed == 1
+        return float(ws.read("age.txt"))
+
+    for policy in ("never", "always"):
+        monkeypatch.setattr(zygote, "SPARES", policy)
+        ws = Workspace(tmp_path / policy, memo=False, sandbox="bwrap")
+        ws.setup_file("test_age.py", AGE)
+        age_of_the_run(ws, after=0)  # starts the sandbox
+        age = age_of_the_run(ws)
+        if policy == "never":
+            assert age < 0.9, age  # forked at the request
+        else:
+            assert age >= 0.9, age  # forked ahead, right after the last run
+            (sandbox,) = [s for s in live_sandboxes() if s.root.name == "always"]
+            (init,) = psutil.Process(sandbox.proc.pid).children()
+            (spare,) = init.children()
+            spare.kill()  # a spare that died: the run is forked at its request instead
+            deadline = time.monotonic() + 5
+            while spare.is_running() and spare.status() != psutil.STATUS_ZOMBIE and time.monotonic() < deadline:
+                time.sleep(0.01)  # (the init reaps it at the next run)
+            assert age_of_the_run(ws) < 0.9

@@ -38,6 +38,11 @@ for pytest or ``script`` for ``python <script>``) plus ``grace`` and ``export_na
    host stop the whole sandbox; ``export_failed``: the copy came in whole but the workspace the run left
    could not be written out, e.g. a file the run made unreadable).
 
+After a run, while a CPU is idle (``init["spares"]``: the host's ``zygote.SPARES``), the init forks the next
+run's process ahead, as the fork server does: it copies its memory and waits, not dumpable, for its request,
+which step 3 hands it instead of forking. It is forked after step 5 has left no other process, so step 1
+has nothing to kill before it; a test file primed since it was forked makes a new one.
+
 A message without descriptors is ``{"prime": [[path, text]]}`` (the fork server's :func:`prime`). End of
 file on the control socket ends the server, and with it, the kernel ends every process of the namespace.
 """
@@ -159,6 +164,64 @@ def _export(fd: int, init: dict, names: list | None) -> bool:
     return os.waitstatus_to_exitcode(status) == 0
 
 
+# The next run's process, forked ahead while a CPU is idle after a run: it copies its memory and waits for its
+# request (the fork server's spare child, ``_zygote_server._spare_child``). (the init's end of its link, pid)
+SPARE: list = []
+
+
+def _fork_spare(control: socket.socket) -> None:
+    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        pid = os.fork()
+    except OSError:
+        mine.close()
+        theirs.close()
+        return
+    if pid == 0:
+        signal.set_wakeup_fd(-1)
+        mine.close()
+        control.close()
+        ZYGOTE._spare_child(theirs)  # not dumpable until it has its request; never returns
+    theirs.close()
+    SPARE[:] = [mine, pid]
+
+
+def _drop_spare() -> None:
+    """End the spare unused (a test file primed since it was forked, which it lacks)."""
+    if SPARE:
+        link, pid = SPARE
+        SPARE.clear()
+        link.close()  # it exits on end of file; the kill makes sure
+        try:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+
+
+def _start_run(request: dict, out_fd: int, err_fd: int) -> int:
+    """The run's pid: the spare, handed the request, or a child forked now."""
+    if SPARE:
+        link, pid = SPARE
+        SPARE.clear()
+        try:
+            socket.send_fds(link, [json.dumps(request).encode()], [out_fd, err_fd])
+            return pid
+        except OSError:  # it died: forked anew below (wait_for_child reaps what is left of it)
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        finally:
+            link.close()
+    pid = os.fork()
+    if pid == 0:
+        signal.set_wakeup_fd(-1)  # the server's; its descriptor number is about to be reused
+        ZYGOTE._prctl(ZYGOTE.PR_SET_DUMPABLE, 1)  # the run, as exec would make it
+        ZYGOTE._run_child(request, out_fd, err_fd)  # never returns
+    return pid
+
+
 def _serve_run(request: dict, fds: list[int], init: dict, wakeup_r: int) -> None:
     out_fd, err_fd, export_fd, reply_fd = fds
     reply = socket.socket(fileno=reply_fd)
@@ -169,13 +232,10 @@ def _serve_run(request: dict, fds: list[int], init: dict, wakeup_r: int) -> None
         os.close(fd)
 
     try:
-        CHILD.end_namespace()  # what an earlier run left (after a normal run: nothing)
+        if not SPARE:  # (a spare was forked after the last run's end, which left no other process)
+            CHILD.end_namespace()  # what an earlier run left (after a normal run: nothing)
         copied = _reset(init)
-        pid = os.fork()
-        if pid == 0:
-            signal.set_wakeup_fd(-1)  # the server's; its descriptor number is about to be reused
-            ZYGOTE._prctl(ZYGOTE.PR_SET_DUMPABLE, 1)  # the run, as exec would make it
-            ZYGOTE._run_child(request, out_fd, err_fd)  # never returns
+        pid = _start_run(request, out_fd, err_fd)
         close(out_fd)
         close(err_fd)
         reply.send(json.dumps({"pid": pid}).encode())
@@ -206,6 +266,7 @@ def _serve_run(request: dict, fds: list[int], init: dict, wakeup_r: int) -> None
 
 def serve(control_fd: int, init: dict) -> None:
     import gc
+    import select
 
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes wait_for_child's select
@@ -232,12 +293,18 @@ def serve(control_fd: int, init: dict) -> None:
                     ZYGOTE.prime(files)
                 except Exception:  # noqa: BLE001 - a file the run rewrites itself
                     pass
+                _drop_spare()  # forked before these rewrites: the next one has them
             continue
         if len(fds) != 4 or not isinstance(message, dict):
             for fd in fds:
                 os.close(fd)
             continue
         _serve_run(message, list(fds), init, wakeup_r)
+        # The next run's process, while the host works on this one's result, unless a message is already there
+        if ZYGOTE.USE_SPARES and not select.select([control], [], [], 0)[0]:
+            if ZYGOTE.SPARES == "always" or ZYGOTE._idle_cpu():
+                _fork_spare(control)
+    _drop_spare()
     os._exit(0)
 
 
@@ -255,4 +322,6 @@ if __name__ == "__main__":
         ZYGOTE.STARTUP_MODULES = ZYGOTE.WARM_MODULES = STARTUP_MODULES
     else:  # imports pytest, rehearses a session
         ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server")
+    ZYGOTE.SPARES = INIT.get("spares", "idle")  # the host's zygote.SPARES
+    ZYGOTE.USE_SPARES = ZYGOTE.SPARES != "never" and ZYGOTE.USE_SPARES
     serve(int(sys.argv[1]), INIT)

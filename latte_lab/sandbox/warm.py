@@ -86,8 +86,8 @@ class WarmSandbox(zygote._Zygote):
     def _argv(self, fd: int) -> list[str]:
         files = {str(_HERE / name): f"{SERVER_DIR}/{name}" for name in SERVER_FILES}
         mpl = self.mpl_dir if self.mpl_dir and os.path.isdir(self.mpl_dir) else None
-        init = {"mode": self.mode, "no_loopback": not self.limits.loopback, "workspace": str(self.root),
-                "input": bwrap.INPUT_PATH, "tmp": bwrap.TMP_PATH, "shm": "/dev/shm",
+        init = {"mode": self.mode, "spares": zygote.SPARES, "no_loopback": not self.limits.loopback,
+                "workspace": str(self.root), "input": bwrap.INPUT_PATH, "tmp": bwrap.TMP_PATH, "shm": "/dev/shm",
                 "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH] if mpl else None}
         return [*bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
                 sys.executable, f"{SERVER_DIR}/_sandbox_server.py", str(fd), json.dumps(init)]
@@ -180,8 +180,8 @@ _warn = _SERVERS.warn
 
 def _key(root: Path, limits: SandboxLimits, env: Mapping[str, str], mpl_dir: str | None, mode: str) -> tuple:
     st = os.stat(root)
-    return (str(root), mode, st.st_dev, st.st_ino, sys.executable, limits.disk_bytes, limits.tmp_bytes,
-            limits.loopback, mpl_dir, tuple(sorted(env.items())))
+    return (str(root), mode, st.st_dev, st.st_ino, sys.executable, zygote.SPARES, limits.disk_bytes,
+            limits.tmp_bytes, limits.loopback, mpl_dir, tuple(sorted(env.items())))
 
 
 def _drop(sandbox: WarmSandbox) -> None:
