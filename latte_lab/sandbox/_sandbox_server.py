@@ -169,21 +169,15 @@ def _export(fd: int, init: dict, names: list | None) -> bool:
 SPARE: list = []
 
 
+def _spare(link: socket.socket) -> None:
+    signal.set_wakeup_fd(-1)  # the init's
+    ZYGOTE._spare_child(link)  # not dumpable until it has its request; never returns
+
+
 def _fork_spare(control: socket.socket) -> None:
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        pid = os.fork()
-    except OSError:
-        mine.close()
-        theirs.close()
-        return
-    if pid == 0:
-        signal.set_wakeup_fd(-1)
-        mine.close()
-        control.close()
-        ZYGOTE._spare_child(theirs)  # not dumpable until it has its request; never returns
-    theirs.close()
-    SPARE[:] = [mine, pid]
+    spare = ZYGOTE._fork_spare(_spare, control.fileno())
+    if spare is not None:
+        SPARE[:] = spare
 
 
 def _drop_spare() -> None:

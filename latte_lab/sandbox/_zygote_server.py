@@ -622,8 +622,10 @@ def _spare_child(link: socket.socket) -> None:
     _run_child(request, fds[0], fds[1])
 
 
-def _fork_spare() -> tuple[socket.socket, int] | None:
-    """A spare reaper (:func:`_spare_reaper`) and the zygote's end of its link, or None if it cannot fork."""
+def _fork_spare(body=None, control_fd: int | None = None) -> tuple[socket.socket, int] | None:
+    """A spare reaper (:func:`_spare_reaper`, or ``body``, which never returns) and the zygote's end of its
+    link, or None if it cannot fork. The spare closes the control socket (``control_fd``, by default
+    :data:`CONTROL_FD`)."""
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         pid = os.fork()
@@ -633,8 +635,8 @@ def _fork_spare() -> tuple[socket.socket, int] | None:
         return None
     if pid == 0:
         mine.close()
-        os.close(CONTROL_FD)
-        _spare_reaper(theirs)
+        os.close(CONTROL_FD if control_fd is None else control_fd)
+        (body or _spare_reaper)(theirs)
     theirs.close()
     return mine, pid
 
