@@ -196,18 +196,16 @@ def _drop_spare() -> None:
 def _start_run(request: dict, out_fd: int, err_fd: int) -> int:
     """The run's pid: the spare, handed the request, or a child forked now."""
     if SPARE:
-        link, pid = SPARE
+        spare = tuple(SPARE)
         SPARE.clear()
-        try:
-            socket.send_fds(link, [json.dumps(request).encode()], [out_fd, err_fd])
-            return pid
-        except OSError:  # it died: forked anew below (wait_for_child reaps what is left of it)
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except OSError:
-                pass
-        finally:
-            link.close()
+        handed = ZYGOTE._hand_to_spare(spare, json.dumps(request).encode(), [out_fd, err_fd])
+        spare[0].close()
+        if handed:
+            return spare[1]
+        try:  # it died: forked anew below (wait_for_child reaps what is left of it)
+            os.kill(spare[1], signal.SIGKILL)
+        except OSError:
+            pass
     pid = os.fork()
     if pid == 0:
         signal.set_wakeup_fd(-1)  # the server's; its descriptor number is about to be reused

@@ -79,6 +79,7 @@ class WarmSandbox(zygote._Zygote):
                  mode: str = "pytest"):
         self.root, self.limits, self.mpl_dir = root, limits, mpl_dir
         self.busy = threading.Lock()  # one run at a time
+        self.broken = False  # a run got no report: the sandbox is stopped when that run is closed
         super().__init__(env, mode=mode)
         # bwrap and the init: the processes of the sandbox that are not a run's
         self.overhead = max(count_processes(self.proc.pid, tree_only=True), 1)
@@ -167,7 +168,7 @@ class WarmRun(zygote.StatusRun):
             self.export_fd = None
         sandbox, self.sandbox = self.sandbox, None
         if sandbox is not None:
-            if getattr(sandbox, "broken", False) or sandbox.proc.poll() is not None:
+            if sandbox.broken or sandbox.proc.poll() is not None:
                 _drop(sandbox)
             sandbox.busy.release()
 
@@ -258,41 +259,22 @@ def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | N
     if sandbox is None:
         return None
     # PWD: bwrap's --chdir sets it for a one-off sandbox's processes
-    payload = {"cwd": str(root), "env": {**run_env, "PWD": str(root)}, "limits": dict(rlimits),
-               "grace": limits.sigterm_grace_seconds, "export_names": export_names}
-    if script is not None:
-        payload["script"] = list(script)
-    else:
-        payload["args"] = list(pytest_args or ())
-    pipes = [os.pipe() for _ in range(3)]  # stdout, stderr, the workspace's export
-    mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    try:
-        try:
-            if mode == "pytest" and prime:
-                sandbox.prime(root)
-            sandbox.send(json.dumps(payload).encode(), [w for _r, w in pipes] + [theirs.fileno()])
-        finally:
-            for _r, w in pipes:
-                os.close(w)
-            theirs.close()
-        mine.settimeout(zygote.ZYGOTE_REPLY_TIMEOUT_SECONDS)
-        try:
-            data = mine.recv(65536)
-            reply = json.loads(data) if data else {}
-        except (OSError, ValueError) as exc:
-            raise zygote.ZygoteError(f"no answer from the warm sandbox: {exc}") from None
-        if "pid" not in reply:
-            raise zygote.ZygoteError(str(reply.get("error", "the warm sandbox closed the request unanswered")))
-        mine.settimeout(None)
-        return WarmRun(sandbox, mine, pipes[0][0], pipes[1][0], pipes[2][0])
+    request = zygote.run_request(str(root), {**run_env, "PWD": str(root)}, rlimits, pytest_args, script,
+                                 grace=limits.sigterm_grace_seconds, export_names=export_names)
+
+    def send(fds: list[int]) -> None:
+        if mode == "pytest" and prime:
+            sandbox.prime(root)
+        sandbox.send(request, fds)
+
+    try:  # pipes: the run's stdout, stderr and the workspace's export
+        sock, (out_r, err_r, export_r), _reply = zygote.hand_over(send, 3, "the warm sandbox")
     except zygote.ZygoteError as exc:
-        for r, _w in pipes:
-            os.close(r)
-        mine.close()
         _drop(sandbox)
         sandbox.busy.release()
         _warn(str(exc))
         return None
+    return WarmRun(sandbox, sock, out_r, err_r, export_r)
 
 
 def release(root: Path | str) -> None:

@@ -415,47 +415,70 @@ def launch(
     zygote = _get(child_env, mode)
     if zygote is None:
         return None
-    payload = {"cwd": os.path.abspath(root), "env": dict(child_env), "limits": dict(child_limits)}
+    request = run_request(os.path.abspath(root), child_env, child_limits, pytest_args, script)
+
+    def send(fds: list[int]) -> None:
+        nonlocal zygote
+        try:
+            if prime and script is None:
+                zygote.prime(root)
+            zygote.send(request, fds)
+        except ZygoteError:
+            if zygote.alive():
+                raise
+            # It died since the last run (nothing was sent): restart it, once, transparently.
+            zygote = _get(child_env, mode)
+            if zygote is None:
+                raise
+            zygote.send(request, fds)
+
+    try:
+        sock, (out_r, err_r), reply = hand_over(send, 2, "the zygote")
+    except ZygoteError as exc:
+        _warn(str(exc))  # a dead zygote is restarted by the next run
+        return None
+    return ZygoteRun(sock, out_r, err_r, int(reply["pid"]), int(reply["leader"]))
+
+
+def run_request(cwd: str, env: Mapping[str, str], limits: Mapping[str, int | None], pytest_args: list[str] | None,
+                script: list[str] | None, **extra) -> bytes:
+    """A fork server's request for one run (see ``_zygote_server``): ``args`` for pytest, or ``script``;
+    ``extra`` adds fields (a warm sandbox's)."""
+    payload = {"cwd": cwd, "env": dict(env), "limits": dict(limits), **extra}
     if script is not None:
         payload["script"] = list(script)
     else:
         payload["args"] = list(pytest_args or ())
-    request = json.dumps(payload).encode()
-    out_r, out_w = os.pipe()
-    err_r, err_w = os.pipe()
+    return json.dumps(payload).encode()
+
+
+def hand_over(send, pipes: int, server: str) -> tuple[socket.socket, list[int], dict]:
+    """One run's request handed to a fork server: ``pipes`` new pipes (the run's stdout, stderr, ...) and a
+    reply socket, whose ends for the run ``send(fds)`` passes on (write ends first, then the socket). Returns
+    the reply socket, the read ends and the server's first reply (``{"pid": ...}``); raises
+    :class:`ZygoteError`, with every descriptor closed, if ``send`` does or the server answers no pid within
+    :data:`ZYGOTE_REPLY_TIMEOUT_SECONDS`."""
+    ends = [os.pipe() for _ in range(pipes)]
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         try:
-            try:
-                if prime and script is None:
-                    zygote.prime(root)
-                zygote.send(request, [out_w, err_w, theirs.fileno()])
-            except ZygoteError:
-                if zygote.alive():
-                    raise
-                # It died since the last run (nothing was sent): restart it, once, transparently.
-                zygote = _get(child_env, mode)
-                if zygote is None:
-                    raise
-                zygote.send(request, [out_w, err_w, theirs.fileno()])
+            send([w for _r, w in ends] + [theirs.fileno()])
         finally:
-            os.close(out_w)
-            os.close(err_w)
+            for _r, w in ends:
+                os.close(w)
             theirs.close()
         mine.settimeout(ZYGOTE_REPLY_TIMEOUT_SECONDS)
         try:
             data = mine.recv(65536)
             reply = json.loads(data) if data else {}
         except (OSError, ValueError) as exc:
-            raise ZygoteError(f"no answer from the zygote: {exc}") from None
+            raise ZygoteError(f"no answer from {server}: {exc}") from None
         if "pid" not in reply:
-            raise ZygoteError(str(reply.get("error", "the zygote closed the request unanswered")))
+            raise ZygoteError(str(reply.get("error", f"{server} closed the request unanswered")))
         mine.settimeout(None)
-        return ZygoteRun(mine, out_r, err_r, int(reply["pid"]), int(reply["leader"]))
-    except ZygoteError as exc:
-        for fd in (out_r, err_r):
-            os.close(fd)
+        return mine, [r for r, _w in ends], reply
+    except ZygoteError:
+        for r, _w in ends:
+            os.close(r)
         mine.close()
-        _warn(str(exc))  # a dead zygote is restarted by the next run
-        return None
-
+        raise
