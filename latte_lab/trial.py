@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from latte_lab import rundir
+from latte_lab import rundir, sweepdir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError, LatteError
 from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
@@ -174,6 +174,13 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
         try:
             result = _finish(config, task, team_obj, log, writer, status, error, real_seconds,
                              reason="interrupted" if stopped is not None else end_reason)
+        except Exception as exc:  # a bug in the record's making: the trial still ends recorded, as failed
+            from latte_lab.models.keys import redact
+
+            if not writer.disk_full:
+                sweepdir.mark_failed(run_dir, redact(f"the trial's record could not be completed: "
+                                                     f"{type(exc).__name__}: {exc}"))
+            raise
         finally:
             log.close()
             writer.close()

@@ -121,6 +121,28 @@ def test_a_finished_result_left_in_the_running_area_is_moved_into_place_not_reru
     assert not list(sweepdir.running_dir(out).iterdir())
 
 
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_a_trial_that_fails_past_its_start_is_put_in_place_as_failed_and_the_sweep_says_why(tmp_path, monkeypatch,
+                                                                                           n_jobs):
+    """An error inside a trial's own making of its record (in this process, or in a worker forked from it)
+    stops the sweep with that error; its attempt is kept in place as failed, and nothing stays under way."""
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr("latte_lab.metrics.trial_metrics", broken)
+    out = tmp_path / "sweep"
+    with pytest.raises(ZeroDivisionError):
+        run_sweep({"task": "debug", "team": ["latte", "static"], "max_rounds": 2}, out=out, n_jobs=n_jobs,
+                  progress=False)
+    assert not list(sweepdir.running_dir(out).iterdir())
+    attempts = sorted(p for p in out.iterdir() if sweepdir.attempt_of(p.name)[1] is not None)
+    assert attempts
+    for path in attempts:
+        failed = rundir.read_result(path)
+        assert failed["status"] == "error" and "ZeroDivisionError: division by zero" in failed["error"]
+        assert (path / rundir.EVENTS_FILE).exists()  # the partial record is kept
+
+
 def test_a_good_result_is_never_renamed(tmp_path):
     out = tmp_path / "sweep"
     [cfg] = expand_grid({"task": "debug", "max_rounds": 2}, out)

@@ -81,6 +81,34 @@ def test_an_interrupt_is_labelled_interrupted(tmp_path):
     assert [e["reason"] for e in _jsonl_lines(run_dir / rundir.EVENTS_FILE) if e["type"] == "run_end"] == ["interrupted"]
 
 
+@pytest.mark.parametrize("step", ["setup", "planning"])
+@pytest.mark.parametrize("team", ll.teams.names())
+def test_an_interrupt_before_the_first_round_still_leaves_a_whole_record(tmp_path, monkeypatch, team, step):
+    """A SIGTERM or Ctrl-C landing while the team sets up (before a graph team has its graph): the record
+    is written as for any interrupt, not lost to an error in its own making."""
+    from latte_lab.trial import team_class
+
+    def stopped(self, *args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(team_class(team), step, stopped)
+    with pytest.raises(KeyboardInterrupt, match="partial record"):
+        ll.run_trial(ll.TrialConfig(task="debug", team=team, max_rounds=3, runs_dir=str(tmp_path)))
+    saved = _check_record(_only_run_dir(tmp_path), "error")
+    assert saved["row"]["reason"] == "interrupted" and saved["row"]["tasks_done"] == 0
+
+
+def test_a_record_that_cannot_be_completed_is_written_as_failed_and_the_error_raised(tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr("latte_lab.metrics.trial_metrics", broken)
+    with pytest.raises(ZeroDivisionError):
+        ll.run_trial(ll.TrialConfig(task="debug", max_rounds=2, runs_dir=str(tmp_path)))
+    saved = _check_record(_only_run_dir(tmp_path), "error")
+    assert saved["error"] == "the trial's record could not be completed: ZeroDivisionError: division by zero"
+
+
 def test_a_model_error_is_labelled_error_not_max_rounds(tmp_path):
     def policy(req):
         if req.view.round == 1 and req.scope.agent == "Dev1":

@@ -26,6 +26,7 @@ import psutil
 from latte_lab import rundir, sweepdir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError, LatteError
+from latte_lab.models.keys import redact
 
 GRACE_SECONDS = 3.0  # after Ctrl-C, running trials may finish writing their record this long before they are killed
 WATCHDOG_SECONDS = 0.25  # how often a worker checks that its parent is alive
@@ -55,7 +56,8 @@ def run_attempt(cfg: TrialConfig, out: Path) -> dict:
     """Runs one trial in the running area of ``out``, moves it into place, returns its row.
 
     An interrupt (Ctrl-C, SIGTERM) moves the partial record into place as an attempt and raises
-    :class:`Interrupted` carrying its row. One that arrives once the trial has ended (its record complete)
+    :class:`Interrupted` carrying its row; an error that stops the trial moves it into place too (status
+    ``error``), then is raised. One that arrives once the trial has ended (its record complete)
     waits until the trial is in place, then raises :class:`Interrupted` carrying the finished trial's row.
     """
     from latte_lab.trial import run_trial
@@ -68,6 +70,10 @@ def run_attempt(cfg: TrialConfig, out: Path) -> dict:
     except KeyboardInterrupt as exc:
         row = settle_attempt(cfg, out, INTERRUPTED_ERROR, reason="interrupted")
         raise Interrupted(str(exc) or INTERRUPTED_ERROR, row) from None
+    except Exception as exc:  # it could not start, or not complete its record: its attempt is put in place
+        if (running / cfg.trial_id).is_dir():
+            settle_attempt(cfg, out, redact(f"the trial failed: {type(exc).__name__}: {exc}"))
+        raise
     row = dict(res.row)
     row["run_dir"] = str(final)
     return row
@@ -320,8 +326,12 @@ class LocalPool:
             if data is not None:
                 on_row(data)
             return None
-        if kind == "failed":
+        if kind == "failed":  # the trial could not start, or could not complete its record
             queue.clear()
+            if cfg is not None and (sweepdir.running_dir(self.out) / cfg.trial_id).is_dir():
+                row = settle_attempt(cfg, self.out, redact(f"the trial failed: {data}"))  # nothing stays under way
+                if row is not None:
+                    on_row(row)
             return data
         # the process died without reporting (killed, out of memory, a crash in native code)
         worker.proc.join(1)

@@ -513,5 +513,7 @@ class GraphTeam(Team):
         return record
 
     def progress(self) -> tuple[int, int]:
+        if self.graph is None:  # stopped before setup() built it (a SIGTERM at the trial's start)
+            return super().progress()
         counts = self.graph.counts()
         return counts.get("done", 0) + counts.get("verified", 0), len(self.graph)
