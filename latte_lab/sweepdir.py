@@ -139,6 +139,14 @@ def set_aside(run_dir: str | Path, out: str | Path, trial_id: str) -> Path:
 def mark_failed(run_dir: str | Path, error: str, *, reason: str = "error", keep_row: bool = False) -> dict:
     """Writes result.json of an attempt that did not finish: status ``error``, ``error`` and ``reason``,
     the row built from its config.json (or, with ``keep_row``, its own row with the status changed)."""
+    payload = failed_result(run_dir, error, reason=reason, keep_row=keep_row)
+    _write_json(Path(run_dir) / RESULT_FILE, payload)
+    return payload
+
+
+def failed_result(run_dir: str | Path, error: str, *, reason: str = "error", keep_row: bool = False) -> dict:
+    """The result.json :func:`mark_failed` writes, for a writer of its own (a damaged result.json there is
+    moved aside first, as ``result.json.damaged``)."""
     run_dir = Path(run_dir)
     row: dict = {}
     if keep_row:
@@ -160,10 +168,8 @@ def mark_failed(run_dir: str | Path, error: str, *, reason: str = "error", keep_
         except DataError:  # keep the damaged file beside the new one: nothing is lost
             os.replace(result, result.with_name(RESULT_FILE + ".damaged"))
     row.update(status="error", error=error, reason=reason, run_dir=str(run_dir), source="latte_lab")
-    payload = {"trial_id": row.get("trial_id"), "status": "error", "error": error, "row": row, "metrics": {},
-               "eval": {}}
-    _write_json(run_dir / RESULT_FILE, payload)
-    return payload
+    return {"trial_id": row.get("trial_id"), "status": "error", "error": error, "row": row, "metrics": {},
+            "eval": {}}
 
 
 def recover_running(out: str | Path) -> list[Path]:

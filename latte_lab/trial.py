@@ -174,12 +174,20 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
         try:
             result = _finish(config, task, team_obj, log, writer, status, error, real_seconds,
                              reason="interrupted" if stopped is not None else end_reason)
-        except Exception as exc:  # a bug in the record's making: the trial still ends recorded, as failed
+        except BaseException as exc:  # a Ctrl-C during the evaluation, or a bug: the trial still ends recorded
             from latte_lab.models.keys import redact
 
-            if not writer.disk_full:
-                sweepdir.mark_failed(run_dir, redact(f"the trial's record could not be completed: "
-                                                     f"{type(exc).__name__}: {exc}"))
+            if not (run_dir / rundir.RESULT_FILE).exists():
+                if isinstance(exc, KeyboardInterrupt):
+                    failed = sweepdir.failed_result(run_dir, "interrupted by the user while its record was being "
+                                                    "written", reason="interrupted")
+                else:
+                    failed = sweepdir.failed_result(run_dir, redact(f"the trial's record could not be completed: "
+                                                                    f"{type(exc).__name__}: {exc}"))
+                with contextlib.suppress(OSError):  # a full disk uses the reserved space; beyond that, the error
+                    writer.write_result(failed)
+            if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, TrialTerminated):
+                raise KeyboardInterrupt(f"trial {trial_id} interrupted; its partial record is in {run_dir}") from None
             raise
         finally:
             log.close()

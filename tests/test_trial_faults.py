@@ -98,6 +98,21 @@ def test_an_interrupt_before_the_first_round_still_leaves_a_whole_record(tmp_pat
     assert saved["row"]["reason"] == "interrupted" and saved["row"]["tasks_done"] == 0
 
 
+def test_an_interrupt_during_the_evaluation_still_leaves_a_whole_record(tmp_path, monkeypatch):
+    """A notebook's stop button pressed while the hidden suite runs, after the last round."""
+    def interrupted(self, workspace):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(ll.tasks.get("debug")), "evaluate", interrupted)
+    with pytest.raises(KeyboardInterrupt, match="partial record"):
+        ll.run_trial(ll.TrialConfig(task="debug", max_rounds=2, runs_dir=str(tmp_path)))
+    run_dir = _only_run_dir(tmp_path)
+    saved = _check_record(run_dir, "error")
+    assert saved["row"]["reason"] == "interrupted" and "while its record was being written" in saved["error"]
+    assert not (run_dir / rundir.RESERVE_FILE).exists()
+    assert len(ll.load_runs(tmp_path, include_errors=True).trials) == 1
+
+
 def test_a_record_that_cannot_be_completed_is_written_as_failed_and_the_error_raised(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
