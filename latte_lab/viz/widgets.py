@@ -211,8 +211,10 @@ class TrialForm:
     @staticmethod
     def _show(res, area) -> None:
         """The animation, the Gantt chart and the results row of one trial, in ``area``."""
+        import io
+
         import matplotlib.pyplot as plt
-        from IPython.display import HTML, display
+        from IPython.display import HTML, Image, display
 
         from latte_lab.viz.animation import animate
         from latte_lab.viz.gantt import gantt
@@ -222,8 +224,12 @@ class TrialForm:
             try:
                 display(animate(res).widget())  # frames drawn as they are shown: the form answers at once
                 ax = gantt(res, title="")
-                display(ax.figure)
+                # Drawn here, not by the inline backend's figure formatter: called from the button (a widget
+                # message, not a cell), that formatter's first drawing of the chart came out blank in JupyterLab.
+                png = io.BytesIO()
+                ax.figure.savefig(png, format="png", bbox_inches="tight")
                 plt.close(ax.figure)
+                display(Image(data=png.getvalue(), format="png"))
             except Exception as exc:  # noqa: BLE001 - a result too broken to draw still shows its row
                 display(HTML(f'<span style="{ERROR_STYLE}">cannot draw: {html.escape(one_line(exc))}</span>'))
             display(compare([res]))

@@ -219,6 +219,22 @@ def _press_play(page) -> None:
     time.sleep(0.5)  # a few more rounds, for the screenshot
 
 
+def _blank_images(area) -> list[str]:
+    """The images in ``area`` that are drawn but show nothing: every pixel the same colour."""
+    return area.locator("img").evaluate_all(
+        """imgs => imgs.flatMap((img, i) => {
+             const c = document.createElement('canvas');
+             c.width = img.naturalWidth; c.height = img.naturalHeight;
+             if (!c.width || !c.height) return [`image ${i}: not loaded`];
+             const ctx = c.getContext('2d');
+             ctx.drawImage(img, 0, 0);
+             const px = ctx.getImageData(0, 0, c.width, c.height).data;
+             for (let k = 4; k < px.length; k += 4)
+               if (px[k] !== px[0] || px[k + 1] !== px[1] || px[k + 2] !== px[2]) return [];
+             return [`image ${i} (${c.width}x${c.height}) is blank`];
+           })""")
+
+
 def _run_flat_team(page) -> None:
     form = page.locator(".jp-OutputArea-output:has(button:has-text('Run trial'))").first
     form.scroll_into_view_if_needed()
@@ -232,6 +248,7 @@ def _run_flat_team(page) -> None:
     area.locator("table:has-text('decentralized')").first.wait_for(timeout=30_000)
     area.locator("img").first.wait_for(timeout=30_000)
     assert area.locator("img").count() >= 2  # the message-flow player and the Gantt chart
+    assert _blank_images(area) == []
     area.locator("img").first.scroll_into_view_if_needed()
     label = area.locator(".widget-label:has-text('round ')").first
     assert label.inner_text().strip() == "round 0"
