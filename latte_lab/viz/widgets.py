@@ -224,8 +224,11 @@ class TrialForm:
             try:
                 display(animate(res).widget())  # frames drawn as they are shown: the form answers at once
                 ax = gantt(res, title="")
-                # Drawn here, not by the inline backend's figure formatter: called from the button (a widget
-                # message, not a cell), that formatter's first drawing of the chart came out blank in JupyterLab.
+                # Drawn here, once before it is saved: called from the button (a widget message, not a cell),
+                # the first drawing of the chart came out blank in JupyterLab (every pixel white, the layout and
+                # the artists as they should be), both through the inline backend's formatter and savefig; the
+                # drawings after it were whole. The browser test fails on any blank image in the form.
+                ax.figure.canvas.draw()
                 png = io.BytesIO()
                 ax.figure.savefig(png, format="png", bbox_inches="tight")
                 plt.close(ax.figure)

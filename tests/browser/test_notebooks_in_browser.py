@@ -192,6 +192,7 @@ def test_notebook_runs_in_a_browser(notebook, page, shots):
         _run_all(page)
         assert _errors(page) == []
         assert _widgets_render(page) == []
+        assert _blank_images(page.locator(".jp-NotebookPanel").first) == []
         if notebook.startswith("01_"):
             _press_play(page)
         if notebook.startswith("02_"):
@@ -220,12 +221,12 @@ def _press_play(page) -> None:
 
 
 def _blank_images(area) -> list[str]:
-    """The images in ``area`` that are drawn but show nothing: every pixel the same colour."""
+    """The images in ``area`` that are loaded but show nothing: every pixel the same colour."""
     return area.locator("img").evaluate_all(
         """imgs => imgs.flatMap((img, i) => {
              const c = document.createElement('canvas');
              c.width = img.naturalWidth; c.height = img.naturalHeight;
-             if (!c.width || !c.height) return [`image ${i}: not loaded`];
+             if (!img.complete || !c.width || !c.height) return [];  // not drawn yet (off screen)
              const ctx = c.getContext('2d');
              ctx.drawImage(img, 0, 0);
              const px = ctx.getImageData(0, 0, c.width, c.height).data;
