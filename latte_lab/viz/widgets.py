@@ -211,8 +211,6 @@ class TrialForm:
     @staticmethod
     def _show(res, area) -> None:
         """The animation, the Gantt chart and the results row of one trial, in ``area``."""
-        import io
-
         import matplotlib.pyplot as plt
         from IPython.display import HTML, Image, display
 
@@ -224,15 +222,9 @@ class TrialForm:
             try:
                 display(animate(res).widget())  # frames drawn as they are shown: the form answers at once
                 ax = gantt(res, title="")
-                # Drawn here, once before it is saved: called from the button (a widget message, not a cell),
-                # the first drawing of the chart came out blank in JupyterLab (every pixel white, the layout and
-                # the artists as they should be), both through the inline backend's formatter and savefig; the
-                # drawings after it were whole. The browser test fails on any blank image in the form.
-                ax.figure.canvas.draw()
-                png = io.BytesIO()
-                ax.figure.savefig(png, format="png", bbox_inches="tight")
+                png = _png(ax.figure)
                 plt.close(ax.figure)
-                display(Image(data=png.getvalue(), format="png"))
+                display(Image(data=png, format="png"))
             except Exception as exc:  # noqa: BLE001 - a result too broken to draw still shows its row
                 display(HTML(f'<span style="{ERROR_STYLE}">cannot draw: {html.escape(one_line(exc))}</span>'))
             display(compare([res]))
@@ -241,6 +233,31 @@ class TrialForm:
         from IPython.display import display
 
         display(self.widget)
+
+
+BLANK_DRAWINGS = 3  # drawings of one chart before a blank one is shown as it is
+
+
+def _png(fig) -> bytes:
+    """``fig`` as a PNG, drawn again when the drawing comes out blank (every pixel one colour).
+
+    Drawn from the form's Run button (a widget message, not a cell), the Gantt chart sometimes came out
+    white in JupyterLab: its layout and artists as they should be, through the inline backend's formatter
+    and ``savefig`` alike, and the next drawing whole. The browser test fails on any blank image the form
+    shows."""
+    import io
+
+    from PIL import Image
+
+    data = b""
+    for _ in range(BLANK_DRAWINGS):
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", bbox_inches="tight")
+        data = buf.getvalue()
+        with Image.open(io.BytesIO(data)) as img:
+            if any(low != high for low, high in img.convert("RGBA").getextrema()):
+                break
+    return data
 
 
 def trial_form(**defaults: Any) -> TrialForm:

@@ -1,10 +1,11 @@
 """Every notebook, run the way a user runs it: JupyterLab on loopback, Debian's chromium driven by Playwright.
 
 One JupyterLab page opens the notebooks one after another, as a user does in one browser tab. For each
-notebook: open it, Run All, and check that no cell shows an error and every widget output renders as a
-control; then close it and shut its kernel down. In 01, pressing Play on the animation moves it to another round within 3 s; in 02, choosing a
-team without a task graph and pressing Run shows its result row and a plot. A screenshot of each notebook is
-saved in ``$LATTE_BROWSER_SHOTS`` (default ``figures/browser/``).
+notebook: open it, Run All, and check that no cell shows an error, every widget output renders as a control
+and no image is blank; then close it and shut its kernel down. In 01, pressing Play on the animation moves it
+to another round within 3 s; in 02, choosing a team without a task graph and pressing Run, compared with
+Leader-Worker, shows both result rows and plots, none blank. A screenshot of each notebook is saved in
+``$LATTE_BROWSER_SHOTS`` (default ``figures/browser/``).
 
 Playwright comes from pip (the dev extra) and drives the system chromium (``/usr/bin/chromium``; no browser
 download). ``.ci/run`` installs both; where either is missing the test is skipped and says which.
@@ -240,16 +241,19 @@ def _run_flat_team(page) -> None:
     form = page.locator(".jp-OutputArea-output:has(button:has-text('Run trial'))").first
     form.scroll_into_view_if_needed()
     form.locator(".widget-dropdown:has(label:text-is('team')) select").select_option("decentralized")
+    form.locator(".widget-checkbox:has-text('compare with') input").check()  # beside the Leader-Worker team
     form.locator("button:has-text('Run trial')").click()
     page.wait_for_function(
         """() => [...document.querySelectorAll('.widget-html-content')].some(
-              e => /decentralized-s\\d+-\\w+: (SUCCESS|no success)/.test(e.innerText))""",
+              e => /decentralized-s\\d+-\\w+: (SUCCESS|no success).*leader_worker-s\\d+-\\w+: (SUCCESS|no success)/
+                   .test(e.innerText))""",
         timeout=RUN_TRIAL_S * 1000)
-    area = form.locator(".widget-output").last
-    area.locator("table:has-text('decentralized')").first.wait_for(timeout=30_000)
+    form.locator(".widget-output table:has-text('leader_worker')").first.wait_for(timeout=30_000)
+    area = form.locator(".widget-output:has(table:has-text('decentralized'))").last
     area.locator("img").first.wait_for(timeout=30_000)
     assert area.locator("img").count() >= 2  # the message-flow player and the Gantt chart
-    assert _blank_images(area) == []
+    assert form.locator("img").count() >= 4  # and the Leader-Worker team's
+    assert _blank_images(form) == []
     area.locator("img").first.scroll_into_view_if_needed()
     label = area.locator(".widget-label:has-text('round ')").first
     assert label.inner_text().strip() == "round 0"
