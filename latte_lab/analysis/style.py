@@ -136,6 +136,19 @@ def finish(fig):
     return fig
 
 
+def png_image(fig):
+    """``fig`` drawn here as a PNG (tight bounding box) in an ``IPython.display.Image``: it displays whether
+    or not pyplot manages the figure (widget callbacks draw on figures it does not: see
+    :func:`~latte_lab.viz.gantt.gantt`'s ``pyplot``)."""
+    import io
+
+    from IPython.display import Image
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return Image(data=buf.getvalue(), format="png")
+
+
 def width_inches(width: str | float) -> float:
     """``"one"`` or ``"two"`` (columns) or a width in inches, at most :data:`TWO_COLUMN`."""
     if width == "one":

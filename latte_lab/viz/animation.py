@@ -203,11 +203,16 @@ def animate(obj, *, interval_ms: int = INTERVAL_MS, widget: bool | None = None) 
 
 
 def _frame_figure(top_w: float, top_h: float, n_lines: int):
-    plt = style.pyplot()
+    """The frame's Figure and its two bottom panels. Not a pyplot figure: nothing displays or closes it on
+    its own (in JupyterLab the inline backend's end-of-message hook, run on another thread for a widget's
+    messages, would draw and close every pyplot figure while a frame is being drawn)."""
+    style.pyplot()  # the backend choice, for savefig
+    from matplotlib.figure import Figure
+
     width = max(top_w + 2 * graphmod.MARGIN_IN, MIN_FRAME_WIDTH_IN)
     bottom_h = max(1.3, n_lines * EVENTS_LINE_IN + 0.35)
     height = graphmod.TITLE_IN + top_h + bottom_h + 0.15
-    fig = plt.figure(figsize=(width, height))
+    fig = Figure(figsize=(width, height))
     ev_ax = fig.add_axes((0.1 / width, 0.1 / height, (width - TOKENS_PANEL_IN - 0.75) / width,
                           (bottom_h - 0.25) / height))
     tok_ax = fig.add_axes(((width - TOKENS_PANEL_IN - 0.1) / width, 0.42 / height, TOKENS_PANEL_IN / width,
@@ -216,7 +221,6 @@ def _frame_figure(top_w: float, top_h: float, n_lines: int):
 
 
 def _graph_animation(snaps: list[dict], events: list[dict], interval_ms: int) -> TrialAnimation:
-    plt = style.pyplot()
     plan = gd.plan(snaps)
     handles = gd.legend_handles(plan, new=len(snaps) > 1)
     ncol, legend_rows = graphmod._legend_rows(len(handles), max(plan.width + 2 * graphmod.MARGIN_IN, MIN_FRAME_WIDTH_IN),
@@ -250,12 +254,10 @@ def _graph_animation(snaps: list[dict], events: list[dict], interval_ms: int) ->
         return []
 
     draw_frame(0)
-    plt.close(fig)
     return TrialAnimation(fig, draw_frame, rounds, interval_ms)
 
 
 def _flow_animation(events: list[dict], interval_ms: int) -> TrialAnimation:
-    plt = style.pyplot()
     agents = flowmod.agents_of(events)
     tokens = flowmod.tokens_by_round(events)
     last = max(tokens) if tokens else 0
@@ -284,5 +286,4 @@ def _flow_animation(events: list[dict], interval_ms: int) -> TrialAnimation:
         return []
 
     draw_frame(0)
-    plt.close(fig)
     return TrialAnimation(fig, draw_frame, rounds, interval_ms)

@@ -83,7 +83,7 @@ def _short_ids(obj) -> dict[str, str]:
     return gd.short_ids(nodes, order)
 
 
-def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None):
+def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None, pyplot: bool = True):
     """One bar per attempt at a node, per worker and round: straggling attempts in red, released or closed
     ones faded and hatched, attempts still open at the end faded; a dashed line at the lower bound when the
     result knows it (a ScheduleResult). A team without a task graph gets one bar per agent and round it
@@ -91,7 +91,8 @@ def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None)
 
     ``obj``: a ScheduleResult, a TrialResult, or a trial's event list. ``labels``: write node ids on the
     bars, where they fit (default: when there are at most 80 bars). Trial node ids are shortened to the T1,
-    T2, ... of the graph drawings.
+    T2, ... of the graph drawings. ``pyplot=False`` (without ``ax``) draws on a Figure that pyplot does not
+    manage: nothing shows or closes it on its own, for code that renders it itself (a widget callback).
     """
     from latte_lab.analysis import style
     from latte_lab.scheduling.trials import attempts
@@ -112,7 +113,13 @@ def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None)
         workers = sorted(act["agent"].unique(), key=lambda a: (order.index(a) if a in order else 99, a))
     with style.theme():
         if ax is None:
-            _, ax = plt.subplots(figsize=(style.TWO_COLUMN, 0.75 + 0.3 * max(2, len(workers))), layout="constrained")
+            size = (style.TWO_COLUMN, 0.75 + 0.3 * max(2, len(workers)))
+            if pyplot:
+                _, ax = plt.subplots(figsize=size, layout="constrained")
+            else:
+                from matplotlib.figure import Figure
+
+                ax = Figure(figsize=size, layout="constrained").add_subplot()
         if act is not None:
             _activity_bars(ax, act, workers)
         else:

@@ -99,13 +99,21 @@ def plot_makespan(df: pd.DataFrame, *, ax=None, title: str | None = None):
 
 
 def straggler_figure(spec: WorkloadSpec, n_workers: int, straggler_p: float, *, heartbeat: int = 2,
-                     seed: int = 0, policy: str = "self", straggler_factor: float = 3.0):
-    """Two Gantt charts of the same run (same stragglers), without and with heartbeat release."""
-    import matplotlib.pyplot as plt
-
+                     seed: int = 0, policy: str = "self", straggler_factor: float = 3.0, pyplot: bool = True):
+    """Two Gantt charts of the same run (same stragglers), without and with heartbeat release.
+    ``pyplot=False``: on a Figure that pyplot does not manage (see :func:`~latte_lab.viz.gantt.gantt`)."""
     runs = [simulate(spec, n_workers, policy, straggler_p=straggler_p, straggler_factor=straggler_factor,
                      heartbeat=hb, seed=seed) for hb in (None, heartbeat)]
-    fig, axes = plt.subplots(2, 1, figsize=(9.5, 1.6 + 0.7 * n_workers))
+    size = (9.5, 1.6 + 0.7 * n_workers)
+    if pyplot:
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(2, 1, figsize=size)
+    else:
+        from matplotlib.figure import Figure
+
+        fig = Figure(figsize=size)
+        axes = fig.subplots(2, 1)
     right = max(max(r.makespan, r.lower_bound) for r in runs) + 0.5
     for ax, res in zip(axes, runs):
         gantt(res, ax=ax, labels=len(spec) <= 40)
@@ -122,19 +130,18 @@ def explore(spec: WorkloadSpec, *, n_workers: int = 4, straggler_p: float = 0.2,
     of the notebook); moving a slider replaces it in place through its display id.
     """
     import ipywidgets as w
-    import matplotlib.pyplot as plt
     from IPython.display import display
+
+    from latte_lab.analysis import style
 
     workers_w = w.IntSlider(value=n_workers, min=1, max=max_workers, description="workers", continuous_update=False)
     p_w = w.FloatSlider(value=straggler_p, min=0.0, max=0.6, step=0.05, description="straggler p",
                         continuous_update=False)
     display(w.HBox([workers_w, p_w]))
 
-    def figure():
-        fig = straggler_figure(spec, workers_w.value, p_w.value, heartbeat=heartbeat, seed=seed,
-                               straggler_factor=straggler_factor)
-        plt.close(fig)
-        return fig
+    def figure():  # not a pyplot figure: the inline backend's hook, run on another thread, leaves it alone
+        return style.png_image(straggler_figure(spec, workers_w.value, p_w.value, heartbeat=heartbeat, seed=seed,
+                                                straggler_factor=straggler_factor, pyplot=False))
 
     handle = display(figure(), display_id=True)
 

@@ -211,9 +211,9 @@ class TrialForm:
     @staticmethod
     def _show(res, area) -> None:
         """The animation, the Gantt chart and the results row of one trial, in ``area``."""
-        import matplotlib.pyplot as plt
-        from IPython.display import HTML, Image, display
+        from IPython.display import HTML, display
 
+        from latte_lab.analysis import style
         from latte_lab.viz.animation import animate
         from latte_lab.viz.gantt import gantt
 
@@ -221,10 +221,10 @@ class TrialForm:
             display(HTML(f"<b>{html.escape(res.summary().splitlines()[0])}</b>"))
             try:
                 display(animate(res).widget())  # frames drawn as they are shown: the form answers at once
-                ax = gantt(res, title="")
-                png = _png(ax.figure)
-                plt.close(ax.figure)
-                display(Image(data=png, format="png"))
+                # Drawn to PNG here, on a Figure pyplot does not manage: in JupyterLab a widget's messages are
+                # handled on another thread too, and the inline backend's hook after each of them draws and
+                # closes every pyplot figure; drawing one at the same time came out blank.
+                display(style.png_image(gantt(res, title="", pyplot=False).figure))
             except Exception as exc:  # noqa: BLE001 - a result too broken to draw still shows its row
                 display(HTML(f'<span style="{ERROR_STYLE}">cannot draw: {html.escape(one_line(exc))}</span>'))
             display(compare([res]))
@@ -233,31 +233,6 @@ class TrialForm:
         from IPython.display import display
 
         display(self.widget)
-
-
-BLANK_DRAWINGS = 3  # drawings of one chart before a blank one is shown as it is
-
-
-def _png(fig) -> bytes:
-    """``fig`` as a PNG, drawn again when the drawing comes out blank (every pixel one colour).
-
-    Drawn from the form's Run button (a widget message, not a cell), the Gantt chart sometimes came out
-    white in JupyterLab: its layout and artists as they should be, through the inline backend's formatter
-    and ``savefig`` alike, and the next drawing whole. The browser test fails on any blank image the form
-    shows."""
-    import io
-
-    from PIL import Image
-
-    data = b""
-    for _ in range(BLANK_DRAWINGS):
-        buf = io.BytesIO()
-        fig.savefig(buf, format="png", bbox_inches="tight")
-        data = buf.getvalue()
-        with Image.open(io.BytesIO(data)) as img:
-            if any(low != high for low, high in img.convert("RGBA").getextrema()):
-                break
-    return data
 
 
 def trial_form(**defaults: Any) -> TrialForm:
