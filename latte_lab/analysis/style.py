@@ -130,10 +130,24 @@ def apply_theme() -> None:
     pyplot().rcParams.update(RC)
 
 
+_pyplot = pyplot  # for functions whose ``pyplot`` argument shadows it
+
+
 def finish(fig):
     """Closes ``fig`` in pyplot (it stays usable: ``savefig``, display) and returns it."""
     pyplot().close(fig)
     return fig
+
+
+def subplots(nrows: int = 1, ncols: int = 1, *, pyplot: bool = True, figsize=None, layout=None, **kw):
+    """``plt.subplots(nrows, ncols, ...)``; with ``pyplot=False`` the same on a Figure that pyplot does not
+    manage: nothing shows or closes it on its own (what a widget callback draws, see :func:`png_image`)."""
+    if pyplot:
+        return _pyplot().subplots(nrows, ncols, figsize=figsize, layout=layout, **kw)
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize, layout=layout)
+    return fig, fig.subplots(nrows, ncols, **kw)
 
 
 def png_image(fig):

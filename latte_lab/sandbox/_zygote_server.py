@@ -61,28 +61,6 @@ BASE_PATH = tuple(sys.path)  # the interpreter's own sys.path (stdlib, site-pack
 import os  # noqa: E402
 
 
-def _warm() -> None:
-    """Import what ``python -m pytest`` imports before it touches the workspace."""
-    import importlib
-    import runpy  # noqa: F401  (python -m imports it)
-
-    import pytest  # noqa: F401
-    from _pytest.config import default_plugins
-
-    for name in default_plugins:
-        try:
-            importlib.import_module(f"_pytest.{name}")
-        except Exception:  # noqa: BLE001 - a plugin that fails here fails the same way in the run
-            pass
-    # Imported by every session once it starts (argument parsing, the debugging and faulthandler plugins).
-    for name in ("_pytest._argcomplete", "pdb", "faulthandler"):
-        try:
-            importlib.import_module(name)
-        except Exception:  # noqa: BLE001
-            pass
-    _load_sibling("_pytest_boot.py", "_latte_lab_pytest_boot").speed_up_sessions()
-
-
 def _load_sibling(filename: str, name: str):
     """A module beside this file, imported by path, not by name (a workspace can never shadow it)."""
     import importlib.util
@@ -93,132 +71,6 @@ def _load_sibling(filename: str, name: str):
     return module
 
 
-# Test modules rewritten ahead of the runs: {(path, SHA-256 of the source): code}. Filled by ``prime``
-# messages (the parent sends the text of a workspace's test files; this process only parses, rewrites
-# and compiles it, never executes it or opens a workspace file) and read by every forked run.
-REWRITTEN: dict[tuple[str, bytes], object] = {}
-MAX_REWRITTEN = 128  # entries kept (oldest dropped first); a dropped one is rewritten by the run itself
-
-
-def _use_primed_rewrites() -> None:
-    """Let a run take a test module's rewritten code from :data:`REWRITTEN` when its source is
-    byte-identical, instead of parsing, rewriting and compiling it again (a fifth of a small suite's
-    run). The decision to rewrite, the module's import and everything after it stay pytest's own; a run
-    whose configuration asks for the assertion pass hook rewrites for itself."""
-    import hashlib
-    import importlib.util
-
-    try:
-        from _pytest.assertion import rewrite
-    except ImportError:
-        return
-    original = getattr(rewrite, "_rewrite_test", None)
-    if original is None:
-        return
-
-    def _rewrite_test(fn, config):
-        try:
-            use = not config.getini("enable_assertion_pass_hook")
-        except Exception:  # noqa: BLE001 - an unknown option: pytest's own path
-            use = False
-        if use and REWRITTEN:
-            source = fn.read_bytes()
-            code = REWRITTEN.get((str(fn), hashlib.sha256(source).digest()))
-            if code is not None:
-                return importlib.util.source_hash(source), code
-        return original(fn, config)
-
-    rewrite._rewrite_test = _rewrite_test
-
-
-def prime(files: list) -> None:
-    """Rewrite ``[[path, source text], ...]`` as pytest would for a run without the assertion pass
-    hook, and keep the code for the runs. A file that does not parse, or whose rewrite warns (the
-    warning belongs in the run's own report), is left to the run."""
-    import ast
-    import hashlib
-    import warnings
-
-    try:
-        from _pytest.assertion.rewrite import rewrite_asserts
-    except ImportError:
-        return
-    for path, text in files:
-        source = text.encode("utf-8")
-        key = (path, hashlib.sha256(source).digest())
-        if key in REWRITTEN:
-            continue
-        try:
-            with warnings.catch_warnings(record=True) as caught:
-                warnings.simplefilter("always")
-                tree = ast.parse(source, filename=path)
-                rewrite_asserts(tree, source, path, None)
-                code = compile(tree, path, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            continue
-        if caught:
-            continue
-        REWRITTEN[key] = code
-        while len(REWRITTEN) > MAX_REWRITTEN:
-            del REWRITTEN[next(iter(REWRITTEN))]
-
-
-REHEARSAL = """
-import pytest
-
-def test_passes():
-    assert [1, 2] == [1, 2]
-
-def test_fails():
-    assert {"a": [1.0, 2.0]} == {"a": pytest.approx([1.0, 2.5])}
-
-class TestGroup:
-    def test_raises(self):
-        raise ValueError("rehearsal")
-"""
-
-
-def _rehearse() -> None:
-    """Run one pytest session on a throwaway suite of our own, the way a run does, so that what every
-    session compiles or imports on first use (regular expressions, lazily imported modules, pytest's
-    caches) is ready in the runs forked from here instead of made again in each. Only the suite's own
-    module is forgotten afterwards. Best effort: a failure here leaves the zygote as it was."""
-    import contextlib
-    import io
-    import tempfile
-
-    import pytest
-
-    cwd = os.getcwd()
-    before = set(sys.modules)
-    # Plugins installed beside pytest are the runs' own business (their environment says whether they
-    # load); the rehearsal never loads them: nbval alone pulls in jsonschema and seconds of imports.
-    autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
-    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    try:
-        with tempfile.TemporaryDirectory(prefix="latte_lab-rehearsal-") as tmp:
-            with open(os.path.join(tmp, "test_rehearsal.py"), "w") as fh:
-                fh.write(REHEARSAL)
-            with open(os.path.join(tmp, "pytest.ini"), "w") as fh:
-                fh.write("[pytest]\n")  # no configuration from the directories above
-            os.chdir(tmp)
-            sink = io.StringIO()
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                pytest.main(["-q", "-rfE", "-p", "no:cacheprovider", f"--junitxml={tmp}/junit.xml",
-                             "-o", "junit_family=xunit1", "test_rehearsal.py"])
-    except Exception:  # noqa: BLE001
-        pass
-    finally:
-        os.chdir(cwd)
-        if autoload is None:
-            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
-        else:
-            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
-        for name in set(sys.modules) - before:
-            if name == "test_rehearsal" or name.startswith("test_rehearsal."):
-                del sys.modules[name]
-
-
 # "script": agents' ``python <script>`` runs. Read from the command line of the server; a process that loads
 # this file for its functions gets the pytest server's preparation (a benchmark), or the script server's when
 # it names the module ``..._script`` (a warm bubblewrap sandbox's init, which then sets STARTUP_MODULES).
@@ -226,13 +78,26 @@ if __name__ == "__main__":
     MODE = sys.argv[2] if len(sys.argv) > 2 else "pytest"
 else:
     MODE = "script" if __name__.endswith("_script") else "pytest"
+_PYTEST = None  # the pytest server's preparation (``_pytest_warm.py``)
 if MODE == "pytest":
-    _warm()
-    _use_primed_rewrites()
-    _rehearse()
+    _PYTEST = _load_sibling("_pytest_warm.py", "_latte_lab_pytest_warm")
+    _PYTEST.warm()
+    _load_sibling("_pytest_boot.py", "_latte_lab_pytest_boot").speed_up_sessions()
+    _PYTEST.use_primed_rewrites()
+    _PYTEST.rehearse()
+    REWRITTEN = _PYTEST.REWRITTEN  # the test modules rewritten ahead, which every forked run reads
     WARM_MODULES = frozenset(sys.modules)  # what a run may keep; later imports are the zygote's own
 else:
+    REWRITTEN = {}
     WARM_MODULES = STARTUP_MODULES  # a script starts with what ``python <script>`` starts with
+
+
+def prime(files: list) -> None:
+    """Rewrite and compile ``[[path, source text], ...]`` ahead of the runs (``_pytest_warm.prime``); a
+    script server has no use for them."""
+    if _PYTEST is not None:
+        _PYTEST.prime(files)
+
 
 import gc  # noqa: E402
 

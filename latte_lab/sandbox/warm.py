@@ -57,7 +57,7 @@ MAX_SANDBOXES = 4  # live warm sandboxes per process (a test sandbox holds about
 MAX_START_FAILURES = 3
 CLOSE_SECONDS = 2.0  # after end of file on its control socket: how long the sandbox may take to end
 SERVER_DIR = f"{bwrap.SANDBOX_DIR}/server"  # where the init's own files appear inside the sandbox
-SERVER_FILES = ("_sandbox_server.py", "_zygote_server.py", "_child.py", "_pytest_boot.py")
+SERVER_FILES = ("_sandbox_server.py", "_zygote_server.py", "_pytest_warm.py", "_child.py", "_pytest_boot.py")
 _HERE = Path(__file__).parent
 
 

@@ -326,12 +326,8 @@ class LocalPool:
             if data is not None:
                 on_row(data)
             return None
-        if kind == "failed":  # the trial could not start, or could not complete its record
+        if kind == "failed":  # the trial could not start, or could not complete it (run_attempt put it in place)
             queue.clear()
-            if cfg is not None and (sweepdir.running_dir(self.out) / cfg.trial_id).is_dir():
-                row = settle_attempt(cfg, self.out, redact(f"the trial failed: {data}"))  # nothing stays under way
-                if row is not None:
-                    on_row(row)
             return data
         # the process died without reporting (killed, out of memory, a crash in native code)
         worker.proc.join(1)

@@ -206,7 +206,6 @@ def _frame_figure(top_w: float, top_h: float, n_lines: int):
     """The frame's Figure and its two bottom panels. Not a pyplot figure: nothing displays or closes it on
     its own (in JupyterLab the inline backend's end-of-message hook, run on another thread for a widget's
     messages, would draw and close every pyplot figure while a frame is being drawn)."""
-    style.pyplot()  # the backend choice, for savefig
     from matplotlib.figure import Figure
 
     width = max(top_w + 2 * graphmod.MARGIN_IN, MIN_FRAME_WIDTH_IN)

@@ -113,13 +113,8 @@ def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None,
         workers = sorted(act["agent"].unique(), key=lambda a: (order.index(a) if a in order else 99, a))
     with style.theme():
         if ax is None:
-            size = (style.TWO_COLUMN, 0.75 + 0.3 * max(2, len(workers)))
-            if pyplot:
-                _, ax = plt.subplots(figsize=size, layout="constrained")
-            else:
-                from matplotlib.figure import Figure
-
-                ax = Figure(figsize=size, layout="constrained").add_subplot()
+            _, ax = style.subplots(figsize=(style.TWO_COLUMN, 0.75 + 0.3 * max(2, len(workers))),
+                                   layout="constrained", pyplot=pyplot)
         if act is not None:
             _activity_bars(ax, act, workers)
         else:

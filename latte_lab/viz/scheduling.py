@@ -104,16 +104,9 @@ def straggler_figure(spec: WorkloadSpec, n_workers: int, straggler_p: float, *, 
     ``pyplot=False``: on a Figure that pyplot does not manage (see :func:`~latte_lab.viz.gantt.gantt`)."""
     runs = [simulate(spec, n_workers, policy, straggler_p=straggler_p, straggler_factor=straggler_factor,
                      heartbeat=hb, seed=seed) for hb in (None, heartbeat)]
-    size = (9.5, 1.6 + 0.7 * n_workers)
-    if pyplot:
-        import matplotlib.pyplot as plt
+    from latte_lab.analysis import style
 
-        fig, axes = plt.subplots(2, 1, figsize=size)
-    else:
-        from matplotlib.figure import Figure
-
-        fig = Figure(figsize=size)
-        axes = fig.subplots(2, 1)
+    fig, axes = style.subplots(2, 1, figsize=(9.5, 1.6 + 0.7 * n_workers), pyplot=pyplot)
     right = max(max(r.makespan, r.lower_bound) for r in runs) + 0.5
     for ax, res in zip(axes, runs):
         gantt(res, ax=ax, labels=len(spec) <= 40)

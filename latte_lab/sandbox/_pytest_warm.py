@@ -1,0 +1,158 @@
+"""What a pytest fork server (``_zygote_server.py``) does before it serves: the imports of ``python -m
+pytest``, test modules rewritten ahead of the runs (:func:`prime`, read by :func:`use_primed_rewrites`), and
+one rehearsed session (:func:`rehearse`), so that every run forked from it starts with that work done.
+
+Loaded by path, like the server itself. Only the standard library and pytest are imported; nothing from
+latte_lab and nothing from a workspace: :func:`prime` is sent the text of test files, and parses, rewrites
+and compiles it without running it.
+"""
+
+import os
+import sys
+
+
+def warm() -> None:
+    """Import what ``python -m pytest`` imports before it touches the workspace."""
+    import importlib
+    import runpy  # noqa: F401  (python -m imports it)
+
+    import pytest  # noqa: F401
+    from _pytest.config import default_plugins
+
+    for name in default_plugins:
+        try:
+            importlib.import_module(f"_pytest.{name}")
+        except Exception:  # noqa: BLE001 - a plugin that fails here fails the same way in the run
+            pass
+    # Imported by every session once it starts (argument parsing, the debugging and faulthandler plugins).
+    for name in ("_pytest._argcomplete", "pdb", "faulthandler"):
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001
+            pass
+
+
+# Test modules rewritten ahead of the runs: {(path, SHA-256 of the source): code}. Filled by ``prime``
+# messages (the parent sends the text of a workspace's test files; this process only parses, rewrites
+# and compiles it, never executes it or opens a workspace file) and read by every forked run.
+REWRITTEN: dict[tuple[str, bytes], object] = {}
+MAX_REWRITTEN = 128  # entries kept (oldest dropped first); a dropped one is rewritten by the run itself
+
+
+def use_primed_rewrites() -> None:
+    """Let a run take a test module's rewritten code from :data:`REWRITTEN` when its source is
+    byte-identical, instead of parsing, rewriting and compiling it again (a fifth of a small suite's
+    run). The decision to rewrite, the module's import and everything after it stay pytest's own; a run
+    whose configuration asks for the assertion pass hook rewrites for itself."""
+    import hashlib
+    import importlib.util
+
+    try:
+        from _pytest.assertion import rewrite
+    except ImportError:
+        return
+    original = getattr(rewrite, "_rewrite_test", None)
+    if original is None:
+        return
+
+    def _rewrite_test(fn, config):
+        try:
+            use = not config.getini("enable_assertion_pass_hook")
+        except Exception:  # noqa: BLE001 - an unknown option: pytest's own path
+            use = False
+        if use and REWRITTEN:
+            source = fn.read_bytes()
+            code = REWRITTEN.get((str(fn), hashlib.sha256(source).digest()))
+            if code is not None:
+                return importlib.util.source_hash(source), code
+        return original(fn, config)
+
+    rewrite._rewrite_test = _rewrite_test
+
+
+def prime(files: list) -> None:
+    """Rewrite ``[[path, source text], ...]`` as pytest would for a run without the assertion pass
+    hook, and keep the code for the runs. A file that does not parse, or whose rewrite warns (the
+    warning belongs in the run's own report), is left to the run."""
+    import ast
+    import hashlib
+    import warnings
+
+    try:
+        from _pytest.assertion.rewrite import rewrite_asserts
+    except ImportError:
+        return
+    for path, text in files:
+        source = text.encode("utf-8")
+        key = (path, hashlib.sha256(source).digest())
+        if key in REWRITTEN:
+            continue
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                tree = ast.parse(source, filename=path)
+                rewrite_asserts(tree, source, path, None)
+                code = compile(tree, path, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        if caught:
+            continue
+        REWRITTEN[key] = code
+        while len(REWRITTEN) > MAX_REWRITTEN:
+            del REWRITTEN[next(iter(REWRITTEN))]
+
+
+REHEARSAL = """
+import pytest
+
+def test_passes():
+    assert [1, 2] == [1, 2]
+
+def test_fails():
+    assert {"a": [1.0, 2.0]} == {"a": pytest.approx([1.0, 2.5])}
+
+class TestGroup:
+    def test_raises(self):
+        raise ValueError("rehearsal")
+"""
+
+
+def rehearse() -> None:
+    """Run one pytest session on a throwaway suite of our own, the way a run does, so that what every
+    session compiles or imports on first use (regular expressions, lazily imported modules, pytest's
+    caches) is ready in the runs forked from here instead of made again in each. Only the suite's own
+    module is forgotten afterwards. Best effort: a failure here leaves the zygote as it was."""
+    import contextlib
+    import io
+    import tempfile
+
+    import pytest
+
+    cwd = os.getcwd()
+    before = set(sys.modules)
+    # Plugins installed beside pytest are the runs' own business (their environment says whether they
+    # load); the rehearsal never loads them: nbval alone pulls in jsonschema and seconds of imports.
+    autoload = os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD")
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    try:
+        with tempfile.TemporaryDirectory(prefix="latte_lab-rehearsal-") as tmp:
+            with open(os.path.join(tmp, "test_rehearsal.py"), "w") as fh:
+                fh.write(REHEARSAL)
+            with open(os.path.join(tmp, "pytest.ini"), "w") as fh:
+                fh.write("[pytest]\n")  # no configuration from the directories above
+            os.chdir(tmp)
+            sink = io.StringIO()
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                pytest.main(["-q", "-rfE", "-p", "no:cacheprovider", f"--junitxml={tmp}/junit.xml",
+                             "-o", "junit_family=xunit1", "test_rehearsal.py"])
+    except Exception:  # noqa: BLE001
+        pass
+    finally:
+        os.chdir(cwd)
+        if autoload is None:
+            os.environ.pop("PYTEST_DISABLE_PLUGIN_AUTOLOAD", None)
+        else:
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
+        for name in set(sys.modules) - before:
+            if name == "test_rehearsal" or name.startswith("test_rehearsal."):
+                del sys.modules[name]
