@@ -216,6 +216,13 @@ def test_compare_with_paper_flags_known_deviations_only(pub, ref):
     assert not cmp["note"].str.contains("UNEXPECTED").any()
     known = cmp[cmp["status"] == "deviation"]
     assert known["note"].str.startswith("known deviation").all() and len(known) == 9
+    # a mean ± SEM cell shows both, as the paper prints them (both are compared): an agreeing one reads the same
+    cells = cmp[cmp["quantity"] == "mean_sem"]
+    assert len(cells) and cells["ours"].str.contains(" ± ").all()
+    agreeing = cells[cells["agrees"]]
+    assert len(agreeing) and (agreeing["ours"] == agreeing["paper"]).all()
+    for _, row in cells[~cells["agrees"]].iterrows():  # e.g. a misprinted SEM: the mean agrees, the cell shows why not
+        assert row["ours"] != row["paper"] and row["ours"].count(" ± ") == 1, row.to_dict()
 
 
 # --- beyond the paper ------------------------------------------------------------------------------
