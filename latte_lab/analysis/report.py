@@ -103,8 +103,8 @@ def compare_with_paper(data, reference: pd.DataFrame | None = None, *, tables: d
     computed from the data; on the published data it explains a known deviation (reference §11) and flags
     an unexpected mismatch. Own trials are expected to differ: their note says only whether they agree,
     and where reference §11 explains the published number, adds that explanation as being about the
-    published data. ``tables``: the data's
-    ``table2``, ``stats_5_1`` and ``section53`` when the caller has computed them already.
+    published data. ``tables``: the data's ``table2``, ``stats_5_1`` and ``section53`` when the caller
+    has computed them already.
     """
     ref = paper_reference() if reference is None else reference
     source = getattr(data, "source", "published")
@@ -436,24 +436,19 @@ def _report(data, t2, s51, robust, regression_md, comparison, skipped) -> str:
         t2c = comparison[comparison["section"] == "Table 2"]
         agreement = (f"{ok} of {n} printed numbers agree at the paper's precision "
                      f"(Table 2: {int(t2c['agrees'].fillna(False).sum())} of {len(t2c)} cells).")
-        columns = ["id", "paper", "ours", "note"]
         if data.source != "published":  # other trials than the paper's: no difference is explained in advance
-            lines += ["## Paper vs recomputed", "",
-                      f"{agreement} {int(differs.sum())} differ: these are trials of their own, not the "
-                      "paper's, so their numbers are not expected to match; what reference §11 explains "
-                      "is the published data.", ""]
-            if differs.any():
-                lines += ["### Differences", "", to_markdown(comparison[differs][columns])]
+            summary = (f"{int(differs.sum())} differ: these are trials of their own, not the paper's, so their "
+                       "numbers are not expected to match; what reference §11 explains is the published data.")
+            sections = [("Differences", comparison[differs])]
         else:
             known = comparison[differs & comparison["status"].ne("exact")]
             unexpected = comparison[differs & comparison["status"].eq("exact")]
-            lines += ["## Paper vs recomputed", "",
-                      f"{agreement} {len(known)} differ for known reasons (reference §11); {len(unexpected)} "
-                      "differ otherwise.", ""]
-            if len(known):
-                lines += ["### Known deviations", "", to_markdown(known[columns])]
-            if len(unexpected):
-                lines += ["### Other differences", "", to_markdown(unexpected[columns])]
+            summary = f"{len(known)} differ for known reasons (reference §11); {len(unexpected)} differ otherwise."
+            sections = [("Known deviations", known), ("Other differences", unexpected)]
+        lines += ["## Paper vs recomputed", "", f"{agreement} {summary}", ""]
+        for title, rows in sections:
+            if len(rows):
+                lines += [f"### {title}", "", to_markdown(rows[["id", "paper", "ours", "note"]])]
         lines += ["Full side-by-side table: paper_comparison.md.", ""]
     lines += ["## Table 2 (both models pooled)", "", to_markdown(stats.format_table2(t2)),
               "## §5.1 normalised pooled costs and accuracy (one-sided Mann-Whitney U vs LATTE)", "",
