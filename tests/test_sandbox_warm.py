@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import warnings
+from pathlib import Path
 
 import pytest
 from sandbox_helpers import needs_bwrap, survivors, token
@@ -105,8 +106,11 @@ def test_runs_share_one_sandbox_that_keeps_nothing_of_an_earlier_run(tmp_path, m
     monkeypatch.setattr(warm, "USE_WARM", False)  # a sandbox of its own shows the run the same
     own = seen(ws)
     assert own["init"] == "child.py"
-    for field in ("tmp", "shm", "sysv_shm", "cap_eff", "no_new_privs", "key", "loopback", "processes"):
+    for field in ("shm", "sysv_shm", "cap_eff", "no_new_privs", "key", "loopback", "processes"):
         assert own[field] == second[field], field
+    # A sandbox's /tmp is its own, but shows the directories leading to its workspace when that is under
+    # /tmp (as here); the warm run's workspace is the process's stage, under /var/tmp.
+    assert [name for name in own["tmp"] if not str(ws.root).startswith(f"/tmp/{name}/")] == second["tmp"]
 
 
 def test_reports_are_word_for_word_those_of_a_sandbox_of_its_own(tmp_path, monkeypatch):
@@ -202,10 +206,10 @@ def test_hidden_suites_run_in_the_processs_staging_sandbox_and_concurrent_runs_i
     assert not (ws.root / "test_hidden.py").exists() and not (ws.root / "seen.json").exists()
 
     assert seen(ws)["init"] == "_sandbox_server.py"
-    (mine,) = [s for s in live_sandboxes() if s is not stage]  # the workspace's own runs: apart from it
-    with mine.busy:  # another run of this workspace is under way
+    (mine,) = [s for s in live_sandboxes() if s is not stage]  # the workspaces' own runs: apart from it
+    with mine.busy:  # another workspace's run is under way
         assert seen(ws)["init"] == "child.py"
-    with pytest_mod._STAGE_LOCK:  # another hidden run is under way: a temporary copy, a sandbox of its own
+    with pytest_mod.EVAL_STAGE.lock:  # another hidden run is under way: a temporary copy, a sandbox of its own
         assert hidden_init() == "child.py"
     assert seen(ws)["init"] == hidden_init() == "_sandbox_server.py" and len(live_sandboxes()) == 2
 
@@ -222,19 +226,56 @@ def test_a_sandbox_that_cannot_start_leaves_runs_on_their_own_sandboxes(tmp_path
     assert not warm.warm_enabled()  # given up after MAX_START_FAILURES starts
 
 
-def test_sandboxes_are_bounded_and_a_trial_stops_its_own(tmp_path, monkeypatch):
+CWD_TEST = """
+import os
+
+def test_where():
+    print("CWD", os.getcwd())
+    assert os.path.exists("mine.txt") and not os.path.exists("theirs.txt")
+    open("made.txt", "w").write(os.path.basename(os.getcwd()))
+    assert False, os.getcwd()
+"""
+
+
+def test_workspaces_take_turns_in_one_staged_sandbox_each_seeing_and_shown_only_its_own(tmp_path):
+    from latte_lab.sandbox import pytest as pytest_mod
+
+    runs = {}
+    for name in ("a", "b"):
+        ws = Workspace(tmp_path / name, memo=False, sandbox="bwrap")
+        ws.setup_file("test_where.py", CWD_TEST)
+        ws.setup_file("mine.txt", name)
+        runs[name] = (ws, ws.run_tests(["-s"], timeout=60))
+        (tmp_path / name / "mine.txt").rename(tmp_path / name / "theirs.txt")  # the next one must not see it
+    (stage,) = live_sandboxes()  # both workspaces' runs were forked in it, in turn
+    assert stage.root == Path(pytest_mod.PUBLIC_STAGE.path) / "workspace" and not str(stage.root).startswith("/tmp/")
+    assert list(stage.root.iterdir()) == []  # emptied after each run
+    for ws, run in runs.values():
+        assert run.failed == 1 and run.failed_tests == ("test_where.py::test_where",), run.stdout
+        root = str(ws.root.resolve())
+        assert f"CWD {root}\n" in run.stdout and f"AssertionError: {root}" in run.stdout  # its own path
+        assert str(stage.root) not in run.stdout + run.stderr
+        assert ws.read("made.txt") == "workspace"  # the run's files came back to its workspace
+        assert not (ws.root / ".latte_lab-junit.xml").exists()
+
+
+def test_sandboxes_are_bounded_and_a_trial_leaves_only_the_staged_ones(tmp_path, monkeypatch):
     monkeypatch.setattr(warm, "MAX_SANDBOXES", 1)
-    first = probe_workspace(tmp_path / "a", token())
-    seen(first)
+    ws = probe_workspace(tmp_path / "a", token())
+    seen(ws)
     (old,) = live_sandboxes()
-    seen(probe_workspace(tmp_path / "b", token()))
+    run = run_pytest(ws.root, ["-s", "test_hidden.py"], sandbox="bwrap", timeout=60,
+                     extra_files={"test_hidden.py": PROBE.replace("TOKEN", token())})
+    assert run.passed == 1, run.stdout
     assert len(live_sandboxes()) == 1 and old.proc.poll() is not None  # the least recently used one stopped
 
+    monkeypatch.setattr(warm, "MAX_SANDBOXES", 4)
     warm.shutdown()
     result = ll.run_trial(ll.TrialConfig(task="debug", seed=0, max_rounds=3, sandbox="bwrap"), runs_dir=tmp_path / "runs")
-    # its workspace's sandbox, started by its test runs, is stopped at its end; the hidden runs' one stays
-    assert result.rounds >= 1 and [s.root.name for s in live_sandboxes()] == ["repo"]
-    assert "latte_lab-eval-stage-" in str(live_sandboxes()[0].root)
+    # the trial's test runs and hidden runs took the process's two staged sandboxes, kept for the next trial;
+    # none was started for its workspace, whose own (had a run needed one) is stopped at its end
+    assert result.rounds >= 1 and sorted(s.root.name for s in live_sandboxes()) == ["repo", "workspace"]
+    assert all(str(s.root.parent.name).startswith("latte_lab-") for s in live_sandboxes())
 
 
 def test_a_workspace_the_run_made_unreadable_is_not_handed_back_and_the_run_says_so(tmp_path):
@@ -382,7 +423,7 @@ def test_the_next_runs_process_is_forked_ahead_and_a_dead_one_is_replaced(tmp_pa
             assert age < 0.9, age  # forked at the request
         else:
             assert age >= 0.9, age  # forked ahead, right after the last run
-            (sandbox,) = [s for s in live_sandboxes() if s.root.name == "always"]
+            sandbox = list(warm._SANDBOXES.values())[-1]  # the one just used (least recently used first)
             (init,) = psutil.Process(sandbox.proc.pid).children()
             (spare,) = init.children()
             spare.kill()  # a spare that died: the run is forked at its request instead

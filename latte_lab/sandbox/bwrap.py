@@ -180,7 +180,7 @@ def apply_export(stream, root: Path, names: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="latte_lab-export-") as tmp:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
             tar.extractall(tmp, filter=_safe)
-        _mirror(Path(tmp), root, names)
+        mirror(Path(tmp), root, names)
 
 
 def _safe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
@@ -190,7 +190,7 @@ def _safe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
         return None
 
 
-def _mirror(src: Path, dst: Path, names: list[str] | None = None) -> None:
+def mirror(src: Path, dst: Path, names: list[str] | None = None) -> None:
     """Make ``dst`` equal to ``src`` (files, symlinks, directories; with ``names`` only those top-level
     entries), touching only what differs."""
     wanted: set[str] = set()

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from latte_lab.sandbox import warm
+from latte_lab.sandbox import bwrap, warm
 from latte_lab.sandbox.limits import TEST_TIMEOUT_SECONDS, SandboxLimits
 from latte_lab.sandbox.run import RunResult, confined, resolve_sandbox, run_sandboxed
 
@@ -244,7 +244,7 @@ def run_pytest(
     if not _pytest_available():
         return _pytest_missing(timeout)
     if not extra_files:
-        return _run_in(Path(cwd), args, timeout, limits, sandbox, None, prime_tests=True)
+        return _run_staged(Path(cwd), args, timeout, limits, sandbox)
     with _copy_directory(sandbox) as (copy, staged):
         copy_tree(Path(cwd), copy)
         for path, text in extra_files.items():
@@ -256,26 +256,69 @@ def run_pytest(
         return _run_in(copy, args, timeout, limits, sandbox, [JUNIT_NAME], prime_tests=False, keep_sandbox=staged)
 
 
-_STAGE: dict = {"pid": None, "path": None}  # this process's staging directory for copies (see below)
-_STAGE_LOCK = threading.Lock()
+class _Stage:
+    """One staging directory of this process (``<tmp>/<prefix>…/<name>``), made on first use and removed at
+    exit; one run at a time (another run meanwhile does without it). A forked child makes its own."""
+
+    def __init__(self, prefix: str, name: str, base: str | None = None):
+        self.prefix, self.name, self.base = prefix, name, base
+        self.pid: int | None = None
+        self.path: str | None = None
+        self.lock = threading.Lock()
+
+    def after_fork(self) -> None:
+        self.lock = threading.Lock()  # another thread may have held it at the fork; the directory is the parent's
+
+    def remove(self) -> None:
+        path = self.path
+        if path and self.pid == os.getpid():
+            self.pid = self.path = None
+            shutil.rmtree(path, ignore_errors=True)
+
+    @contextlib.contextmanager
+    def use(self):
+        """The directory, held for one run; None when another run holds it."""
+        if not self.lock.acquire(blocking=False):
+            yield None
+            return
+        try:
+            try:
+                if self.pid != os.getpid() or not os.path.isdir(self.path or ""):
+                    self.pid, self.path = os.getpid(), tempfile.mkdtemp(prefix=self.prefix, dir=self.base)
+                    atexit.register(self.remove)
+                directory = Path(self.path) / self.name
+                directory.mkdir(exist_ok=True)
+            except OSError:  # no room, or the base directory is not writable: the run does without
+                self.pid = self.path = None
+                directory = None
+            yield directory
+        finally:
+            self.lock.release()
 
 
-def _reset_stage_after_fork() -> None:
-    global _STAGE_LOCK
-    _STAGE_LOCK = threading.Lock()  # another thread may have held it at the fork; the directory is the parent's
+# Copies of a workspace with a hidden suite added (see _copy_directory).
+EVAL_STAGE = _Stage("latte_lab-eval-stage-", "repo")
+# A workspace's own test runs on the bwrap backend (see _run_staged). Named "workspace" as a trial's is, so
+# that the paths a memoised run's output shows are dropped from replies as a trial's own are. Not under
+# /tmp: a sandbox's /tmp is its own, and would show the directories leading to a workspace under it; a
+# run sees /var/tmp, as every other host directory, read-only and as it is, in a sandbox of its own too.
+PUBLIC_STAGE = _Stage("latte_lab-stage-", "workspace", base="/var/tmp")
+
+
+def _reset_stages_after_fork() -> None:
+    EVAL_STAGE.after_fork()
+    PUBLIC_STAGE.after_fork()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_reset_stage_after_fork)
+    os.register_at_fork(after_in_child=_reset_stages_after_fork)
 
 
 def remove_stage() -> None:
-    """Remove this process's staging directory, if it made one (at exit; a sweep's worker, whose exit skips
-    atexit, calls it itself). The next run with extra files makes a new one."""
-    path = _STAGE["path"]
-    if path and _STAGE["pid"] == os.getpid():
-        _STAGE.update(pid=None, path=None)
-        shutil.rmtree(path, ignore_errors=True)
+    """Remove this process's staging directories, if it made them (at exit; a sweep's worker, whose exit
+    skips atexit, calls it itself). The next run that needs one makes a new one."""
+    EVAL_STAGE.remove()
+    PUBLIC_STAGE.remove()
 
 
 def _empty_directory(path: Path) -> None:
@@ -290,26 +333,70 @@ def _empty_directory(path: Path) -> None:
 @contextlib.contextmanager
 def _copy_directory(sandbox: str):
     """Where a run with extra files happens, and whether its sandbox may be kept: a fresh temporary directory;
-    or, on the bwrap backend with warm sandboxes, this process's one staging directory (emptied before and
-    after each use; one run at a time, another run meanwhile takes a temporary directory), so that one kept
+    or, on the bwrap backend with warm sandboxes, this process's one staging directory for them (emptied before
+    and after each use; one run at a time, another run meanwhile takes a temporary directory), so that one kept
     sandbox serves every such run of the process (:mod:`latte_lab.sandbox.warm`)."""
-    if resolve_sandbox(sandbox) == "bwrap" and warm.warm_enabled() and _STAGE_LOCK.acquire(blocking=False):
-        lock = _STAGE_LOCK
-        try:
-            if _STAGE["pid"] != os.getpid() or not os.path.isdir(_STAGE["path"] or ""):
-                _STAGE.update(pid=os.getpid(), path=tempfile.mkdtemp(prefix="latte_lab-eval-stage-"))
-                atexit.register(remove_stage)
-            copy = Path(_STAGE["path"]) / "repo"
-            _empty_directory(copy)
-            try:
-                yield copy, True
-            finally:
-                _empty_directory(copy)  # a hidden suite stays on disk no longer than its run
-        finally:
-            lock.release()
-        return
+    if resolve_sandbox(sandbox) == "bwrap" and warm.warm_enabled():
+        with EVAL_STAGE.use() as copy:
+            if copy is not None:
+                _empty_directory(copy)
+                try:
+                    yield copy, True
+                finally:
+                    _empty_directory(copy)  # a hidden suite stays on disk no longer than its run
+                return
     with tempfile.TemporaryDirectory(prefix="latte_lab-eval-") as tmp:
         yield Path(tmp) / "repo", False
+
+
+def _run_staged(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None, sandbox: str) -> TestRun:
+    """A workspace's own test run. On the bwrap backend with warm sandboxes it happens in this process's
+    public staging directory, made to hold exactly the workspace's files first and handed back to the
+    workspace after, so that one kept sandbox serves the runs of every workspace of the process in turn
+    (a trial's first run then costs what its later ones do, not a sandbox's start). The run's output shows
+    the workspace's path where the staging directory's appeared, as a sandbox of the workspace's own
+    shows it. Elsewhere, while another run holds the stage, or when the workspace holds what is neither a
+    file, a directory nor a link: the run happens in the workspace itself (a sandbox of its own)."""
+    if resolve_sandbox(sandbox) == "bwrap" and warm.warm_enabled():
+        with PUBLIC_STAGE.use() as stage:
+            if stage is not None and _plain_tree(root):
+                source = root.resolve()
+                try:
+                    bwrap.mirror(source, stage)
+                    run = _run_in(stage, args, timeout, limits, sandbox, None, prime_tests=True, keep_sandbox=True)
+                    bwrap.mirror(stage, source)  # what the run left, as a sandbox of the workspace's own hands back
+                finally:
+                    _empty_directory(stage)  # a workspace's files stay in the stage no longer than its run
+                return _as_run_in(run, str(stage), str(source))
+    return _run_in(root, args, timeout, limits, sandbox, None, prime_tests=True)
+
+
+def _plain_tree(root: Path) -> bool:
+    """Whether everything under ``root`` is a regular file, a directory or a symbolic link."""
+    stack = [str(root)]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            return False
+        for entry in entries:
+            if entry.is_symlink():
+                continue
+            if entry.is_dir():
+                stack.append(entry.path)
+            elif not entry.is_file():
+                return False
+    return True
+
+
+def _as_run_in(run: TestRun, stage: str, root: str) -> TestRun:
+    """``run`` (made in ``stage``) with the workspace's path ``root`` where its texts show the stage's."""
+    texts = {"stdout": run.stdout, "stderr": run.stderr}
+    changed = {k: v.replace(stage, root) for k, v in texts.items() if stage in v}
+    notes = tuple(note.replace(stage, root) for note in run.notes)
+    if notes != run.notes:
+        changed["notes"] = notes
+    return dataclasses.replace(run, **changed) if changed else run
 
 
 def config_args(root: Path) -> list[str]:

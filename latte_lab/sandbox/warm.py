@@ -1,9 +1,9 @@
-"""Warm bubblewrap sandboxes: a workspace's test runs, each forked inside one sandbox kept for that workspace
-(client side; the sandbox's init is ``_sandbox_server.py``).
+"""Warm bubblewrap sandboxes: test runs, each forked inside one sandbox kept by the process (client side; the
+sandbox's init is ``_sandbox_server.py``).
 
 A one-off bubblewrap sandbox per test run costs a fresh interpreter that imports pytest (about 250 ms of the
 350 ms such a run takes here); a simulated trial makes twenty or more of them. A warm sandbox is started on
-a workspace's first test run and kept: its init has imported pytest once, and every later run of that
+a process's first test run and kept: its init has imported pytest once, and every later run of a
 workspace's public suite is a child forked from it, as from the local backend's fork server
 (:mod:`latte_lab.sandbox.zygote`).
 
@@ -14,12 +14,17 @@ earlier run left, removes its System V IPC objects, empties the workspace, ``/tm
 copies the host's workspace in again; after it, it kills every process the run left and hands the workspace
 back as a one-off sandbox does. The differences, none visible to a task's suite: in test runs pytest is
 imported before the run starts (as with the fork server), ``/proc/1/cmdline`` names this init rather than
-``_child.py``, and process ids grow from run to run. (The kernel's user keyring is shared by every
+``_child.py``, process ids grow from run to run, and a test run's directory is the process's stage
+(under ``/var/tmp``) rather than its workspace's, which its output is shown with instead. (The kernel's user keyring is shared by every
 bubblewrap sandbox of the user, one-off or warm alike: see :mod:`latte_lab.sandbox.bwrap`.)
 
-Which runs: pytest runs in the workspace's own directory (``prime_tests``, whose files agents see anyway),
-and agents' ``python <script>`` runs there, in a second sandbox whose init imports nothing for them (each run
-starts from the modules a fresh interpreter has, as with the local script fork server). A hidden suite runs
+Which runs: a workspace's own pytest runs (``prime_tests``, whose files agents see anyway), each in this
+process's public staging directory, which holds exactly that workspace's files during the run, so that one
+sandbox serves every workspace of the process in turn (:func:`latte_lab.sandbox.pytest._run_staged`; a
+run that finds the stage taken runs in its workspace's directory, in a sandbox kept for that workspace);
+and agents' ``python <script>`` runs in the workspace's directory, in a second sandbox whose init imports
+nothing for them (each run starts from the modules a fresh interpreter has, as with the local script fork
+server). A hidden suite runs
 in a copy of the workspace in this process's one staging directory (``keep_sandbox``), whose sandbox serves
 every hidden run of the process and is never sent a test file ahead: no sandbox an agent's run is forked in
 ever holds a hidden file. One run at a time per sandbox (a second run at once takes a one-off sandbox). The host's workspace directory is bound into the sandbox when

@@ -212,7 +212,7 @@ def _worker_main(conn, parent_pid: int, out: str, init, initargs, settings) -> N
         with contextlib.suppress(Exception):  # multiprocessing skips atexit in its children: close them here
             shutdown_zygotes()  # the fork servers
             warm.shutdown()  # the warm sandboxes
-            remove_stage()  # and the hidden runs' staging directory
+            remove_stage()  # and the staging directories of the test runs
         kill_tree(os.getpid(), include_root=False)
         conn.close()
 
