@@ -2,7 +2,7 @@
 
 Cost: median milliseconds of one memo-missing ``run_tests()`` of the debug task's public suite, of a no-op
 script and of ``python -c pass``, on the local backend (exec path and fork servers) and on the bubblewrap
-backend (a sandbox per run, and the workspace's kept sandboxes). Stops: the five hostile probes of ``latte_lab.sandbox.probes`` on each backend.
+backend (a sandbox per run, and the kept sandboxes). Stops: the five hostile probes of ``latte_lab.sandbox.probes`` on each backend.
 Run: ``.venv/bin/python benchmarks/bench_sandbox.py``.
 """
 

@@ -173,7 +173,7 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
                 ("local, zygote: forked from the warm fork server", True, "local")]
         if bwrap.probe()[0]:
             ways[:0] = [("bwrap: a fresh bubblewrap sandbox per run", False, "bwrap"),
-                        ("bwrap, warm: forked in the workspace's kept sandbox", True, "bwrap")]
+                        ("bwrap, warm: forked in the process's kept sandbox", True, "bwrap")]
         for label, use_zygote, backend in ways:
             zygote.USE_ZYGOTE = warm.USE_WARM = use_zygote
             clear_memo()

@@ -259,6 +259,50 @@ def test_workspaces_take_turns_in_one_staged_sandbox_each_seeing_and_shown_only_
         assert not (ws.root / ".latte_lab-junit.xml").exists()
 
 
+def test_a_stage_that_cannot_take_the_files_leaves_the_run_to_its_workspace(tmp_path, monkeypatch):
+    from latte_lab.sandbox import bwrap
+
+    ws = probe_workspace(tmp_path / "ws", token())
+    real = bwrap.mirror
+
+    def full_disk(src, dst, names=None):
+        if "latte_lab-stage-" in str(dst):
+            raise OSError(28, "No space left on device")
+        return real(src, dst, names)
+
+    monkeypatch.setattr(bwrap, "mirror", full_disk)
+    assert seen(ws)["init"] == "_sandbox_server.py"  # in a sandbox kept for the workspace
+    (own,) = live_sandboxes()
+    assert own.root == ws.root.resolve() and (ws.root / "made_by_run.txt").exists()
+
+
+def test_what_cannot_be_handed_on_to_the_workspace_is_said_and_the_workspace_kept(tmp_path, monkeypatch):
+    from latte_lab.sandbox import bwrap
+
+    ws = probe_workspace(tmp_path / "ws", token())
+    before = sorted(p.name for p in ws.root.iterdir())
+    real = bwrap.mirror
+
+    def full_disk(src, dst, names=None):
+        if "latte_lab-stage-" in str(src) and Path(dst) == ws.root.resolve():
+            raise OSError(28, "No space left on device")
+        return real(src, dst, names)
+
+    monkeypatch.setattr(bwrap, "mirror", full_disk)
+    run = ws.run_tests(["-s", "test_probe.py"], timeout=60)
+    assert run.passed == 1
+    assert any(n.startswith("the workspace could not be written back: [Errno 28]") for n in run.notes), run.notes
+    assert sorted(p.name for p in ws.root.iterdir()) == before  # nothing of the run's, nothing half-written
+
+
+def test_a_workspace_holding_a_fifo_runs_in_its_own_directory(tmp_path):
+    ws = probe_workspace(tmp_path / "ws", token())
+    os.mkfifo(ws.root / "pipe")  # a copy of it would block: the stage is not used
+    ws.run_tests(["-s", "test_probe.py"], timeout=60)
+    (own,) = live_sandboxes()
+    assert own.root == ws.root.resolve()
+
+
 def test_sandboxes_are_bounded_and_a_trial_leaves_only_the_staged_ones(tmp_path, monkeypatch):
     monkeypatch.setattr(warm, "MAX_SANDBOXES", 1)
     ws = probe_workspace(tmp_path / "a", token())

@@ -33,7 +33,7 @@ from pathlib import Path, PurePosixPath
 
 from latte_lab.sandbox import bwrap, warm
 from latte_lab.sandbox.limits import TEST_TIMEOUT_SECONDS, SandboxLimits
-from latte_lab.sandbox.run import RunResult, confined, resolve_sandbox, run_sandboxed
+from latte_lab.sandbox.run import WRITE_BACK_FAILED, RunResult, confined, resolve_sandbox, run_sandboxed
 
 PYTEST_ARGS = ("-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider")  # the public test command
 # Third-party pytest plugins installed beside latte_lab (nbval pulls in jsonschema, ...) add ~3 s to
@@ -355,20 +355,37 @@ def _run_staged(root: Path, args: list[str], timeout: float, limits: SandboxLimi
     workspace after, so that one kept sandbox serves the runs of every workspace of the process in turn
     (a trial's first run then costs what its later ones do, not a sandbox's start). The run's output shows
     the workspace's path where the staging directory's appeared, as a sandbox of the workspace's own
-    shows it. Elsewhere, while another run holds the stage, or when the workspace holds what is neither a
-    file, a directory nor a link: the run happens in the workspace itself (a sandbox of its own)."""
+    shows it. Elsewhere, while another run holds the stage, when the workspace holds what is neither a
+    file, a directory nor a link, or when the stage cannot take the workspace's files (a full disk): the
+    run happens in the workspace itself, in a sandbox of its own or one kept for that workspace."""
     if resolve_sandbox(sandbox) == "bwrap" and warm.warm_enabled():
         with PUBLIC_STAGE.use() as stage:
             if stage is not None and _plain_tree(root):
                 source = root.resolve()
                 try:
                     bwrap.mirror(source, stage)
-                    run = _run_in(stage, args, timeout, limits, sandbox, None, prime_tests=True, keep_sandbox=True)
-                    bwrap.mirror(stage, source)  # what the run left, as a sandbox of the workspace's own hands back
+                    staged = True
+                except OSError:
+                    staged = False  # the run happens in the workspace itself, below
+                try:
+                    if staged:
+                        run = _run_in(stage, args, timeout, limits, sandbox, None, prime_tests=True, keep_sandbox=True)
+                        return _as_run_in(_handed_on(run, stage, source), str(stage), str(source))
                 finally:
                     _empty_directory(stage)  # a workspace's files stay in the stage no longer than its run
-                return _as_run_in(run, str(stage), str(source))
     return _run_in(root, args, timeout, limits, sandbox, None, prime_tests=True)
+
+
+def _handed_on(run: TestRun, stage: Path, root: Path) -> TestRun:
+    """Make ``root`` hold what the run left in ``stage``, as a sandbox of the workspace's own hands it back;
+    not when the stage itself could not take it back (then, as there, the run's changes are lost)."""
+    if any(note.startswith(WRITE_BACK_FAILED) for note in run.notes):
+        return run
+    try:
+        bwrap.mirror(stage, root)
+    except OSError as exc:
+        return dataclasses.replace(run, notes=(*run.notes, f"{WRITE_BACK_FAILED}: {exc}"))
+    return run
 
 
 def _plain_tree(root: Path) -> bool:

@@ -449,6 +449,9 @@ def _mib(n: int | None) -> str:
     return "no limit" if n is None else f"{n / 2**20:g} MiB"
 
 
+WRITE_BACK_FAILED = "the workspace could not be written back"  # a note's start: the run's changes are lost
+
+
 def _hand_back(proc: local.ReaperRun | warm.WarmRun, spool: _Spool, root: Path, limits: SandboxLimits, stderr: str,
                names: list[str] | None) -> list[str]:
     """Write the workspace a bwrap sandbox returned into ``root``; notes on what the run ran into."""
@@ -475,7 +478,7 @@ def _hand_back(proc: local.ReaperRun | warm.WarmRun, spool: _Spool, root: Path, 
     try:
         bwrap.apply_export(spool.file, root, names)
     except (OSError, tarfile.TarError) as exc:
-        notes.append(f"the workspace could not be written back: {exc}")
+        notes.append(f"{WRITE_BACK_FAILED}: {exc}")
     finally:
         spool.file.close()
     return notes

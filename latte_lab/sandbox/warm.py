@@ -31,7 +31,8 @@ ever holds a hidden file. One run at a time per sandbox (a second run at once ta
 it starts; a directory replaced since (same path, another inode) gets a new sandbox.
 
 Lifetime: at most :data:`MAX_SANDBOXES` per process (the least recently used is stopped first); a trial
-stops its workspace's sandbox when it ends (:func:`release`), and every one stops at exit or when this
+stops its workspace's own sandboxes when it ends (:func:`release`; the staged ones stay for the process's
+next trial), and every one stops at exit or when this
 process dies (end of file on its control socket ends the init, and the kernel ends its namespace). Not
 started with ``--die-with-parent``, which would tie the sandbox to the thread that happened to start it.
 
