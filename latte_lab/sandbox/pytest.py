@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import fcntl
 import hashlib
 import importlib.util
 import json
@@ -258,22 +259,73 @@ def run_pytest(
 
 class _Stage:
     """One staging directory of this process (``<tmp>/<prefix>…/<name>``), made on first use and removed at
-    exit; one run at a time (another run meanwhile does without it). A forked child makes its own."""
+    exit; one run at a time (another run meanwhile does without it). A forked child makes its own.
+
+    Each holds a lock file that its process keeps locked (``flock``) while it lives; making a stage first
+    removes those of the user's earlier ones whose lock is free, left by a process that was killed (the
+    kernel drops the lock with the process, whatever PID namespace it ran in)."""
+
+    LOCK_NAME = ".owner.lock"
 
     def __init__(self, prefix: str, name: str, base: str | None = None):
         self.prefix, self.name, self.base = prefix, name, base
         self.pid: int | None = None
         self.path: str | None = None
         self.lock = threading.Lock()
+        self._owner_fd: int | None = None
 
     def after_fork(self) -> None:
         self.lock = threading.Lock()  # another thread may have held it at the fork; the directory is the parent's
+        if self._owner_fd is not None:  # the parent's lock stays the parent's: it holds its own descriptor
+            os.close(self._owner_fd)
+            self._owner_fd = None
 
     def remove(self) -> None:
         path = self.path
         if path and self.pid == os.getpid():
             self.pid = self.path = None
             shutil.rmtree(path, ignore_errors=True)
+            if self._owner_fd is not None:
+                os.close(self._owner_fd)
+                self._owner_fd = None
+
+    def _make(self) -> str:
+        self.remove_stale()
+        path = tempfile.mkdtemp(prefix=self.prefix, dir=self.base)
+        # locked under a temporary name, then renamed: no other process finds it unlocked
+        fd = os.open(os.path.join(path, self.LOCK_NAME + ".new"), os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(os.path.join(path, self.LOCK_NAME + ".new"), os.path.join(path, self.LOCK_NAME))
+        self._owner_fd = fd
+        return path
+
+    def remove_stale(self) -> list[str]:
+        """Remove the user's stages of this kind whose owner is gone; the paths removed."""
+        base = self.base or tempfile.gettempdir()
+        removed = []
+        try:
+            entries = list(os.scandir(base))
+        except OSError:
+            return removed
+        for entry in entries:
+            if not entry.name.startswith(self.prefix) or entry.path == self.path:
+                continue
+            try:
+                if not entry.is_dir(follow_symlinks=False) or entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                    continue
+                fd = os.open(os.path.join(entry.path, self.LOCK_NAME), os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+            except OSError:
+                continue  # no lock file (being made, or not a stage): left alone
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                continue  # its process lives
+            else:
+                shutil.rmtree(entry.path, ignore_errors=True)
+                removed.append(entry.path)
+            finally:
+                os.close(fd)
+        return removed
 
     @contextlib.contextmanager
     def use(self):
@@ -284,7 +336,7 @@ class _Stage:
         try:
             try:
                 if self.pid != os.getpid() or not os.path.isdir(self.path or ""):
-                    self.pid, self.path = os.getpid(), tempfile.mkdtemp(prefix=self.prefix, dir=self.base)
+                    self.pid, self.path = os.getpid(), self._make()
                     atexit.register(self.remove)
                 directory = Path(self.path) / self.name
                 directory.mkdir(exist_ok=True)
