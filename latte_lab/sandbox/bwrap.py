@@ -1,5 +1,6 @@
-"""The isolating backend: every run in a bubblewrap sandbox (Linux), its own, or for a workspace's test runs
-one kept for that workspace and reset before each run to what a fresh one shows (:mod:`latte_lab.sandbox.warm`).
+"""The isolating backend: every run in a bubblewrap sandbox (Linux), its own, or one kept and reset before each
+run to what a fresh one shows: for test runs, one kept by the process, serving its workspaces in turn; for a
+workspace's scripts, one kept for that workspace (:mod:`latte_lab.sandbox.warm`).
 
 What a run sees and may do:
 
