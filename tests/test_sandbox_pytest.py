@@ -221,11 +221,13 @@ def test_a_killed_processs_stage_is_removed_by_the_next_one_and_a_live_ones_kept
     import subprocess
     import sys
 
+    from latte_lab.sandbox.stage import Stage
+
     base = tmp_path / "base"
     base.mkdir()
     make_and_die = (
-        "import os, sys\nfrom latte_lab.sandbox.pytest import _Stage\n"
-        f"stage = _Stage('latte_lab-stage-', 'workspace', base={str(base)!r})\n"
+        "import os, sys\nfrom latte_lab.sandbox.stage import Stage\n"
+        f"stage = Stage('latte_lab-stage-', 'workspace', base={str(base)!r})\n"
         "with stage.use() as d:\n    (d / 'left.py').write_text('x = 1')\n    print(stage.path, flush=True)\n"
         "    os.kill(os.getpid(), 9)\n")
     killed = subprocess.run([sys.executable, "-c", make_and_die], capture_output=True, text=True, timeout=60)
@@ -235,22 +237,22 @@ def test_a_killed_processs_stage_is_removed_by_the_next_one_and_a_live_ones_kept
 
     live = base / "latte_lab-stage-live"  # a stage whose process still holds its lock
     live.mkdir()
-    fd = os.open(live / sbpytest._Stage.LOCK_NAME, os.O_CREAT | os.O_RDWR)
+    fd = os.open(live / Stage.LOCK_NAME, os.O_CREAT | os.O_RDWR)
     fcntl.flock(fd, fcntl.LOCK_EX)
     unowned = base / "latte_lab-stage-no-lock"  # no lock file: not known to be a stage, left alone
     unowned.mkdir()
     other = base / "latte_lab-eval-stage-x"  # another kind's
     other.mkdir()
     try:
-        stage = sbpytest._Stage("latte_lab-stage-", "workspace", base=str(base))
+        stage = Stage("latte_lab-stage-", "workspace", base=str(base))
         with stage.use() as directory:
             assert directory is not None and directory.is_dir()
         assert not os.path.exists(dead)
         assert live.is_dir() and unowned.is_dir() and other.is_dir()
-        again = sbpytest._Stage("latte_lab-stage-", "workspace", base=str(base))
+        again = Stage("latte_lab-stage-", "workspace", base=str(base))
         assert again.remove_stale() == []  # the first one's process (this one) lives: kept
         stage.remove()
         assert not os.path.exists(directory)
     finally:
         os.close(fd)
-    assert sbpytest._Stage("latte_lab-stage-", "workspace", base=str(base)).remove_stale() == [str(live)]
+    assert Stage("latte_lab-stage-", "workspace", base=str(base)).remove_stale() == [str(live)]

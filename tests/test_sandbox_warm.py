@@ -188,7 +188,7 @@ def test_a_dead_sandbox_is_replaced_and_its_run_says_so(tmp_path):
 
 
 def test_hidden_suites_run_in_the_processs_staging_sandbox_and_concurrent_runs_in_their_own(tmp_path):
-    from latte_lab.sandbox import pytest as pytest_mod
+    from latte_lab.sandbox import stage as stage_mod
 
     tok = token()
     ws = probe_workspace(tmp_path / "ws", tok)
@@ -209,7 +209,7 @@ def test_hidden_suites_run_in_the_processs_staging_sandbox_and_concurrent_runs_i
     (mine,) = [s for s in live_sandboxes() if s is not stage]  # the workspaces' own runs: apart from it
     with mine.busy:  # another workspace's run is under way
         assert seen(ws)["init"] == "child.py"
-    with pytest_mod.EVAL_STAGE.lock:  # another hidden run is under way: a temporary copy, a sandbox of its own
+    with stage_mod.EVAL_STAGE.lock:  # another hidden run is under way: a temporary copy, a sandbox of its own
         assert hidden_init() == "child.py"
     assert seen(ws)["init"] == hidden_init() == "_sandbox_server.py" and len(live_sandboxes()) == 2
 
@@ -238,7 +238,7 @@ def test_where():
 
 
 def test_workspaces_take_turns_in_one_staged_sandbox_each_seeing_and_shown_only_its_own(tmp_path):
-    from latte_lab.sandbox import pytest as pytest_mod
+    from latte_lab.sandbox import stage as stage_mod
 
     runs = {}
     for name in ("a", "b"):
@@ -248,7 +248,7 @@ def test_workspaces_take_turns_in_one_staged_sandbox_each_seeing_and_shown_only_
         runs[name] = (ws, ws.run_tests(["-s"], timeout=60))
         (tmp_path / name / "mine.txt").rename(tmp_path / name / "theirs.txt")  # the next one must not see it
     (stage,) = live_sandboxes()  # both workspaces' runs were forked in it, in turn
-    assert stage.root == Path(pytest_mod.PUBLIC_STAGE.path) / "workspace" and not str(stage.root).startswith("/tmp/")
+    assert stage.root == Path(stage_mod.PUBLIC_STAGE.path) / "workspace" and not str(stage.root).startswith("/tmp/")
     assert list(stage.root.iterdir()) == []  # emptied after each run
     for ws, run in runs.values():
         assert run.failed == 1 and run.failed_tests == ("test_where.py::test_where",), run.stdout
@@ -265,10 +265,10 @@ def test_a_stage_that_cannot_take_the_files_leaves_the_run_to_its_workspace(tmp_
     ws = probe_workspace(tmp_path / "ws", token())
     real = bwrap.mirror
 
-    def full_disk(src, dst, names=None):
+    def full_disk(src, dst, names=None, **options):
         if "latte_lab-stage-" in str(dst):
             raise OSError(28, "No space left on device")
-        return real(src, dst, names)
+        return real(src, dst, names, **options)
 
     monkeypatch.setattr(bwrap, "mirror", full_disk)
     assert seen(ws)["init"] == "_sandbox_server.py"  # in a sandbox kept for the workspace
@@ -283,10 +283,10 @@ def test_what_cannot_be_handed_on_to_the_workspace_is_said_and_the_workspace_kep
     before = sorted(p.name for p in ws.root.iterdir())
     real = bwrap.mirror
 
-    def full_disk(src, dst, names=None):
+    def full_disk(src, dst, names=None, **options):
         if "latte_lab-stage-" in str(src) and Path(dst) == ws.root.resolve():
             raise OSError(28, "No space left on device")
-        return real(src, dst, names)
+        return real(src, dst, names, **options)
 
     monkeypatch.setattr(bwrap, "mirror", full_disk)
     run = ws.run_tests(["-s", "test_probe.py"], timeout=60)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import os
 import shutil
 import site
+import stat
 import subprocess
 import sys
 import tarfile
@@ -191,9 +192,10 @@ def _safe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
         return None
 
 
-def mirror(src: Path, dst: Path, names: list[str] | None = None) -> None:
+def mirror(src: Path, dst: Path, names: list[str] | None = None, *, regular_only: bool = False) -> None:
     """Make ``dst`` equal to ``src`` (files, symlinks, directories; with ``names`` only those top-level
-    entries), touching only what differs."""
+    entries), touching only what differs. ``regular_only``: a special file in ``src`` (a FIFO, a device)
+    raises ``shutil.SpecialFileError`` instead of being read as a file."""
     wanted: set[str] = set()
     for dirpath, dirnames, filenames in os.walk(src):
         rel_dir = Path(dirpath).relative_to(src)
@@ -210,6 +212,8 @@ def mirror(src: Path, dst: Path, names: list[str] | None = None) -> None:
                     _remove(d)
                 d.mkdir(exist_ok=True)
             else:
+                if regular_only and not stat.S_ISREG(s.lstat().st_mode):
+                    raise shutil.SpecialFileError(f"{s} is not a regular file")
                 if d.is_symlink() or d.is_dir():
                     _remove(d)
                 if not d.exists() or d.stat().st_size != s.stat().st_size or d.read_bytes() != s.read_bytes():

@@ -20,7 +20,7 @@ bubblewrap sandbox of the user, one-off or warm alike: see :mod:`latte_lab.sandb
 
 Which runs: a workspace's own pytest runs (``prime_tests``, whose files agents see anyway), each in this
 process's public staging directory, which holds exactly that workspace's files during the run, so that one
-sandbox serves every workspace of the process in turn (:func:`latte_lab.sandbox.pytest._run_staged`; a
+sandbox serves every workspace of the process in turn (:func:`latte_lab.sandbox.stage.run_staged`; a
 run that finds the stage taken runs in its workspace's directory, in a sandbox kept for that workspace);
 and agents' ``python <script>`` runs in the workspace's directory, in a second sandbox whose init imports
 nothing for them (each run starts from the modules a fresh interpreter has, as with the local script fork

@@ -206,7 +206,7 @@ def _worker_main(conn, parent_pid: int, out: str, init, initargs, settings) -> N
         pass
     finally:
         from latte_lab.sandbox import warm
-        from latte_lab.sandbox.pytest import remove_stage
+        from latte_lab.sandbox.stage import remove_stage
         from latte_lab.sandbox.zygote import shutdown_zygotes
 
         with contextlib.suppress(Exception):  # multiprocessing skips atexit in its children: close them here
