@@ -370,7 +370,10 @@ def test_reports_on_a_varied_suite_are_plain_pytests_word_for_word(tmp_path, mon
     for path, text in REPORT_CORPUS.items():
         ws.setup_file(path, textwrap.dedent(text).lstrip())
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
-    for args in (("test_corpus.py",), ("test_broken_import.py",)):
+    # The last two: a run blocking another of pytest's plugins (it cannot take the configuration the fork
+    # server made ahead) and a usage error (which names the program as a run's configuration does).
+    for args in (("test_corpus.py",), ("test_broken_import.py",), ("-p", "no:warnings", "test_corpus.py"),
+                 ("--no-such-option", "test_corpus.py")):
         by_exec, by_zygote = both_ways(monkeypatch, lambda args=args: ws.run_tests(args, timeout=60))
         plain = subprocess.run([sys.executable, *sbpytest.PYTEST_ARGS, *args], cwd=ws.root, capture_output=True,
                                text=True, timeout=120, env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
@@ -379,11 +382,18 @@ def test_reports_on_a_varied_suite_are_plain_pytests_word_for_word(tmp_path, mon
         if args == ("test_corpus.py",):
             assert all(text in expected for text in ("ExceptionGroup", "teardown failed", "from a patched plugin",
                                                     "bottom of the stack", "UserWarning", "1 xfailed")), expected
-        else:
+        elif args == ("test_broken_import.py",):
             assert "No module named 'does_not_exist'" in expected
+        elif args[0] == "-p":
+            assert "bottom of the stack" in expected and "UserWarning" not in expected, expected
+        else:
+            assert "usage: python -m pytest" in plain.stderr, plain.stderr
         assert _report(by_zygote) == expected
         assert _report(by_exec) == expected
-    assert launches.zygote == 2
+        if args[0] == "--no-such-option":
+            # (the sandboxed command names its own ini file, so plain pytest's last lines differ)
+            assert by_zygote.stderr == by_exec.stderr and "usage: python -m pytest" in by_zygote.stderr
+    assert launches.zygote == 4
 
 
 def test_an_edited_test_file_is_rewritten_afresh(tmp_path, monkeypatch, launches):
@@ -474,6 +484,46 @@ def test_primed_code_is_what_a_run_imports(tmp_path):
                          cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.split() == ["0", "1"]  # the planted code passed; the edited file failed for real
+
+
+def test_a_runs_first_session_takes_the_configuration_made_ahead(tmp_path):
+    """White-box, in a fresh interpreter loaded as the fork server loads: the first ``get_config`` with a run's
+    program name and ``-p no:`` arguments returns the configuration made ahead, with the caller's directory and
+    arguments; a second session, other blocked plugins, another program name, plugins passed in or
+    ``PYTEST_DEBUG`` each get a configuration of their own."""
+    script = textwrap.dedent(f"""
+        import importlib.util, os, sys
+        spec = importlib.util.spec_from_file_location("zs", {zyg.ZYGOTE_SCRIPT!r})
+        zs = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(zs)
+        from _pytest import config as c
+        warm = zs._PYTEST
+        run = ["-q", "-rfE", "-p", "no:cacheprovider", "--rootdir=.", "test_x.py"]
+        prog = "python -m pytest"
+        def fresh(**changes):
+            warm.prebuild_config()
+            made = warm.PREBUILT[2]
+            if changes.pop("debug", False):
+                os.environ["PYTEST_DEBUG"] = "1"
+            got = c.get_config(changes.pop("args", run), changes.pop("plugins", None), prog=changes.pop("prog", prog))
+            os.environ.pop("PYTEST_DEBUG", None)
+            assert warm.PREBUILT is None, "made ahead for one session only"
+            return got is made, got
+        os.chdir({str(tmp_path)!r})
+        taken, config = fresh()
+        assert taken and config.invocation_params.args == tuple(run), config.invocation_params
+        assert str(config.invocation_params.dir) == {str(tmp_path)!r}
+        assert config.pluginmanager.is_blocked("cacheprovider") and config.pluginmanager.is_blocked("stepwise")
+        assert c.get_config(run, prog=prog) is not config
+        others = [fresh(args=[*run, "-p", "no:warnings"])[0], fresh(prog="pytest.main()")[0],
+                  fresh(plugins=[])[0], fresh(debug=True)[0], fresh(args=["-q", "test_x.py"])[0]]
+        assert not any(others), others
+        print("ok")
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                         cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert out.stdout.split()[-1] == "ok"
 
 
 # ---- sandbox guarantees with the zygote on -----------------------------------------------------

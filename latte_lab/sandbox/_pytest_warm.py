@@ -1,6 +1,7 @@
 """What a pytest fork server (``_zygote_server.py``) does before it serves: the imports of ``python -m
-pytest``, test modules rewritten ahead of the runs (:func:`prime`, read by :func:`use_primed_rewrites`), and
-one rehearsed session (:func:`rehearse`), so that every run forked from it starts with that work done.
+pytest``, test modules rewritten ahead of the runs (:func:`prime`, read by :func:`use_primed_rewrites`), one
+rehearsed session (:func:`rehearse`) and the plugin manager a session starts from (:func:`prebuild_config`),
+so that every run forked from it starts with that work done.
 
 Loaded by path, like the server itself. Only the standard library and pytest are imported; nothing from
 latte_lab and nothing from a workspace: :func:`prime` is sent the text of test files, and parses, rewrites
@@ -156,3 +157,81 @@ def rehearse() -> None:
         for name in set(sys.modules) - before:
             if name == "test_rehearsal" or name.startswith("test_rehearsal."):
                 del sys.modules[name]
+
+
+# The options of the public test command (``latte_lab.sandbox.pytest.PYTEST_ARGS`` without ``-m pytest``);
+# only their ``-p no:`` part matters to the configuration made ahead.
+RUN_OPTIONS = ("-q", "-rfE", "-p", "no:cacheprovider")
+RUN_PROG = "python -m pytest"  # the program name pytest gives itself when run as ``python -m pytest``
+PREBUILT = None  # (the "-p no:" names it was made for, the Config): taken by a run's first session
+
+
+def blocked_plugins(args) -> tuple:
+    """The ``-p no:NAME`` arguments that pytest's ``get_config`` acts on, read as it reads them
+    (``consider_preparse(..., exclude_only=True)``): the one part of a command line that the
+    configuration made before parsing depends on.
+
+    >>> blocked_plugins(["-q", "-p", "no:cacheprovider", "-pno:warnings", "-p", "xdist", "-k", "p"])
+    ('no:cacheprovider', 'no:warnings')
+    """
+    names, i, n = [], 0, len(args)
+    while i < n:
+        opt = args[i]
+        i += 1
+        if not isinstance(opt, str):
+            continue
+        if opt == "-p":
+            if i >= n:
+                break
+            parg = args[i]
+            i += 1
+        elif opt.startswith("-p"):
+            parg = opt[2:]
+        else:
+            continue
+        parg = parg.strip() if isinstance(parg, str) else parg
+        if isinstance(parg, str) and parg.startswith("no:"):
+            names.append(parg)
+    return tuple(names)
+
+
+def prebuild_config(options=RUN_OPTIONS, prog=RUN_PROG) -> None:
+    """Make, ahead of the runs, what pytest's ``get_config`` makes at the start of every session -- a plugin
+    manager with pytest's own forty plugins registered and their options added (about 5 % of a small
+    suite's session) -- and let the first session of each forked run take it.
+
+    It depends on nothing of a run but the ``-p no:`` arguments (:func:`blocked_plugins`) and the program
+    name pytest shows in its usage messages, so a run whose arguments block other plugins, that calls
+    ``pytest.main`` itself (another name) or passes it plugins, or that sets ``PYTEST_DEBUG`` (read when
+    the plugin manager is made) makes its own, as does every later session of a run. The run's working
+    directory and arguments become the configuration's invocation parameters, as ``get_config`` sets
+    them. Everything after -- reading the configuration files, plugins named by the environment, conftest
+    files -- is the run's own.
+    """
+    global PREBUILT
+    import pathlib
+
+    try:
+        from _pytest import config as config_module
+    except ImportError:
+        return
+    original = getattr(config_module, "get_config", None)
+    invocation = getattr(getattr(config_module, "Config", None), "InvocationParams", None)
+    if original is None or invocation is None or os.environ.get("PYTEST_DEBUG"):
+        return
+    try:
+        PREBUILT = (blocked_plugins(options), prog, original(list(options), prog=prog))
+    except Exception:  # noqa: BLE001 - another pytest: every run makes its own
+        return
+
+    def get_config(args=None, plugins=None, *, prog=None):
+        global PREBUILT
+        made, PREBUILT = PREBUILT, None
+        if made is not None and plugins is None and prog == made[1] and not os.environ.get("PYTEST_DEBUG") \
+                and blocked_plugins(list(args or ())) == made[0]:
+            config = made[2]
+            config.invocation_params = invocation(args=args or (), plugins=None, dir=pathlib.Path.cwd())
+            return config
+        return original(args, plugins, prog=prog)
+
+    config_module.get_config = get_config

@@ -85,6 +85,7 @@ if MODE == "pytest":
     _load_sibling("_pytest_boot.py", "_latte_lab_pytest_boot").speed_up_sessions()
     _PYTEST.use_primed_rewrites()
     _PYTEST.rehearse()
+    _PYTEST.prebuild_config()
     REWRITTEN = _PYTEST.REWRITTEN  # the test modules rewritten ahead, which every forked run reads
     WARM_MODULES = frozenset(sys.modules)  # what a run may keep; later imports are the zygote's own
 else:

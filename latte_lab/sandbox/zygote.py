@@ -18,7 +18,8 @@ one zygote serves every SandboxLimits.
   byte-identical (never for a hidden suite: every run is forked from the zygote and could read its
   memory); and a failure report parses each source file once per run instead of once per
   traceback entry. The report's text is the same. And the zygote rehearses one session on a suite
-  of its own before serving, so the regular expressions and lazy imports of a session are made once.
+  of its own before serving, so the regular expressions and lazy imports of a session are made once,
+  and makes the plugin manager of a run's first session ahead (``_pytest_warm.prebuild_config``).
 * Everything of a run other than how the process starts is shared with the exec path
   (:mod:`latte_lab.sandbox.run`): the environment, the rlimits (``apply_limits`` of ``_child.py``), the
   pipes and their capped reading, the timeout, the process-count watchdog and the process-tree kill (with
