@@ -89,7 +89,9 @@ class CoordinationGraph:
         self._paper = roles == "paper"  # which precondition set applies (from_log replays with official)
         self._check_callers = True  # off only while replaying a log of already-accepted operations
         self._nodes: dict[str, Node] = {}
-        self._log: list[dict[str, Any] | tuple] = []  # Discover's entries are tuples (_serial.discover_entry)
+        # Discover's entries are 6-tuples, plain Claims' and Completes' (op, node, agent): tuples of strings,
+        # which the garbage collector stops tracking (_serial.entry_dict makes each a dict when read)
+        self._log: list[dict[str, Any] | tuple] = []
         self._counts: dict[Status, int] = {s: 0 for s in Status}
         self._owned: dict[str, dict[str, None]] = {}  # agent -> ids it holds assigned/in_progress
         self._ready: dict[str, int] = {}  # ready node id -> creation seq, insertion-ordered
@@ -130,7 +132,7 @@ class CoordinationGraph:
         >>> g.log_since(0)[0]["dropped_deps"]
         ['ghost']
         """
-        return [dict(e) if type(e) is dict else _serial.discover_entry(e) for e in self._log[start:]]
+        return [dict(e) if type(e) is dict else _serial.entry_dict(e) for e in self._log[start:]]
 
     def nodes(self) -> list[str]:
         """All node ids in creation order."""
@@ -390,7 +392,7 @@ class CoordinationGraph:
             waiting = [d.id for d in n.deps if not is_finished(d.status)]
             raise OperatorError(op, node_id, f"dependencies not finished: {', '.join(waiting)}")
         self._transition(n, IN_PROGRESS, agent)
-        self._log.append({"op": op, "node": node_id, "agent": agent})
+        self._log.append((op, node_id, agent))
 
     def complete(self, node_id: str, agent: str) -> None:
         """Complete(v) by its owner: in_progress -> done (official rules also accept assigned).
@@ -409,9 +411,12 @@ class CoordinationGraph:
                                              "(claim it first)")
         n.completed_by = agent
         self._transition(n, DONE, agent)
-        entry: dict[str, Any] = {"op": op, "node": node_id, "agent": agent}
-        self._mark_verified(n, entry)
-        self._log.append(entry)
+        if n.is_verify:
+            entry: dict[str, Any] = {"op": op, "node": node_id, "agent": agent}
+            self._mark_verified(n, entry)
+            self._log.append(entry)
+        else:
+            self._log.append((op, node_id, agent))
 
     def _mark_verified(self, n: Node, entry: dict[str, Any]) -> None:
         """A finished verify node makes its done target verified (paper rules; the released code has no

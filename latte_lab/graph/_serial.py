@@ -24,8 +24,17 @@ SNAPSHOT_FORMAT = 1  # bumped when the snapshot layout changes, so old run direc
 SNAPSHOT_SETTINGS = ("roles", "lead", "on_unknown_dep", "workers", "verify_reroute")  # constructor arguments
 
 
-def discover_entry(e: tuple) -> dict[str, Any]:
-    """The log entry of a Discover, stored as ``(node, deps, title, description, by, dropped)``."""
+def entry_dict(e: tuple) -> dict[str, Any]:
+    """The log entry stored as a tuple: a Discover's ``(node, deps, title, description, by, dropped)``, or a
+    Claim's or a plain Complete's ``(op, node, agent)``.
+
+    >>> entry_dict(("claim", "t1", "Dev1"))
+    {'op': 'claim', 'node': 't1', 'agent': 'Dev1'}
+    >>> entry_dict(("t2", ("t1",), "", "", "Lead", ()))["deps"]
+    ['t1']
+    """
+    if len(e) == 3:
+        return {"op": e[0], "node": e[1], "agent": e[2]}
     entry = {"op": "discover", "node": e[0], "deps": list(e[1]), "title": e[2], "description": e[3], "by": e[4]}
     if e[5]:
         entry["dropped_deps"] = list(e[5])
