@@ -490,7 +490,8 @@ def test_a_runs_first_session_takes_the_configuration_made_ahead(tmp_path):
     """White-box, in a fresh interpreter loaded as the fork server loads: the first ``get_config`` with a run's
     program name and ``-p no:`` arguments returns the configuration made ahead, with the caller's directory and
     arguments; a second session, other blocked plugins, another program name, plugins passed in or
-    ``PYTEST_DEBUG`` each get a configuration of their own."""
+    ``PYTEST_DEBUG`` each get a configuration of their own. The options it is made for are the public test
+    command's."""
     script = textwrap.dedent(f"""
         import importlib.util, os, sys
         spec = importlib.util.spec_from_file_location("zs", {zyg.ZYGOTE_SCRIPT!r})
@@ -518,6 +519,8 @@ def test_a_runs_first_session_takes_the_configuration_made_ahead(tmp_path):
         others = [fresh(args=[*run, "-p", "no:warnings"])[0], fresh(prog="pytest.main()")[0],
                   fresh(plugins=[])[0], fresh(debug=True)[0], fresh(args=["-q", "test_x.py"])[0]]
         assert not any(others), others
+        assert not hasattr(c.get_config.made_ahead_from, "made_ahead_from"), "pytest's get_config is wrapped once"
+        assert warm.RUN_OPTIONS == tuple({tuple(sbpytest.PYTEST_ARGS[2:])!r}), "the public test command's options"
         print("ok")
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,

@@ -206,23 +206,30 @@ def prebuild_config(options=RUN_OPTIONS, prog=RUN_PROG) -> None:
     the plugin manager is made) makes its own, as does every later session of a run. The run's working
     directory and arguments become the configuration's invocation parameters, as ``get_config`` sets
     them. Everything after -- reading the configuration files, plugins named by the environment, conftest
-    files -- is the run's own.
+    files -- is the run's own. Called again, it makes a new one (pytest's ``get_config`` is wrapped once).
     """
     global PREBUILT
-    import pathlib
-
     try:
         from _pytest import config as config_module
     except ImportError:
         return
     original = getattr(config_module, "get_config", None)
-    invocation = getattr(getattr(config_module, "Config", None), "InvocationParams", None)
-    if original is None or invocation is None or os.environ.get("PYTEST_DEBUG"):
+    original = getattr(original, "made_ahead_from", original)  # pytest's own, if wrapped by an earlier call
+    if original is None or not hasattr(getattr(config_module, "Config", None), "InvocationParams") \
+            or os.environ.get("PYTEST_DEBUG"):
         return
     try:
         PREBUILT = (blocked_plugins(options), prog, original(list(options), prog=prog))
     except Exception:  # noqa: BLE001 - another pytest: every run makes its own
+        PREBUILT = None
         return
+    if config_module.get_config is original:
+        config_module.get_config = _taking_prebuilt(original, config_module.Config.InvocationParams)
+
+
+def _taking_prebuilt(original, invocation):
+    """pytest's ``get_config``, returning :data:`PREBUILT` to the first call it fits (:func:`prebuild_config`)."""
+    import pathlib
 
     def get_config(args=None, plugins=None, *, prog=None):
         global PREBUILT
@@ -234,4 +241,5 @@ def prebuild_config(options=RUN_OPTIONS, prog=RUN_PROG) -> None:
             return config
         return original(args, plugins, prog=prog)
 
-    config_module.get_config = get_config
+    get_config.made_ahead_from = original
+    return get_config
