@@ -47,8 +47,12 @@ def mark(label):
 import pandas, numpy; mark("import pandas, numpy")
 import latte_lab.cli; mark("import latte_lab.cli")
 import matplotlib.pyplot; mark("import matplotlib.pyplot")
-import scipy.stats; mark("import scipy.stats")
-import statsmodels.formula.api, statsmodels.stats.anova; mark("import statsmodels")
+import importlib.util
+if importlib.util.find_spec("latte_lab.analysis.inference"):  # the tests in numpy: no scipy, no statsmodels
+    import latte_lab.analysis.inference; mark("import latte_lab.analysis.inference")
+else:
+    import scipy.stats; mark("import scipy.stats")
+    import statsmodels.formula.api, statsmodels.stats.anova; mark("import statsmodels")
 import matplotlib.backends.backend_pdf; mark("import the PDF backend (fontTools)")
 from latte_lab.analysis import figures, loaders, report, stats
 from latte_lab import data as bundled
@@ -56,7 +60,7 @@ data = loaders.load_published(Path(sys.argv[1])); mark("load the published data"
 t = data.trials
 stats.table2(t); stats.stats_5_1(t); stats.section53(t); mark("table2, stats_5_1, section53")
 stats.robust_statistics(t); mark("robust_statistics (bootstrap, Holm)")
-stats.cost_regression(t, "tokens"); stats.cost_regression(t, "wall"); mark("cost_regression x2 (statsmodels)")
+stats.cost_regression(t, "tokens"); stats.cost_regression(t, "wall"); mark("cost_regression x2")
 report.compare_with_paper(data); mark("compare_with_paper")
 out = Path(sys.argv[2])
 out.mkdir(parents=True, exist_ok=True)
@@ -103,11 +107,12 @@ def timed(owner, name, label, first=None):
 timed(loaders, "load_published", "load the published data")
 timed(stats, "table2", "table2")
 timed(stats, "stats_5_1", "stats_5_1")
-timed(stats, "_mwu", None, ("import scipy.stats", "import scipy.stats"))
+own_tests = hasattr(stats, "inference")  # the tests in numpy; older checkouts import scipy and statsmodels
+timed(stats, "_mwu", None, None if own_tests else ("import scipy.stats", "import scipy.stats"))
 timed(stats, "section53", "section53")
 timed(stats, "robust_statistics", "robust_statistics")
 timed(stats, "cost_regression", lambda a: f"cost_regression {a[1]}",
-      ("import statsmodels", "import statsmodels.formula.api, statsmodels.stats.anova"))
+      None if own_tests else ("import statsmodels", "import statsmodels.formula.api, statsmodels.stats.anova"))
 timed(report, "compare_with_paper", "compare_with_paper")
 timed(report, "_report", "report.md")
 timed(report, "_import_figure_stack", "import matplotlib, the PDF and PNG writers")
@@ -214,11 +219,13 @@ def main(argv=None) -> int:
     print(f"files written: {len(written)} ({sum(n.endswith('.png') for n in written)} PNG, "
           f"{sum(n.endswith('.pdf') for n in written)} PDF, tables and report.md)")
     print("\nwhere the CPU goes, stage by stage in one process (seconds):")
-    labels = [label for label, _ in next(iter(stages.values()))]
+    labels = list(dict.fromkeys(label for rows in stages.values() for label, _ in rows))
     names = list(stages)
+    seconds = {n: dict(rows) for n, rows in stages.items()}
     print("  " + f"{'stage':40s}" + "".join(f"{n[:28]:>30s}" for n in names))
-    for i, label in enumerate(labels):
-        print("  " + f"{label:40s}" + "".join(f"{stages[n][i][1]:30.2f}" for n in names))
+    for label in labels:  # a stage one checkout lacks (scipy's import, say) shows as -
+        print("  " + f"{label:40s}" + "".join(f"{seconds[n][label]:30.2f}" if label in seconds[n] else f"{'-':>30s}"
+                                              for n in names))
     print("  " + f"{'total':40s}" + "".join(f"{sum(s for _, s in stages[n]):30.2f}" for n in names))
     for label, rows in timelines.items():
         _print_timeline(label, rows)

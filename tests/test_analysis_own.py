@@ -195,6 +195,8 @@ def test_cli_figures_on_runs_and_report(runs_dir, own, tmp_path, monkeypatch):
     assert "latte_lab:" in proc.stdout and proc.stdout.rstrip().endswith("report.md")  # all of it flushed
     for name in ("figure2a", "figure2b", "figure3a", "figure3b", "figure3c", "figure4"):
         assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.pdf").is_file()
+        pdf = (out / f"{name}.pdf").read_bytes()  # the theme's TrueType fonts, which journals accept, not Type 3
+        assert b"/FontFile2" in pdf and b"/Subtype /Type3" not in pdf, name
     for name in ("figure3a", "figure3b"):  # the same bytes as drawn in this process
         paths, why = report._draw(name, own, tmp_path)
         assert why is None and [p.read_bytes() for p in paths] == [(out / p.name).read_bytes() for p in paths]

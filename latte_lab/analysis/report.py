@@ -241,7 +241,7 @@ PNG_COMPRESS_LEVEL = 1  # zlib level of saved PNGs: level 6 (PIL's default) take
 def _save_figure(fig, out: Path, name: str, written: list[Path]) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from latte_lab.analysis.style import FIG_DPI, pyplot
+    from latte_lab.analysis.style import FIG_DPI, pyplot, saving
 
     engine = fig.get_layout_engine()
     if engine is not None:
@@ -258,7 +258,8 @@ def _save_figure(fig, out: Path, name: str, written: list[Path]) -> None:
             fig.set_canvas(canvas)
         fig.set_layout_engine(None)
     fig.savefig(out / f"{name}.png", dpi=FIG_DPI, pil_kwargs={"compress_level": PNG_COMPRESS_LEVEL})
-    fig.savefig(out / f"{name}.pdf", dpi=FIG_DPI)
+    with saving():  # TrueType fonts in the PDF (matplotlib's default is Type 3, which journals refuse)
+        fig.savefig(out / f"{name}.pdf", dpi=FIG_DPI)
     written += [out / f"{name}.png", out / f"{name}.pdf"]
     pyplot().close(fig)
 

@@ -16,12 +16,12 @@ ours) and returns a DataFrame. The constructions follow the released analysis ex
 from __future__ import annotations
 
 import math
-import re
 
 import numpy as np
 import pandas as pd
 
 from latte_lab import schema
+from latte_lab.analysis import inference
 from latte_lab.errors import DataError
 
 REFERENCE_TEAM = "latte"  # every test compares a baseline against LATTE
@@ -82,26 +82,12 @@ def _summary_of(x: np.ndarray) -> tuple[int, float, float]:
 
 
 def _mwu(a, b, alternative: str) -> tuple[float, float]:
-    from scipy.stats import mannwhitneyu
-
     a = np.asarray(a, dtype=float)
     b = np.asarray(b, dtype=float)
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if len(a) == 0 or len(b) == 0:
         return math.nan, math.nan
-    res = mannwhitneyu(a, b, alternative=alternative)
-    return float(res.statistic), float(res.pvalue)
-
-
-def _average_ranks(x: np.ndarray) -> np.ndarray:
-    """Ranks 1..n of ``x``, ties sharing their mean rank (scipy's ``rankdata(method="average")``)."""
-    order = np.argsort(x, kind="mergesort")
-    xs = x[order]
-    starts = np.flatnonzero(np.r_[True, xs[1:] != xs[:-1]])
-    ends = np.r_[starts[1:], len(xs)]  # one past each run of equal values
-    ranks = np.empty(len(x))
-    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
-    return ranks
+    return inference.mann_whitney_u(a, b, alternative)
 
 
 def rank_biserial(a, b) -> float:
@@ -112,7 +98,7 @@ def rank_biserial(a, b) -> float:
     na, nb = len(a), len(b)
     if not (na and nb):
         return math.nan
-    u = _average_ranks(np.concatenate([a, b]))[:na].sum() - na * (na + 1) / 2.0
+    u = inference.average_ranks(np.concatenate([a, b]))[:na].sum() - na * (na + 1) / 2.0
     return 2.0 * u / (na * nb) - 1.0
 
 
@@ -355,30 +341,27 @@ def cost_regression(trials: pd.DataFrame, metric: str = "tokens"):
     as the baseline level adjusts for task and model; HC3 standard errors tolerate the very unequal
     variances of teams (MetaGPT's costs vary far more); Type II sums of squares test each factor after
     the others regardless of order, which is the sensible choice for unbalanced data without
-    interactions. Returns (coefficients DataFrame, Type II ANOVA DataFrame with HC3).
+    interactions. Returns (coefficients DataFrame, Type II ANOVA DataFrame with HC3), the numbers of
+    statsmodels' ``ols(...).fit(cov_type="HC3")`` and ``anova_lm(typ=2, robust="hc3")`` (computed by
+    :mod:`latte_lab.analysis.inference`).
     """
-    import statsmodels.formula.api as smf
-    from statsmodels.stats.anova import anova_lm
-
     nc = normalised_costs(trials, metric)
     nc = nc[["norm_cost", "team", "task", "model"]].dropna()
     if nc["team"].nunique() < 2:
         raise DataError("cost_regression needs successful trials of at least two teams")
-    terms = [f"C(team, Treatment(reference='{REFERENCE_TEAM}'))"
-             if REFERENCE_TEAM in set(nc["team"]) else "C(team)"]
-    terms += [f"C({c})" for c in ("task", "model") if nc[c].nunique() > 1]
-    fit = smf.ols("norm_cost ~ " + " + ".join(terms), data=nc).fit(cov_type="HC3")
-    coefs = pd.DataFrame({"coef": fit.params, "se_hc3": fit.bse, "p": fit.pvalues,
-                          "ci_low": fit.conf_int()[0], "ci_high": fit.conf_int()[1]})
-    coefs.index = [_clean_term(t) for t in coefs.index]
-    coefs.index.name = "term"
-    anova = anova_lm(smf.ols("norm_cost ~ " + " + ".join(terms), data=nc).fit(), typ=2, robust="hc3")
-    coefs.attrs["n"] = int(fit.nobs)
-    coefs.attrs["r2"] = float(fit.rsquared)
-    anova.index = [_clean_term(t) for t in anova.index]
-    return coefs.reset_index(), anova.rename_axis("term").reset_index()
-
-
-def _clean_term(term: str) -> str:
-    """'C(team, Treatment(reference='latte'))[T.static]' -> 'team[T.static]'."""
-    return re.sub(r"C\((\w+)(?:, Treatment\(reference='[^']*'\))?\)", r"\1", term)
+    factors = ["team"] + [c for c in ("task", "model") if nc[c].nunique() > 1]
+    refs = {"team": REFERENCE_TEAM} if REFERENCE_TEAM in set(nc["team"]) else {}
+    design = inference.treatment_design(nc, "norm_cost", factors, refs)
+    fit = inference.ols(design)
+    low, high = fit.conf_int()
+    coefs = pd.DataFrame({"coef": fit.params, "se_hc3": fit.bse, "p": fit.pvalues, "ci_low": low, "ci_high": high},
+                         index=pd.Index(design.columns, name="term"))
+    coefs.attrs["n"] = fit.nobs
+    coefs.attrs["r2"] = fit.rsquared
+    rows = []
+    for factor, cols in design.terms:
+        f, df, p = fit.wald_f(cols)
+        rows.append((factor, f * df * fit.ssr / fit.df_resid, float(df), f, p))
+    rows.append(("Residual", fit.ssr, fit.df_resid, math.nan, math.nan))
+    anova = pd.DataFrame(rows, columns=["term", "sum_sq", "df", "F", "PR(>F)"])
+    return coefs.reset_index(), anova

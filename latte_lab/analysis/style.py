@@ -125,6 +125,25 @@ def theme() -> Iterator[None]:
         matplotlib.rcParams.update(saved)
 
 
+SAVE_RC = {"pdf.fonttype": RC["pdf.fonttype"]}
+"""The settings of :data:`RC` that matplotlib reads when it writes a file rather than when it makes a figure:
+a figure made inside :func:`theme` and saved after it needs them again (:func:`saving`)."""
+
+
+@contextlib.contextmanager
+def saving() -> Iterator[None]:
+    """:data:`SAVE_RC` for the files written inside the block (TrueType fonts in PDFs); the caller's settings
+    are restored (only these keys, as :func:`theme` does)."""
+    import matplotlib
+
+    saved = {k: matplotlib.rcParams[k] for k in SAVE_RC}
+    matplotlib.rcParams.update(SAVE_RC)
+    try:
+        yield
+    finally:
+        matplotlib.rcParams.update(saved)
+
+
 def apply_theme() -> None:
     """Make :func:`theme` the session's default (for your own figures beside latte_lab's)."""
     pyplot().rcParams.update(RC)

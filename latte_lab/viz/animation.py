@@ -128,7 +128,8 @@ class TrialAnimation:
     def save_frame(self, i: int, path, *, dpi: int = style.FIG_DPI) -> Path:
         """Frame ``i`` (negative counts from the end) as a PNG, PDF or SVG."""
         self._draw_frame(range(len(self))[i])
-        self.fig.savefig(path, dpi=dpi)
+        with style.saving():  # a PDF gets the theme's TrueType fonts
+            self.fig.savefig(path, dpi=dpi)
         return Path(path)
 
 

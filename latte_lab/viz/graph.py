@@ -207,7 +207,8 @@ class GraphDrawing:
 
     def save(self, path, **kwargs) -> None:
         kwargs.setdefault("dpi", style.FIG_DPI)
-        self.fig.savefig(path, **kwargs)
+        with style.saving():  # a PDF gets the theme's TrueType fonts
+            self.fig.savefig(path, **kwargs)
 
 
 def draw(obj, round: int | None = None, *, mode: str | None = None, title: str | None = None,
