@@ -250,7 +250,8 @@ def ols(design: Design) -> OLSFit:
     params = pinv @ y
     resid = y - X @ params
     leverage = (X * pinv.T).sum(axis=1)
-    scale = (resid / (1.0 - leverage)) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):  # a trial alone in its level (leverage 1): infinite
+        scale = (resid / (1.0 - leverage)) ** 2
     cov = pinv @ (scale[:, None] * pinv.T)
     ssr = float(resid @ resid)
     centered = y - y.mean()
