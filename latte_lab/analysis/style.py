@@ -51,6 +51,7 @@ RC = {
     "savefig.bbox": "tight",
     "savefig.pad_inches": 0.03,
     "pdf.fonttype": 42,  # TrueType in PDFs: editable text, accepted by journals
+    "ps.fonttype": 42,  # and in PostScript (EPS)
 }
 """matplotlib rcParams of :func:`theme`."""
 
@@ -125,7 +126,7 @@ def theme() -> Iterator[None]:
         matplotlib.rcParams.update(saved)
 
 
-SAVE_RC = {"pdf.fonttype": RC["pdf.fonttype"]}
+SAVE_RC = {"pdf.fonttype": RC["pdf.fonttype"], "ps.fonttype": RC["ps.fonttype"]}
 """The settings of :data:`RC` that matplotlib reads when it writes a file rather than when it makes a figure:
 a figure made inside :func:`theme` and saved after it needs them again (:func:`saving`)."""
 
