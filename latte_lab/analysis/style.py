@@ -112,14 +112,22 @@ def theme() -> Iterator[None]:
 
     Figures return from latte_lab closed (:func:`finish`): a notebook shows a returned Figure once, as the
     cell's result, instead of once as the result and again when the inline backend flushes open figures."""
+    pyplot()
+    with _settings(RC):
+        yield
+
+
+@contextlib.contextmanager
+def _settings(rc: dict) -> Iterator[None]:
+    """``rc`` in matplotlib's rcParams inside the block, then the caller's values of those keys again.
+
+    Only these keys are saved and restored: plt.rc_context would also restore "interactive", which the inline
+    backend switches on when the first figure is made (inside a theme block), and Jupyter would then stop
+    showing figures."""
     import matplotlib
 
-    pyplot()
-    # only our keys are saved and restored: plt.rc_context would also restore "interactive", which the
-    # inline backend switches on when the first figure is made (inside this block), and Jupyter would
-    # then stop showing figures
-    saved = {k: matplotlib.rcParams[k] for k in RC}
-    matplotlib.rcParams.update(RC)
+    saved = {k: matplotlib.rcParams[k] for k in rc}
+    matplotlib.rcParams.update(rc)
     try:
         yield
     finally:
@@ -135,14 +143,8 @@ a figure made inside :func:`theme` and saved after it needs them again (:func:`s
 def saving() -> Iterator[None]:
     """:data:`SAVE_RC` for the files written inside the block (TrueType fonts in PDFs); the caller's settings
     are restored (only these keys, as :func:`theme` does)."""
-    import matplotlib
-
-    saved = {k: matplotlib.rcParams[k] for k in SAVE_RC}
-    matplotlib.rcParams.update(SAVE_RC)
-    try:
+    with _settings(SAVE_RC):
         yield
-    finally:
-        matplotlib.rcParams.update(saved)
 
 
 def apply_theme() -> None:
