@@ -34,6 +34,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from timing import machine_line, machine_speed_ms  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 3.0  # the budget for regenerating every figure and table
 REPEATS = 3  # fresh processes per checkout; the best time discounts a cold disk cache and load spikes
@@ -194,6 +197,7 @@ def main(argv=None) -> int:
         if not (args.baseline / "latte_lab" / "__init__.py").is_file():
             raise SystemExit(f"--baseline {args.baseline} is not a latte_lab checkout (no latte_lab/__init__.py)")
         checkouts = {f"baseline {args.baseline}": args.baseline.resolve(), **checkouts}
+    machine = machine_speed_ms()
     times: dict[str, list[tuple[float, float, float]]] = {k: [] for k in checkouts}
     with tempfile.TemporaryDirectory() as tmp:
         for checkout in checkouts.values():  # warm-up: bytecode written, disk cache filled
@@ -230,6 +234,7 @@ def main(argv=None) -> int:
     for label, rows in timelines.items():
         _print_timeline(label, rows)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    print(machine_line(machine))
     return 0
 
 

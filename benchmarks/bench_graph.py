@@ -26,8 +26,10 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import networkx as nx
+from timing import machine_line, machine_speed_ms
 
 from latte_lab.actions import parse_actions
 from latte_lab.graph import CoordinationGraph, frontier_bruteforce
@@ -113,6 +115,7 @@ def drive(g: CoordinationGraph, n_workers: int, check=None, max_ops: int | None 
 
 
 def main() -> None:
+    machine = machine_speed_ms()
     large = layered_dag(LARGE_NODES)
     n_edges = sum(len(deps) for _, deps in large)
     w_build, c_build, _ = best_of(build, large)
@@ -186,6 +189,7 @@ def main() -> None:
         r = parse_actions(text)
         dt = time.perf_counter() - t0
         print(f"parse_actions 1 MB {label}: {dt:.3f} s ({len(r.actions)} actions, {len(r.errors)} errors)")
+    print(machine_line(machine))
 
 
 if __name__ == "__main__":

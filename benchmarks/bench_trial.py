@@ -27,7 +27,7 @@ import time
 import warnings
 from pathlib import Path
 
-from timing import REPEATS, median_ms
+from timing import REPEATS, machine_line, machine_speed_ms, median_ms
 
 STATES: list[dict[str, str]] = []  # workspace files of the first trial's memo-missing public test runs
 
@@ -282,6 +282,7 @@ def main() -> None:
         return
 
     load = os.getloadavg()[0]
+    machine = machine_speed_ms()
     before = run_baseline(args.baseline, args) if args.baseline else None
     after = measure_trials(args.seeds, args.task, args.team, args.model, args.sandbox)
     here = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -318,6 +319,7 @@ def main() -> None:
               f"its tool runs: {floor_s + first['total'] - first['tools']:.2f} s (target < 1 s; the trial took "
               f"{first['total']:.2f} s)")
     print(f"load average now {os.getloadavg()[0]:.1f}")
+    print(machine_line(machine))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ folder's scripts against an older checkout of latte_lab)."""
 
 from __future__ import annotations
 
+import json
 import statistics
 import time
 
@@ -17,3 +18,33 @@ def median_ms(fn, repeats: int = REPEATS) -> float:
         fn()
         times.append(time.perf_counter() - start)
     return 1000 * statistics.median(times)
+
+
+def _fixed_work() -> None:
+    """A fixed mix of what latte_lab's own code does most: dict and string work, JSON encoding, a sort."""
+    rows = [{"id": f"task-{i}", "deps": [f"task-{j}" for j in range(i % 4)], "status": "pending"} for i in range(10_000)]
+    index = {r["id"]: r for r in rows}
+    for r in rows:
+        for d in r["deps"]:
+            index[d]["status"] = "done"
+    json.dumps(rows)
+    sorted((r["id"] for r in rows), key=len)
+
+
+def machine_speed_ms(repeats: int = 9) -> float:
+    """CPU milliseconds of one fixed workload (median of ``repeats``): the same code on the same machine takes
+    longer when the machine is slower (a busy host, a lower clock), which the load average does not show.
+    Printed beside a benchmark's figures, it tells two runs of different hours apart."""
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        _fixed_work()
+        times.append(time.process_time() - start)
+    return 1000 * statistics.median(times)
+
+
+def machine_line(start_ms: float | None = None) -> str:
+    """The machine-speed figure, with the one measured at the start of the benchmark when given."""
+    now = machine_speed_ms()
+    head = "machine speed (CPU ms of a fixed workload, lower is faster):"
+    return f"{head} {start_ms:.1f} at the start, {now:.1f} at the end" if start_ms is not None else f"{head} {now:.1f}"
