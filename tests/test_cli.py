@@ -81,6 +81,17 @@ def test_figures_reports_a_published_dir_override_that_is_not_a_folder(tmp_path,
     assert not (tmp_path / "out").exists()
 
 
+@pytest.mark.parametrize(("cpus", "drawers"), [(1, 2), (2, 2), (4, 4), (6, 6), (32, 6)])
+def test_figures_draws_with_one_process_per_cpu_and_figure(monkeypatch, cpus, drawers):
+    """The default drawers: the CPUs this process may use, at least 2, at most one per figure."""
+    import os
+
+    from latte_lab.cli import figures
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)), raising=False)
+    assert figures.default_jobs(6) == drawers
+
+
 def test_run_offers_the_cache_modes_of_the_config(capsys):
     from latte_lab.config import CACHE_MODES
 

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 from pathlib import Path
 
 from latte_lab.data import PUBLISHED_ENV
 from latte_lab.errors import DataError
 
-FIGURE_WORKERS = 2  # the six figures split over two forked processes end about when the tables do
+
+def default_jobs(figures: int) -> int:
+    """One drawer per CPU this process may use, at most one per figure, at least two: the drawing (text layout,
+    PNG and PDF, the PDF's font subsets) is most of the command's CPU once the tables are done."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(2, min(figures, cpus))
 
 
 def _workers(text: str) -> int:
@@ -30,9 +36,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                    help=f"published experiments/ folder or a runs folder (default: ${PUBLISHED_ENV}, else the "
                    "bundled published data)")
     p.add_argument("--out", default="figures/", help="output folder (default: figures/)")
-    p.add_argument("--jobs", type=_workers, default=FIGURE_WORKERS,
+    p.add_argument("--jobs", type=_workers, default=None,
                    help="processes drawing the figures while this one computes the tables; 0 draws them in "
-                   f"this one (default: {FIGURE_WORKERS}; Linux only)")
+                   "this one (default: one per CPU, at least 2, at most one per figure; Linux only)")
     p.add_argument("--reference", default=None,
                    help="paper reference CSV (default: the table of the paper's printed numbers bundled with latte_lab)")
     p.set_defaults(func=run, skip_teardown=True)  # every file is written and closed when run returns
@@ -41,7 +47,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 def run(args) -> int:
     # A command of a few seconds whose garbage is a few figures: no cyclic collection while it runs, here or in
-    # the processes it forks (the imports of pandas, scipy and statsmodels alone set off 0.3 s of them).
+    # the processes it forks: its imports and figures would set off many and free little.
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -66,7 +72,8 @@ def _run(args) -> int:
         raise DataError(f"--data {data_dir} holds neither the published layout (experiment1/n4/results.csv, "
                         "...) nor run directories with result.json")
     reference = report.paper_reference(args.reference) if args.reference else None
-    written = report.write_all(data, args.out, reference=reference, figure_workers=args.jobs)
+    jobs = default_jobs(len(report.FIGURES)) if args.jobs is None else args.jobs
+    written = report.write_all(data, args.out, reference=reference, figure_workers=jobs)
     print(f"{data.source}: {len(data.trials)} trials from {data_dir}")
     print(f"wrote {len(written)} files to {args.out}")
     for path in written:
