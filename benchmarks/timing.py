@@ -10,14 +10,18 @@ import time
 REPEATS = 10  # runs per condition
 
 
-def median_ms(fn, repeats: int = REPEATS) -> float:
-    """Milliseconds of wall time of ``fn()``, the median of ``repeats`` calls."""
+def _median_ms(fn, repeats: int, clock) -> float:
     times = []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock()
         fn()
-        times.append(time.perf_counter() - start)
+        times.append(clock() - start)
     return 1000 * statistics.median(times)
+
+
+def median_ms(fn, repeats: int = REPEATS) -> float:
+    """Milliseconds of wall time of ``fn()``, the median of ``repeats`` calls."""
+    return _median_ms(fn, repeats, time.perf_counter)
 
 
 def _fixed_work() -> None:
@@ -35,12 +39,7 @@ def machine_speed_ms(repeats: int = 9) -> float:
     """CPU milliseconds of one fixed workload (median of ``repeats``): the same code on the same machine takes
     longer when the machine is slower (a busy host, a lower clock), which the load average does not show.
     Printed beside a benchmark's figures, it tells two runs of different hours apart."""
-    times = []
-    for _ in range(repeats):
-        start = time.process_time()
-        _fixed_work()
-        times.append(time.process_time() - start)
-    return 1000 * statistics.median(times)
+    return _median_ms(_fixed_work, repeats, time.process_time)
 
 
 def machine_line(start_ms: float | None = None) -> str:
