@@ -63,6 +63,9 @@ def test_bad_input_says_what_is_wrong():
         inference.mann_whitney_u([], [2.0])
     with pytest.raises(ValueError, match="NaN"):
         inference.mann_whitney_u([1.0, math.nan], [2.0])
+    frame = pd.DataFrame({"team": ["static", "metagpt", "static"], "y": [1.0, 2.0, 3.0]})
+    with pytest.raises(ValueError, match="'latte' is not a level of 'team'"):
+        inference.treatment_design(frame, "y", ["team"], {"team": "latte"})
 
 
 @settings(max_examples=300, deadline=None)

@@ -37,6 +37,11 @@ _NORMAL = NormalDist()
 
 def average_ranks(x: np.ndarray) -> np.ndarray:
     """Ranks 1..n of ``x``, ties sharing their mean rank (scipy's ``rankdata(method="average")``)."""
+    return _ranks_and_ties(x)[0]
+
+
+def _ranks_and_ties(x) -> tuple[np.ndarray, np.ndarray]:
+    """(:func:`average_ranks` of ``x``, how many values share each distinct value), from one sort."""
     x = np.asarray(x)
     order = np.argsort(x, kind="mergesort")
     xs = x[order]
@@ -44,12 +49,7 @@ def average_ranks(x: np.ndarray) -> np.ndarray:
     ends = np.r_[starts[1:], len(xs)]  # one past each run of equal values
     ranks = np.empty(len(x))
     ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
-    return ranks
-
-
-def _tie_sizes(x: np.ndarray) -> np.ndarray:
-    """How many values share each distinct value of ``x``."""
-    return np.unique(x, return_counts=True)[1]
+    return ranks, ends - starts
 
 
 def norm_sf(z: float) -> float:
@@ -84,7 +84,8 @@ def mann_whitney_u(x, y, alternative: str = "two-sided") -> tuple[float, float]:
     if np.isnan(xy).any():
         raise ValueError("mann_whitney_u: the samples contain NaN")
     n1, n2 = len(x), len(y)
-    u1 = float(average_ranks(xy)[:n1].sum() - n1 * (n1 + 1) / 2)
+    ranks, ties = _ranks_and_ties(xy)
+    u1 = float(ranks[:n1].sum() - n1 * (n1 + 1) / 2)
     u2 = n1 * n2 - u1
     if alternative == "greater":
         u, factor = u1, 1
@@ -92,7 +93,6 @@ def mann_whitney_u(x, y, alternative: str = "two-sided") -> tuple[float, float]:
         u, factor = u2, 1
     else:
         u, factor = max(u1, u2), 2
-    ties = _tie_sizes(xy)
     if (n1 > EXACT_MAX_SIZE and n2 > EXACT_MAX_SIZE) or (ties > 1).any():
         n = n1 + n2
         tie_term = float((ties.astype(float) ** 3 - ties).sum())
@@ -197,6 +197,8 @@ def treatment_design(frame, response: str, factors, references=None) -> Design:
         values = frame[f].to_numpy()
         levels = sorted(set(values.tolist()))
         ref = references.get(f, levels[0])
+        if ref not in levels:  # no column would be left out: the design would be collinear with the intercept
+            raise ValueError(f"treatment_design: the reference {ref!r} is not a level of {f!r} ({levels})")
         start = len(cols)
         for level in levels:
             if level != ref:
@@ -224,7 +226,7 @@ class OLSFit:
     @property
     def pvalues(self) -> np.ndarray:
         """Two-sided normal p-values of the coefficients (statsmodels' for a robust covariance)."""
-        return np.array([2.0 * norm_sf(abs(z)) if not math.isnan(z) else math.nan for z in self.params / self.bse])
+        return np.array([2.0 * norm_sf(abs(z)) for z in self.params / self.bse])  # NaN stays NaN
 
     def conf_int(self, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
         q = norm_ppf(0.5 + level / 2.0)
