@@ -13,6 +13,7 @@ download). ``.ci/run`` installs both; where either is missing the test is skippe
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -134,15 +135,28 @@ def _open(page, name: str):
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']", timeout=SERVER_START_S * 1000)
 
 
+KERNEL_SHUTDOWN_S = 10  # how long the page waits for its kernel to stop before the server is asked directly
+
+
 def _close(page) -> None:
-    """Close the notebook without saving it and shut its kernel down (the next one starts from a clean page)."""
-    page.evaluate("""async () => {
+    """Close the notebook without saving it and shut its kernel down (the next one starts from a clean page).
+
+    The page asks its session to stop the kernel, waiting at most KERNEL_SHUTDOWN_S (a kernel still busy
+    drawing an animation can leave that promise unsettled, and the browser may collect it); then every
+    kernel the server still has is shut down through its REST API, since only one notebook is open at a time."""
+    page.evaluate("""async (ms) => {
         const w = window.jupyterapp.shell.currentWidget;
         if (!w || !w.sessionContext) return;
-        await w.sessionContext.shutdown();
+        await Promise.race([w.sessionContext.shutdown(), new Promise(done => setTimeout(done, ms))]);
         w.context.model.dirty = false;
         w.dispose();
-    }""")
+    }""", KERNEL_SHUTDOWN_S * 1000)
+    base = page.url.split("/lab", 1)[0]
+    with urllib.request.urlopen(f"{base}/api/kernels?token={TOKEN}", timeout=10) as r:
+        kernels = json.load(r)
+    for k in kernels:
+        req = urllib.request.Request(f"{base}/api/kernels/{k['id']}?token={TOKEN}", method="DELETE")
+        urllib.request.urlopen(req, timeout=KERNEL_SHUTDOWN_S).close()
 
 
 def _prompts(page) -> list[str]:
