@@ -114,3 +114,47 @@ def test_comparison_says_na_where_the_data_cannot_give_the_number(pub):
     cmp = report.compare_with_paper(pub, ref)
     assert cmp["agrees"].iloc[0] == True and pd.isna(cmp["agrees"].iloc[1])  # noqa: E712 (nullable boolean)
     assert cmp["ours"].iloc[1] == "" and "n/a" in report.formatted(cmp).to_html()
+
+
+def _glyphs(subset_results, names):
+    font = subset_results.font
+    glyf = font["glyf"]
+    return {name: (list(glyf[name].getCoordinates(glyf)[0]), font["hmtx"][name]) for name in names}
+
+
+@pytest.mark.parametrize("family", ["DejaVu Sans", "DejaVu Sans Mono"])
+def test_pdf_font_subsets_keep_the_drawn_glyphs_and_drop_the_layout_tables(family):
+    from matplotlib import font_manager
+    from matplotlib.backends import _backend_pdf_ps
+    from matplotlib.ft2font import FT2Font
+
+    path = font_manager.findfont(family)
+    text = "office ﬁle, Δt → déjà 0.95 ± 1.2 LATTE"  # ligature candidates, accents, symbols
+    ft = FT2Font(path)
+    gids = {ft.get_char_index(ord(c)) for c in text}
+    names = {ft.get_glyph_name(g) for g in gids}
+    fontfile = font_manager.FontPath(path, 0)
+    with _backend_pdf_ps.get_glyphs_subset(fontfile, gids) as full, style.glyph_subset(fontfile, gids) as lean:
+        assert not set(style.LAYOUT_TABLES) & set(lean.font.keys())
+        assert set(gids) <= set(lean.glyph_index_map)  # every glyph drawn has its place in the subset
+        lean_order = lean.font.getGlyphOrder()
+        assert names <= set(lean_order) <= set(full.font.getGlyphOrder())
+        assert _glyphs(lean, names) == _glyphs(full, names)  # the same outlines and advances
+        drawn = {c for c in text if ft.get_char_index(ord(c))}
+        assert drawn <= {chr(code) for code in lean.font.getBestCmap()}  # text extraction still works
+
+
+def test_saving_swaps_matplotlibs_subsetter_only_inside_the_block(tmp_path):
+    from matplotlib.backends import _backend_pdf_ps
+
+    own = _backend_pdf_ps.get_glyphs_subset
+    with style.saving():
+        with style.saving():  # nested blocks restore once, at the outermost
+            assert _backend_pdf_ps.get_glyphs_subset is style.glyph_subset
+        assert _backend_pdf_ps.get_glyphs_subset is style.glyph_subset
+        fig, ax = plt.subplots()
+        ax.set_title("office ﬁle")
+        fig.savefig(tmp_path / "f.pdf")
+    assert _backend_pdf_ps.get_glyphs_subset is own
+    pdf = (tmp_path / "f.pdf").read_bytes()
+    assert b"/FontFile2" in pdf and b"/Subtype /Type3" not in pdf
