@@ -23,7 +23,7 @@ Limits come from :data:`latte_lab.config.DEFAULT_RATE_LIMITS` (each provider's o
 >>> parse_limits("openai=500/30000, http://localhost:8000/v1=60/-")["http://localhost:8000/v1"]
 RateLimit(requests_per_minute=60.0, tokens_per_minute=None)
 >>> state = MemoryState()
->>> [round(state.reserve("api", RateLimit(60, None), 10), 3) for _ in range(3)]   # 1 call a second
+>>> [state.reserve("api", RateLimit(60, None), 10, now=100.0) for _ in range(3)]  # 1 call a second
 [0.0, 1.0, 2.0]
 """
 
