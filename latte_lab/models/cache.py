@@ -151,20 +151,59 @@ def value_json(value) -> str:
 
 
 _INF = float("inf")
+_SCHEMA_JSON = canonical_json(KEY_SCHEMA_VERSION)
 
 
 MESSAGE_PIECES = "\x00messages"  # where key_and_parts keeps each message's JSON (no field has this name)
 
 
+def _json_bytes(piece: str) -> bytes:
+    """``piece.encode("utf-8")``, remembered for long pieces: a prompt's earlier messages recur at every call,
+    and encoding a long text that is not ASCII costs more than hashing it."""
+    if len(piece) < _MEMO_MIN_CHARS:
+        return piece.encode("utf-8")
+    out = _JSON_BYTES.get(piece)
+    if out is None:
+        if len(_JSON_BYTES) >= _STRING_JSON_MAX:
+            _JSON_BYTES.clear()
+        out = _JSON_BYTES[piece] = piece.encode("utf-8")
+    return out
+
+
+_JSON_BYTES: dict[str, bytes] = {}
+
+
 def key_and_parts(fields: dict) -> tuple[str, dict[str, str]]:
     """``key_from_fields(fields)`` and the canonical JSON of each field (``parts["messages"]`` the whole list,
-    ``parts[MESSAGE_PIECES]`` the list of each message's JSON), each encoded once."""
+    ``parts[MESSAGE_PIECES]`` the list of each message's JSON), each encoded once.
+
+    The key hashes the bytes of ``object_json`` of the parts and the schema version, fed to SHA-256 piece by
+    piece, each message's UTF-8 bytes remembered (:func:`_json_bytes`), so the whole prompt is neither
+    joined nor encoded again for it."""
     messages = [_message_json(role, content) for role, content in fields.get("messages", ())]
     parts = {k: "[" + ",".join(messages) + "]" if k == "messages" else value_json(v) for k, v in fields.items()}
-    keyed = object_json({**parts, "schema": canonical_json(KEY_SCHEMA_VERSION)})
-    key = hashlib.sha256(keyed.encode("utf-8")).hexdigest()
+    keyed = {**parts, "schema": _SCHEMA_JSON}
+    digest = hashlib.sha256()
+    pending: list[str] = []  # the short pieces between two messages, hashed together
+    opening = "{"
+    for k in sorted(keyed):
+        pending += (opening, _encode_string(k), ":")
+        opening = ","
+        if k == "messages":
+            pending.append("[")
+            for i, piece in enumerate(messages):
+                if i:
+                    pending.append(",")
+                digest.update("".join(pending).encode("utf-8"))
+                pending.clear()
+                digest.update(_json_bytes(piece))
+            pending.append("]")
+        else:
+            pending.append(keyed[k])
+    pending.append("}")
+    digest.update("".join(pending).encode("utf-8"))
     parts[MESSAGE_PIECES] = messages
-    return key, parts
+    return digest.hexdigest(), parts
 
 
 def request_key(request: ModelRequest) -> str:
