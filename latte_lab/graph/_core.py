@@ -158,7 +158,7 @@ class CoordinationGraph:
 
     def deps(self, node_id: str) -> list[str]:
         """Direct predecessors (declared dependencies plus verify nodes rerouted in front of it)."""
-        return [d.id for d in self._get(node_id).deps]
+        return list(self._get(node_id).deps)
 
     def successors(self, node_id: str) -> list[str]:
         """Direct successors in creation order."""
@@ -198,7 +198,7 @@ class CoordinationGraph:
         Finished nodes are left out because they no longer delay anything; ties go to the chain that starts
         at, and then runs through, the earliest-created nodes (:func:`latte_lab.dag.critical_path`). O(V + E).
         """
-        return dag.critical_path({n.id: [d.id for d in n.deps] for n in self._nodes.values() if not is_finished(n.status)})
+        return dag.critical_path({n.id: list(n.deps) for n in self._nodes.values() if not is_finished(n.status)})
 
     # ------------------------------------------------------------------ internal state changes
 
@@ -320,8 +320,11 @@ class CoordinationGraph:
                 kept.append(dn)
         # A new node has no successors, so edges into it cannot close a cycle: no search is needed. The
         # self-dependency check above is the only way a Discover could close one, and it is rejected.
+        # Stored as a tuple of strings (the node's deps and the log entry share it): the garbage collector
+        # then stops tracking it, and building a large graph spends much of its time in that collector.
+        dep_ids = tuple(deps) if len(kept) == len(deps) else tuple(d.id for d in kept)
         seq = len(nodes)
-        n = new_node(node_id, title, description, kept, by, seq)
+        n = new_node(node_id, title, description, dep_ids, by, seq)
         nodes[node_id] = n
         self._counts[PENDING] += 1
         unfinished = 0
@@ -333,9 +336,6 @@ class CoordinationGraph:
             n.unfinished = unfinished
         else:
             self._add_ready(n)
-        # Stored as a tuple of strings, made a dict when read (log_since): the garbage collector then
-        # stops tracking it, and building a large graph spends half its time in that collector.
-        dep_ids = tuple(deps) if len(kept) == len(deps) else tuple(d.id for d in kept)
         self._log.append((node_id, dep_ids, title, description, by, dropped))
 
     def _discover_arguments(self, node_id: Any, title: Any, description: Any, by: Any) -> None:
@@ -389,7 +389,7 @@ class CoordinationGraph:
             raise OperatorError(op, node_id, f"status is {n.status.value}{owner}; only pending or "
                                              "assigned-to-you nodes can be claimed")
         if n.unfinished:
-            waiting = [d.id for d in n.deps if not is_finished(d.status)]
+            waiting = [d for d in n.deps if not is_finished(self._nodes[d].status)]
             raise OperatorError(op, node_id, f"dependencies not finished: {', '.join(waiting)}")
         self._transition(n, IN_PROGRESS, agent)
         self._log.append((op, node_id, agent))
@@ -490,7 +490,7 @@ class CoordinationGraph:
         description = (f"Review the work of task {node_id!r} ({n.title}): check correctness, edge cases "
                        f"and what downstream tasks expect; fix problems or broadcast them, then complete "
                        f"{vid!r}.")
-        v = new_node(vid, f"Verify: {n.title}", description, [n], by, len(self._nodes), True, node_id)
+        v = new_node(vid, f"Verify: {n.title}", description, (node_id,), by, len(self._nodes), True, node_id)
         self._nodes[vid] = v
         self._counts[PENDING] += 1
         n.succ.append(v)
@@ -500,7 +500,7 @@ class CoordinationGraph:
             self._add_ready(v)
         for s in reroute:
             v.succ.append(s)
-            s.deps.append(v)
+            s.deps = (*s.deps, vid)
             if s.unfinished == 0 and s.status is PENDING:
                 self._remove_ready(s)
             s.unfinished += 1
@@ -548,5 +548,6 @@ class CoordinationGraph:
 
 def frontier_bruteforce(graph: CoordinationGraph) -> list[str]:
     """The frontier recomputed from scratch in O(V + E): the oracle for the incremental one."""
-    return [n.id for n in graph._nodes.values()
-            if n.status is PENDING and all(d.status is DONE or d.status is VERIFIED for d in n.deps)]
+    nodes = graph._nodes
+    return [n.id for n in nodes.values()
+            if n.status is PENDING and all(nodes[d].status is DONE or nodes[d].status is VERIFIED for d in n.deps)]

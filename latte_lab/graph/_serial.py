@@ -84,7 +84,7 @@ def from_snapshot(cls: type[CoordinationGraph], snapshot: dict[str, Any]) -> Coo
             raise bad(f"pending node {r['id']!r} has agent {agent!r}")
         if is_active(status) and not (isinstance(agent, str) and agent):
             raise bad(f"{status.value} node {r['id']!r} has no agent")
-        n = new_node(r["id"], str(r["title"]), str(r["description"]), [], r["created_by"], i,
+        n = new_node(r["id"], str(r["title"]), str(r["description"]), (), r["created_by"], i,
                      bool(r["is_verify"]), r["verify_of"])
         n.status, n.agent = status, agent
         n.assigned_by, n.completed_by, n.closed = r["assigned_by"], r["completed_by"], bool(r["closed"])
@@ -93,12 +93,14 @@ def from_snapshot(cls: type[CoordinationGraph], snapshot: dict[str, Any]) -> Coo
         n = g._nodes[r["id"]]
         if not isinstance(r["deps"], list):
             raise bad(f"node {n.id!r} deps is not a list")
+        deps: list[str] = []
         for d in r["deps"]:
-            dn = g._nodes.get(d)
-            if dn is None or dn is n or dn in n.deps:
+            dn = g._nodes.get(d) if isinstance(d, str) else None
+            if dn is None or dn is n or d in deps:
                 raise bad(f"node {n.id!r} has unknown, self or repeated dependency {d!r}")
-            n.deps.append(dn)
+            deps.append(d)
             dn.succ.append(n)
+        n.deps = tuple(deps)
         if n.verify_of is not None and n.verify_of not in g._nodes:
             raise bad(f"verify node {n.id!r} targets unknown node {n.verify_of!r}")
     for r in records:
@@ -121,7 +123,7 @@ def from_snapshot(cls: type[CoordinationGraph], snapshot: dict[str, Any]) -> Coo
         raise bad("the dependency edges contain a cycle")
     for n in g._nodes.values():
         g._counts[n.status] += 1
-        n.unfinished = sum(1 for d in n.deps if not is_finished(d.status))
+        n.unfinished = sum(1 for d in n.deps if not is_finished(g._nodes[d].status))
         if is_active(n.status):
             g._owned.setdefault(n.agent, {})[n.id] = None  # type: ignore[arg-type]
         if n.status is PENDING and n.unfinished == 0:
@@ -180,5 +182,5 @@ def to_networkx(g: CoordinationGraph) -> nx.DiGraph:
         G.add_node(n.id, **attrs)
     for n in g._nodes.values():
         for d in n.deps:
-            G.add_edge(d.id, n.id)
+            G.add_edge(d, n.id)
     return G
