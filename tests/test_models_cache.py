@@ -15,7 +15,7 @@ from conftest_models import make_request
 from latte_lab.errors import CacheMissError, ConfigError
 from latte_lab.models import AgentView, CachedModel, ModelResponse, ResponseCache, ScriptedModel, Usage
 from latte_lab.models.base import Message, ModelRequest, Scope
-from latte_lab.models.cache import (
+from latte_lab.models.request_keys import (
     MESSAGE_PIECES,
     canonical_json,
     diff_fields,
@@ -45,7 +45,7 @@ def cache(tmp_path):
 KEY_SCRIPT = """
 import sys
 from latte_lab.models.base import Message, ModelRequest, Scope
-from latte_lab.models.cache import request_key
+from latte_lab.models.request_keys import request_key
 r = ModelRequest("openai", "gpt-4o", "système ✓", [Message("user", "héllo — 世界"), Message("assistant", "ok")],
                  temperature=0.7, max_tokens=4096, top_p=0.9, stop=("END",),
                  scope=Scope(seed=3, agent="Dev2", call_index=7, trial="t1"))
@@ -97,7 +97,7 @@ def test_view_and_number_types_do_not_change_the_key():
 def key_and_json(fields: dict) -> tuple[str, str]:
     """The key and the JSON of the fields as key_and_parts encodes them, each piece once."""
     key, parts = key_and_parts(fields)
-    del parts[MESSAGE_PIECES]
+    parts["messages"] = "[" + ",".join(parts.pop(MESSAGE_PIECES)) + "]"
     return key, object_json(parts)
 
 

@@ -50,8 +50,8 @@ def test_cassette_lines_hold_request_scope_and_response(tmp_path):
 def test_cassette_lines_are_the_canonical_record_redacted_whole(tmp_path, monkeypatch, env_secret):
     """Lines are assembled from pieces encoded (and masked) once; they must equal encoding and masking the
     whole record, keys anywhere in the prompt or the reply included."""
-    from latte_lab.models.cache import canonical_json, key_fields, request_key
     from latte_lab.models.keys import redact
+    from latte_lab.models.request_keys import canonical_json, key_fields, request_key
 
     if env_secret:
         monkeypatch.setenv("LATTE_TEST_SECRET", "plain-secret-4242")
@@ -186,7 +186,7 @@ def test_each_message_is_written_once_and_every_line_reads_back_whole(tmp_path):
 
 
 def test_lines_that_hold_their_messages_whole_read_as_before(tmp_path):
-    from latte_lab.models.cache import canonical_json, key_fields, request_key
+    from latte_lab.models.request_keys import canonical_json, key_fields, request_key
 
     request = make_request(agent="Lead", call_index=0, text="hello")
     line = {"type": "call", "key": request_key(request), "scope": dataclasses.asdict(request.scope),

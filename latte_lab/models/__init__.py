@@ -36,13 +36,7 @@ from latte_lab.models.base import (
     Usage,
     estimate_tokens,
 )
-from latte_lab.models.cache import (
-    KEY_SCHEMA_VERSION,
-    CachedModel,
-    CacheStats,
-    ResponseCache,
-    request_key,
-)
+from latte_lab.models.cache import CachedModel, CacheStats, ResponseCache
 from latte_lab.models.cassette import (
     Cassette,
     CassetteModel,
@@ -54,6 +48,7 @@ from latte_lab.models.keys import redact
 from latte_lab.models.ledger import CostLedger, load_prices
 from latte_lab.models.providers import AnthropicModel, OpenAIModel
 from latte_lab.models.registry import make_model
+from latte_lab.models.request_keys import KEY_SCHEMA_VERSION, request_key
 from latte_lab.models.scripted import ScriptedModel
 
 # The simulated model imports the task layer (its skill is a task's reference solution): resolved on use.

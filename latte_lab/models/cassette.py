@@ -28,9 +28,10 @@ from typing import Self
 from latte_lab import rundir
 from latte_lab.errors import CacheMissError, DataError, LatteError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
-from latte_lab.models.cache import (
+from latte_lab.models.cache import ResponseCache
+from latte_lab.models.keys import only_key_shapes, redact, redact_key_shapes
+from latte_lab.models.request_keys import (
     MESSAGE_PIECES,
-    ResponseCache,
     canonical_json,
     diff_fields,
     key_and_parts,
@@ -40,8 +41,7 @@ from latte_lab.models.cache import (
     request_from_fields,
     value_json,
 )
-from latte_lab.models.cache import _message_json as message_json
-from latte_lab.models.keys import only_key_shapes, redact, redact_key_shapes
+from latte_lab.models.request_keys import _message_json as message_json
 
 CASSETTE_NAME = rundir.CALLS_FILE  # the cassette's file name inside a run directory
 _CALL_JSON = '"call"'
@@ -109,7 +109,7 @@ class Cassette:
         by_piece = only_key_shapes()
         key, request_parts = key_and_parts(key_fields(request))
         messages = request_parts.pop(MESSAGE_PIECES)
-        del request_parts["messages"], request_parts["system"]  # named by number (see the module docstring)
+        del request_parts["system"]  # named by number, as the messages are (see the module docstring)
         system, reply = message_json("system", request.system), message_json("assistant", response.text)
         usage = response.usage
         response_parts = {
