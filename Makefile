@@ -12,7 +12,7 @@ UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
-.PHONY: demo test test-fast lint bench figures docs lock lab sensitivity clean
+.PHONY: demo test test-fast lint bench compare-waits figures docs lock lab sensitivity clean
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -87,6 +87,13 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+# Every row of what a user waits for (fresh clone + make demo, make test, figures, a simulated trial, the
+# orchestration per round, the 10^5-node graph), for HEAD and BASELINE in one run: about 15 minutes.
+# SKIP_TEST=1 leaves out the two make test runs.
+BASELINE ?= 07f0dd7
+compare-waits: $(STAMP)
+	$(BIN)/python benchmarks/compare_waits.py --baseline $(BASELINE) $(if $(SKIP_TEST),--skip-test)
 
 figures: $(STAMP)
 	$(BIN)/latte-lab figures --out figures/   # $$LATTE_PUBLISHED_DIR, else the bundled published data

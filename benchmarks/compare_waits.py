@@ -2,7 +2,7 @@
 
 Usage::
 
-    python benchmarks/bench_waits.py [--baseline REF] [--skip-test] [--skip-demo] [--dir DIR]
+    python benchmarks/compare_waits.py [--baseline REF] [--skip-test] [--skip-demo] [--dir DIR]
 
 For each commit (the baseline first, then ``HEAD``) a fresh ``git clone`` of this repository is made in
 ``DIR`` and, in it, ``make demo`` is timed: creating the virtual environment, installing (each commit
