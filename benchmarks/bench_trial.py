@@ -7,6 +7,9 @@ processes on the machine do not inflate it; the trial is wall seconds. The orche
 the test/script subprocesses and the hidden evaluation (timed by wrapping the workspace's runners) and,
 separately, the simulated model's own computation.
 Targets: under 1 s per trial, under 1 ms of model work per call, under 1 ms of orchestration per round.
+Then the same trials again, every test run now served by the memo, with a timer around each main part of a
+round (the model, cassette lines, events, memo lookups, edits, parsing, reads, the Lead's summary,
+prompts): where the orchestration's milliseconds go when nothing is waited for.
 
 ``--baseline DIR`` runs the same trial measurement on an older checkout (its own ``DIR/.venv``, e.g. a
 worktree of the baseline commit) in the same run, and prints both side by side:
@@ -267,6 +270,59 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
 
 TRIAL_STATES_LABEL = "floor over the first trial's memo-missing states, all of them (ms in all)"
 
+# The parts of a round timed by round_parts: (label, module, class, method). A part some checkout lacks is left out.
+ROUND_PARTS = (
+    ("the simulated model (generate)", "latte_lab.models.sim.model", "SimulatedModel", "generate"),
+    ("cassette lines (request key, redaction, write)", "latte_lab.models.cassette", "Cassette", "record"),
+    ("events (JSON, one line each)", "latte_lab.events", "EventLog", "emit"),
+    ("test runs served by the memo (key over every file)", "latte_lab.workspace", "Workspace", "run_tests"),
+    ("edits (write, changed symbols, event)", "latte_lab.teams.engine", "Team", "do_edit_file"),
+    ("parsing replies", "latte_lab.teams.engine", "Team", "parse"),
+    ("reads", "latte_lab.teams.engine", "Team", "do_read_file"),
+    ("the Lead's summary", "latte_lab.teams.graph_team", "GraphTeam", "lead_summary"),
+    ("prompts (requests)", "latte_lab.teams.engine", "Team", "_request"),
+)
+
+
+def round_parts(seeds: int, task_id: str, team: str, sandbox: str | None) -> tuple[int, float, dict[str, float]]:
+    """(rounds, seconds in all, seconds per part) of the same trials run again in this process, where every
+    test run is then served by the memo: the round's own work with nothing to wait for, split by part with a
+    timer around each (a part nested in another is counted in both)."""
+    import importlib
+
+    import latte_lab as ll
+
+    timers: dict[str, Timer] = {}
+    restore = []
+    for label, module, cls, method in ROUND_PARTS:
+        owner = getattr(importlib.import_module(module), cls, None)
+        if owner is None or not hasattr(owner, method):
+            continue
+        timers[label] = Timer()
+        restore.append((owner, method, owner.__dict__.get(method)))
+        setattr(owner, method, timers[label].wrap(getattr(owner, method)))
+    rounds, total = 0, 0.0
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            extra = {"sandbox": sandbox} if sandbox else {}
+            configs = [ll.TrialConfig(task=task_id, team=team, model="simulated", seed=seed, runs_dir=tmp, **extra)
+                       for seed in range(seeds)]
+            for cfg in configs:  # every state tested once, so that the timed runs below all hit the memo
+                ll.run_trial(cfg)
+            for timer in timers.values():
+                timer.reset()
+            for cfg in configs:
+                t0 = time.perf_counter()
+                rounds += ll.run_trial(cfg).rounds
+                total += time.perf_counter() - t0
+    finally:
+        for owner, method, original in restore:
+            if original is None:
+                delattr(owner, method)
+            else:
+                setattr(owner, method, original)
+    return rounds, total, {label: timer.seconds for label, timer in timers.items()}
+
 
 def main() -> None:
     ap = argparse.ArgumentParser()
@@ -306,6 +362,14 @@ def main() -> None:
     for key in cols[-1][1]:
         print(f"{key:48}" + "".join(f"{col[key][1].format(col[key][0]):>18}" for _, col in cols))
     print("targets: trial < 1 s; model < 1 ms CPU per call; orchestration < 1 ms per round")
+
+    rounds, total, parts = round_parts(args.seeds, args.task, args.team, args.sandbox)
+    print(f"\nwhere a round's time goes when every test run is served by the memo (nothing to wait for; the same "
+          f"{args.seeds} trials again, {rounds} rounds): {1000 * total / rounds:.2f} ms per round in all")
+    for label, seconds in sorted(parts.items(), key=lambda kv: -kv[1]):
+        print(f"  {label:60} {1000 * seconds / rounds:6.3f} ms per round")
+    model = parts.get(ROUND_PARTS[0][0], 0.0)
+    print(f"  {'without the model':60} {1000 * (total - model) / rounds:6.3f} ms per round")
 
     print(f"\none memo-missing run of the {args.task} public suite after a one-line change "
           f"(median of {REPEATS}, ms):")
