@@ -42,7 +42,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from timing import machine_line, machine_speed_ms  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-BASELINE = "07f0dd7"  # the last commit before the speed work of issue 18 (uv lock, xdist, the fork server)
+BASELINE = "07f0dd7"  # the commit the speed work of issue 18 is measured against (its "before")
 TARGETS = {  # what each row should come under (issue 18)
     "demo": "< 60 s", "test": "< 120 s", "figures": "< 3 s", "trial": "< 1 s",
     "orchestration": "< 1 ms", "graph": "< 1 s, and below networkx",

@@ -372,7 +372,7 @@ def default_memo_dir() -> Path | None:
 @functools.lru_cache(maxsize=64)
 def _limits_fields(limits: SandboxLimits) -> dict:
     """``dataclasses.asdict(limits)``, made once per limits (frozen, so it cannot change): a trial's every test
-    run asks for its memo key, and the deep copy was a quarter of a memo hit's time. Callers only read it."""
+    run asks for its memo key, and the deep copy was a sixth of the key's time. Callers only read it."""
     return dataclasses.asdict(limits)
 
 
