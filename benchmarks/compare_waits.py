@@ -43,10 +43,14 @@ from timing import machine_line, machine_speed_ms  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = "07f0dd7"  # the commit the speed work of issue 18 is measured against (its "before")
-TARGETS = {  # what each row should come under (issue 18)
-    "demo": "< 60 s", "test": "< 120 s", "figures": "< 3 s", "trial": "< 1 s",
-    "orchestration": "< 1 ms", "graph": "< 1 s, and below networkx",
-}
+ROWS = (  # (key, what a user waits for, what it should come under: issue 18)
+    ("demo", "fresh clone, then `make demo`", "< 60 s"),
+    ("test", "`make test`", "< 120 s"),
+    ("figures", "`latte-lab figures`, fresh process", "< 3 s"),
+    ("trial", "simulated LATTE debug trial (median of 3 seeds)", "< 1 s"),
+    ("orchestration", "orchestration per round, model excluded / included", "< 1 ms"),
+    ("graph", "10^5-node graph built + driven (best of 3)", "< 1 s, and below networkx"),
+)
 
 
 def _git(*args: str, cwd: Path = REPO) -> str:
@@ -71,9 +75,10 @@ def _clean_env() -> dict:
     return env
 
 
-def _find(pattern: str, text: str, group: int = 1) -> str:
+def _find(pattern: str, text: str) -> str:
+    """The pattern's first group in ``text``, or ``?``."""
     m = re.search(pattern, text, re.MULTILINE)
-    return m.group(group) if m else "?"
+    return m.group(1) if m else "?"
 
 
 def _cells(pattern: str, text: str) -> list[str]:
@@ -99,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     if dirty:
         print(f"note: the work tree has uncommitted changes; 'after' is the commit {commits['after']}, without them")
     machine = machine_speed_ms()
-    print(f"clones and logs in {root}; before = {commits['before']}, after = {commits['after']}")
-    rows: dict[str, dict[str, str]] = {k: {} for k in TARGETS}
+    print(f"clones and logs in {root}")
+    rows: dict[str, dict[str, str]] = {key: {} for key, _, _ in ROWS}
     clones = {side: root / side for side in commits}
     shared = REPO.parent / "shared"  # the tests that read the authors' data beside the checkout find it
     if shared.is_dir() and not (root / "shared").exists():
@@ -118,11 +123,14 @@ def main(argv: list[str] | None = None) -> int:
             rows["demo"][side] = f"{wall:.1f} s" + ("" if status == 0 else f" (exit {status})")
         elif not (clone / ".venv").is_dir():
             raise SystemExit(f"--skip-demo: no clone with a .venv at {clone}")
+        else:  # the table names what each reused clone holds
+            commits[side] = _git("rev-parse", "--short", "HEAD", cwd=clone)
+    print(f"before = {commits['before']}, after = {commits['after']}")
     if not args.skip_test:
         for side in commits:
             # -i: a recipe line that fails (an older commit's doctest that today's packages break) does not
             # stop the lines after it, so every part of the command is timed; the failures are counted.
-            wall, status, out = _timed(["make", "-i", "test"], clones[side], logs / f"test-{side}.log", env)
+            wall, _, out = _timed(["make", "-i", "test"], clones[side], logs / f"test-{side}.log", env)
             summaries = re.findall(r"^(?:doctests: )?(\d+ (?:passed|failed)[^\n]*?) in [\d.]+s", out, re.MULTILINE)
             ignored = out.count("(ignored)")
             rows["test"][side] = (f"{wall:.1f} s ({'; '.join(summaries) or '?'})"
@@ -133,9 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     _, _, out = _timed([after_python, str(bench / "bench_figures.py"), "--baseline", str(clones["before"])],
                        clones["after"], logs / "bench_figures.log", env)
     for side, label in (("before", "baseline"), ("after", "this checkout")):
-        best = _find(rf"^  {label}[^:]*: wall best ([\d.]+) s, median ([\d.]+) s", out)
-        median = _find(rf"^  {label}[^:]*: wall best ([\d.]+) s, median ([\d.]+) s", out, 2)
-        rows["figures"][side] = f"best {best} s, median {median} s"
+        rows["figures"][side] = _find(rf"^  {label}[^:]*: wall (best [\d.]+ s, median [\d.]+ s)", out)
 
     _, _, out = _timed([after_python, str(bench / "bench_trial.py"), "--baseline", str(clones["before"])],
                        clones["after"], logs / "bench_trial.log", env)
@@ -143,8 +149,11 @@ def main(argv: list[str] | None = None) -> int:
     rounds = _cells("rounds (median)", out)
     without = _cells("orchestration per round, model excluded (ms)", out)
     with_model = _cells("orchestration per round, model included (ms)", out)
-    for i, side in enumerate(("before", "after")):
-        j = i if len(trial) == 2 else -1  # a failed baseline half prints the after column only
+    columns = [*(["?"] * (2 - len(trial))), *range(len(trial))]  # a failed baseline half: the after column only
+    for side, j in zip(("before", "after"), columns):
+        if j == "?":
+            rows["trial"][side] = rows["orchestration"][side] = f"? (see {logs / 'bench_trial.log'})"
+            continue
         rows["trial"][side] = f"{trial[j]} s ({rounds[j]} rounds)"
         rows["orchestration"][side] = f"{without[j]} / {with_model[j]} ms"
     limit = _find(r"^the limit with one pytest session per tested state: .*: ([\d.]+) s \(target", out)
@@ -160,17 +169,12 @@ def main(argv: list[str] | None = None) -> int:
         ratio = _find(r"CoordinationGraph / networkx CPU time: ([\d.]+)", out)
         rows["graph"][side] = f"{total} s (build {build} s; {ratio}x networkx's CPU)"
 
-    names = {"demo": "fresh clone, then `make demo`", "test": "`make test`",
-             "figures": "`latte-lab figures`, fresh process", "trial": "simulated LATTE debug trial (median of 3 seeds)",
-             "orchestration": "orchestration per round, model excluded / included",
-             "graph": "10^5-node graph built + driven (best of 3)"}
     print(f"\n| what a user waits for | before ({commits['before']}) | after ({commits['after']}) | target |")
     print("|---|---|---|---|")
-    for key, label in names.items():
+    for key, label, target in ROWS:
         cells = rows[key]
-        if not cells:
-            continue
-        print(f"| {label} | {cells.get('before', '-')} | {cells.get('after', '-')} | {TARGETS[key]} |")
+        if cells:
+            print(f"| {label} | {cells.get('before', '-')} | {cells.get('after', '-')} | {target} |")
     print(f"\nthe limit of a trial with one pytest session per tested state (bench_trial, seed 0): {limit} s")
     print(machine_line(machine))
     print(f"logs: {logs}")
