@@ -176,7 +176,11 @@ register("run_end", "reason success tests_passed rounds",
 register("trial_error", "error", "the trial failed or was interrupted; error is one line",
          optional="traceback")
 register("evaluation", (), "the hidden suite scored the final workspace (error when it could not)",
-         optional="passed failed errors total rate per_class missing_outputs error")
+         optional="passed failed errors total rate per_class missing_outputs public_confirmed notes error")
+register("tampering", "kind path line detail source",
+         "the workspace reached into its tests instead of doing the work (a conftest.py, pytest configuration, "
+         "a patch of pytest or unittest, ...): source 'scan' found it in the files, 'evaluation' caught it while "
+         "the hidden suite ran; recorded, never scored")
 # rounds and dispatch
 register("initialize", "agents lead", "the team was built: every agent name and the Lead's (null if none)",
          optional="num_teammates")

@@ -66,7 +66,12 @@ TRIAL_COLUMNS: dict[str, str] = {
     "run_dir": "run directory (published: as written in results.csv)",
     "n_workers": "number of workers/peers besides the Lead (published n_teammates)",
     # outcome
-    "success": "public success (graph teams: all nodes done and public tests pass; flat: tests pass)",
+    "success": "public success (graph teams: all nodes done and public tests pass; flat: tests pass), as confirmed "
+    "by the hidden evaluation's own run of the public tests as shipped: a claim it contradicts is not a success",
+    "claimed_success": "the team's own verdict from its public test runs (ours only); differs from success when "
+    "the hidden evaluation contradicted it",
+    "tampered": "the workspace reached into its tests (a conftest.py, pytest configuration, a patch of pytest or "
+    "unittest, ...; see the trial's tampering events); ours only; the hidden score is computed as if it were absent",
     "accuracy": "Table 2 accuracy in 0..1: hidden pass rate for eda/textproc, success for debug; "
     "NaN when the hidden eval has no rate (missing deliverables are dropped, reference §8.5)",
     "tasks_done": "done nodes (graph) or passed public tests (flat, MetaGPT)",

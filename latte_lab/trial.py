@@ -273,21 +273,32 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
         reason = outcome.reason if outcome is not None and status == "ok" else "error"
     ev_dict: dict = {}
     accuracy: float | None = None
-    success = bool(outcome.success) if outcome and status == "ok" else False
+    claimed = bool(outcome.success) if outcome and status == "ok" else False
+    success = claimed
     final_files: dict[str, str] = {}
+    tampering: list[dict] = []
     if team is not None and writer.disk_full is not None:  # the hidden suite needs disk space too
         ev_dict = {"error": "not evaluated: " + writer.disk_full}
     elif team is not None:
+        tampering = _tampering_found(task, team.ws.root, log.events)
         try:
             ev = task.evaluate(team.ws)
             ev_dict = {"passed": ev.passed, "failed": ev.failed, "errors": ev.errors, "total": ev.total,
                        "rate": ev.rate, "per_class": {k: list(v) for k, v in ev.per_class.items()},
-                       "missing_outputs": list(ev.missing_outputs)}
+                       "missing_outputs": list(ev.missing_outputs), "public_confirmed": ev.public_confirmed,
+                       "notes": list(ev.notes)}
             log.emit("evaluation", **{k: v for k, v in ev_dict.items()})
+            tampering += [{"kind": "evaluation", "path": where.rsplit(":", 1)[0] if where else "",
+                           "line": int(where.rsplit(":", 1)[1]) if where.rsplit(":", 1)[-1].isdigit() else 0,
+                           "detail": what, "source": "evaluation"} for what, where in ev.tampering]
+            if ev.public_confirmed is False:
+                success = False  # a claim the public tests, as shipped, contradict is no success
             final_files = team.ws.snapshot_files()
         except Exception as exc:  # noqa: BLE001 - the evaluation failing must not lose the trial
             ev_dict = {"error": f"{type(exc).__name__}: {exc}"}
             log.emit("evaluation", error=ev_dict["error"])
+        for found in tampering:
+            log.emit("tampering", **found)
     if status == "ok":
         if task.accuracy_metric == "success":
             accuracy = float(success)
@@ -314,6 +325,7 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     row.update({
         "task": task.id, "team": config.team, "model": config.model, "seed": config.seed, "trial": config.trial,
         "trial_id": config.trial_id, "status": status, "error": error, "success": success, "accuracy": accuracy,
+        "claimed_success": claimed, "tampered": bool(tampering),
         "tasks_done": done, "total_tasks": total, "task_completion_rate": done / total if total else 0.0,
         "wall_clock_seconds": team.vclock - metrics["planning_seconds"] if team else 0.0,
         "wall_clock_with_planning_seconds": team.vclock if team else 0.0, "real_seconds": real_seconds,
@@ -339,6 +351,24 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
         reason=reason, metrics=metrics, eval=ev_dict, row=row, run_dir=writer.path,
         event_list=log.events, snapshots=team.snapshots if team else GraphHistory(),
     )
+
+
+def _tampering_found(task, root, events: list[dict]) -> list[dict]:
+    """What the final workspace, and every file an agent wrote on the way, shows of reaching into the tests
+    (:func:`latte_lab.sandbox.tamper.scan`), as ``tampering`` event fields; files the task set up are not."""
+    from latte_lab.sandbox.tamper import scan, scan_text
+    from latte_lab.tasks.files import task_files
+
+    try:
+        own = task_files(task)
+    except Exception:  # noqa: BLE001 - a task whose setup cannot be replayed: every file is scanned
+        own = {}
+    found = {(f.kind, f.path, f.line): f for f in scan(root, own)}
+    for event in events:
+        if event.get("type") == "edit_file" and isinstance(event.get("content"), str):
+            for f in scan_text(str(event.get("path", "")), event["content"]):
+                found.setdefault((f.kind, f.path, f.line), f)
+    return [{**f.as_dict(), "source": "scan"} for f in sorted(found.values(), key=lambda f: (f.path, f.line))]
 
 
 def _round_info(team: Team, events: list[dict], r: int) -> dict:

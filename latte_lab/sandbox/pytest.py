@@ -42,7 +42,7 @@ PYTEST_DISABLE_PLUGIN_AUTOLOAD = True
 JUNIT_NAME = ".latte_lab-junit.xml"
 JUNIT_OPTIONS = ("-o", "junit_family=xunit1")  # xunit1 records each test's file, which node ids need
 JUNIT_MAX_BYTES = 16 * 2**20  # a larger report was not written by pytest for a task suite: unreadable
-MEMO_SCHEMA_VERSION = 3  # bump when TestRun or the key changes, to invalidate on-disk memos
+MEMO_SCHEMA_VERSION = 4  # bump when TestRun or the key changes, to invalidate on-disk memos
 MEMO_DIR_VAR = "LATTE_LAB_MEMO_DIR"  # a directory that memoised test runs are shared through (default_memo_dir)
 CACHE_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
 # pytest's configuration files, in the order pytest prefers them, with the section that makes each one
@@ -67,6 +67,7 @@ class TestRun(RunResult):
     failed_tests: tuple[str, ...] = ()  # node ids of failed tests, then of errored ones (as pytest -rfE lists them)
     cases: tuple[tuple[str, str], ...] = ()  # (node id, outcome) of every reported test, in report order
     cached: bool = False  # served from the content-addressed memo
+    tampering: tuple[tuple[str, str], ...] = ()  # (what, file:line) a trusted session refused or undid
 
     @property
     def total(self) -> int:
@@ -399,6 +400,7 @@ def memo_key(root: Path | str, args: Iterable[str], limits: SandboxLimits, sandb
 def _from_json(data: dict) -> TestRun:
     data = dict(data)
     data["cases"] = tuple(tuple(case) for case in data.get("cases", ()))
+    data["tampering"] = tuple(tuple(item) for item in data.get("tampering", ()))
     return TestRun(**{k: tuple(v) if isinstance(v, list) else v for k, v in data.items()})
 
 

@@ -51,6 +51,9 @@ class EvalResult:
     per_class: dict[str, tuple[int, int]] = field(default_factory=dict)  # class -> (passed, total)
     missing_outputs: tuple[str, ...] = ()  # required deliverables absent from the workspace
     output: str = ""
+    public_confirmed: bool | None = None  # the task's public tests, as shipped, all passed in the same session
+    tampering: tuple[tuple[str, str], ...] = ()  # (what, where) the evaluation refused or undid while it ran
+    notes: tuple[str, ...] = ()  # what the evaluation left out of its copy (conftest.py, links, FIFOs), and why
 
     @property
     def total(self) -> int:
@@ -74,7 +77,9 @@ class Task:
     ``evaluate(workspace) -> EvalResult``
         Called once after the last round; scores the workspace as the team left it. The default runs
         the first public test file, as shipped, on a copy of the workspace (a task without a hidden
-        suite, where the public suite is the criterion).
+        suite, where the public suite is the criterion). Pass ``confirm=self.public_files()`` to
+        :func:`~latte_lab.tasks.suite.run_hidden_suite` so the result says whether the public tests,
+        as shipped, pass (``public_confirmed``).
     ``reference_solution() -> {path: text}``
         Files that pass every public and hidden test once written over the starting files.
     ``work_units() -> list[WorkUnit]``
@@ -107,7 +112,16 @@ class Task:
             raise NotImplementedError(f"{type(self).__name__} has no public_tests: implement evaluate(workspace)")
         suite = self.public_tests[0]
         return run_hidden_suite(workspace, {suite: self.starting_files()[suite]}, suite,
-                                required_outputs=self.required_outputs, skipped_as="error")
+                                required_outputs=self.required_outputs, skipped_as="error",
+                                confirm=self.public_files())
+
+    def public_files(self) -> dict[str, str]:
+        """The public test files as the task ships them ({path: text}): a hidden evaluation runs these
+        copies, never the workspace's, to confirm a team's claim of success."""
+        from latte_lab.tasks.files import task_files
+
+        files = task_files(self)
+        return {path: files[path].decode("utf-8") for path in self.public_tests if path in files}
 
     def reference_solution(self) -> dict[str, str]:
         raise NotImplementedError

@@ -22,12 +22,6 @@ from latte_lab.workspace.symbols import AST_LOCK
 if TYPE_CHECKING:  # pragma: no cover
     from latte_lab.workspace import Workspace
 
-# Root pytest configuration the agents may have written (fixtures, addopts, a different rootdir
-# config) is neutralised in the copy, so only their code is judged: an empty conftest.py, and a
-# pytest.ini, which pytest prefers over every other configuration file.
-NEUTRAL_CONFIG = {"conftest.py": "", "pytest.ini": "[pytest]\n"}
-
-
 def _parametrize_width(decorator: ast.expr) -> int:
     """Cases one ``@pytest.mark.parametrize("x", [...])`` decorator makes (1 if not literal)."""
     if (
@@ -73,40 +67,56 @@ def run_hidden_suite(
     missing: tuple[str, ...] | None = None,
     timeout: float | None = None,
     skipped_as: str = "failed",
+    confirm: Mapping[str, str] | None = None,
 ) -> EvalResult:
-    """Run ``suite_path`` (one of ``hidden``) on a temporary copy of ``workspace`` plus ``hidden``.
+    """Run ``suite_path`` (one of ``hidden``) on a copy of ``workspace`` plus ``hidden``, in a trusted
+    session (:func:`latte_lab.sandbox.trusted.run_trusted_pytest`: nothing the workspace holds can change
+    how pytest runs or what it reports).
 
-    ``missing`` overrides the default "required output absent from the workspace" check; ``timeout``
-    overrides the workspace's test timeout; scoring as in :func:`score`.
+    ``confirm``: the task's public test files as shipped ({path: text}), run in the same session; the
+    result's ``public_confirmed`` says whether they all passed, which is what a team's claim of success
+    rests on. ``missing`` overrides the default "required output absent from the workspace" check;
+    ``timeout`` overrides the workspace's test timeout; scoring as in :func:`score`.
     """
     from latte_lab.sandbox.limits import SandboxLimits
-    from latte_lab.sandbox.pytest import memo_get, memo_key, memo_put, memo_storable, outcomes_by_class, run_pytest
+    from latte_lab.sandbox.pytest import memo_get, memo_key, memo_put, memo_storable, outcomes_by_class
+    from latte_lab.sandbox.trusted import run_trusted_pytest
 
     if suite_path not in hidden:
         raise TaskError(f"hidden suite {suite_path!r} is not among the hidden files {sorted(hidden)}")
     totals = count_tests(hidden[suite_path])
     if missing is None:
         missing = tuple(p for p in required_outputs if not workspace.exists(p))
-    # run_pytest copies the workspace to its own temporary directory before adding ``hidden``; the run is
-    # memoised by the workspace's and the hidden files' content, as public runs are (the workspace's memo).
-    extra_files = {**NEUTRAL_CONFIG, **hidden}
+    confirm = dict(confirm or {})
+    test_files = {path: text for path, text in {**hidden, **confirm}.items() if path.endswith(".py")}
+    data_files = {path: text for path, text in hidden.items() if path not in test_files}
+    run_paths = [suite_path, *(path for path in confirm if path != suite_path)]
+    # memoised by the workspace's and the evaluation's files, as public runs are (the workspace's memo)
     key = run = None
     if workspace.memo:
-        key = memo_key(workspace.root, ["hidden", suite_path], SandboxLimits(), workspace.backend, extra_files)
+        key = memo_key(workspace.root, ["trusted", *run_paths], SandboxLimits(), workspace.backend,
+                       {**test_files, **data_files})
         run = memo_get(workspace.memo_dir, key)
     if run is None:
-        run = run_pytest(
-            workspace.root,
-            [suite_path],
-            extra_files=extra_files,
-            sandbox=workspace.backend,
-            **({"timeout": timeout} if timeout is not None else {}),
-        )
+        run = run_trusted_pytest(workspace.root, test_files, run_paths, extra_files=data_files,
+                                 sandbox=workspace.backend, **({"timeout": timeout} if timeout is not None else {}))
         if key is not None and memo_storable(run):
             memo_put(workspace.memo_dir, key, run)
-    outcomes = outcomes_by_class(run.cases)
+    suite_cases = [(node, outcome) for node, outcome in run.cases if _file_of(node) == suite_path]
+    outcomes = outcomes_by_class(suite_cases)
     output = run.stdout[-4000:] + (run.stderr[-2000:] if run.stderr else "")
-    return score(totals, outcomes, tuple(missing), output, skipped_as=skipped_as)
+    result = score(totals, outcomes, tuple(missing), output, skipped_as=skipped_as)
+    result.tampering = tuple(run.tampering)
+    result.notes = tuple(run.notes)
+    if confirm:
+        confirm_cases = [outcome for node, outcome in run.cases if _file_of(node) in confirm]
+        ended = not any(note.startswith("the evaluation's session ended") for note in run.notes)
+        result.public_confirmed = bool(ended and confirm_cases and all(o == "passed" for o in confirm_cases))
+    return result
+
+
+def _file_of(node_id: str) -> str:
+    return node_id.split("::", 1)[0]
 
 
 def score(totals: Mapping[str, int], outcomes: Mapping[str, Mapping[str, str]], missing: tuple[str, ...],

@@ -161,18 +161,19 @@ class DebugTask(Task):
 
     # -- scoring -------------------------------------------------------------------------------
     def evaluate(self, workspace) -> EvalResult:
-        """Run the pristine public suite against a temporary copy of the workspace
-        (:func:`latte_lab.tasks.suite.run_hidden_suite`: pytest configuration the agents wrote is
-        neutralised, so only their code is judged).
+        """Run the pristine public suite against a temporary copy of the workspace in a trusted session
+        (:func:`latte_lab.tasks.suite.run_hidden_suite`: pytest configuration the agents wrote is left
+        out and nothing the code does can change a verdict, so only what the code computes is judged).
+        The same run confirms, or not, a team's claim that the public suite passes.
 
         Tests pytest never reported (a collection error, a timeout) count as errors, so the total
         is always the suite's 33 and ``per_class`` always lists all 11 classes. A missing
         ``signal_toolkit.py`` is noted in ``missing_outputs`` and still scored (every test then
         errors), following reference §8.5's note-and-score reading for this task.
         """
-        return run_hidden_suite(workspace, {TEST_FILE: _resource("files/test_suite.py.txt")}, TEST_FILE,
-                                required_outputs=self.required_outputs, timeout=EVAL_TIMEOUT_SECONDS,
-                                skipped_as="error")
+        suite = {TEST_FILE: _resource("files/test_suite.py.txt")}
+        return run_hidden_suite(workspace, suite, TEST_FILE, required_outputs=self.required_outputs,
+                                timeout=EVAL_TIMEOUT_SECONDS, skipped_as="error", confirm=suite)
 
     # -- reference decomposition ---------------------------------------------------------------
     def work_units(self) -> list[WorkUnit]:

@@ -138,7 +138,8 @@ class EdaTask(Task):
 
     def evaluate(self, workspace: Workspace) -> EvalResult:
         return run_hidden_suite(
-            workspace, self.hidden_files(), HIDDEN_SUITE, required_outputs=self.required_outputs
+            workspace, self.hidden_files(), HIDDEN_SUITE, required_outputs=self.required_outputs,
+            confirm=self.public_files(),
         )
 
     def reference_solution(self) -> dict[str, str]:

@@ -258,7 +258,8 @@ class TextprocTask(Task):
 
     def evaluate(self, workspace: Workspace) -> EvalResult:
         return run_hidden_suite(
-            workspace, self.hidden_files(), HIDDEN_SUITE, missing=self.missing_outputs(workspace)
+            workspace, self.hidden_files(), HIDDEN_SUITE, missing=self.missing_outputs(workspace),
+            confirm=self.public_files(),
         )
 
     def reference_solution(self) -> dict[str, str]:
