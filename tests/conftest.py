@@ -19,6 +19,20 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+def _hypothesis_profiles() -> None:
+    """The suite draws the same hypothesis examples on every run and machine ("deterministic", the default):
+    a property test cannot pass today and fail tomorrow on new draws, and a failure replays as it was. Set
+    HYPOTHESIS_PROFILE=explore to draw new examples (and keep what fails in .hypothesis/) while developing."""
+    from hypothesis import settings
+
+    settings.register_profile("deterministic", derandomize=True, database=None, print_blob=True)
+    settings.register_profile("explore", derandomize=False)
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
+
+
+_hypothesis_profiles()
+
+
 def pytest_configure(config):
     """One test-run memo directory for the whole session ($LATTE_LAB_MEMO_DIR, made here in the controlling
     process, so the xdist workers, the notebooks' kernels, JupyterLab and every script a test starts share

@@ -51,6 +51,10 @@ CONFIG_FILES = (("pytest.ini", None), (".pytest.ini", None), ("pyproject.toml", 
                 ("tox.ini", "[pytest]"), ("setup.cfg", "[tool:pytest]"))
 WORKSPACE_ROOT_ARGS = ("--rootdir=.", "--confcutdir=.")  # node ids and conftest files from the workspace only
 OUTCOMES = ("passed", "failed", "error", "skipped")
+# The pytest versions the sandbox's speed-ups were written and tested against (pyproject's bound says the same):
+# the fork servers and _pytest_boot.py reach into pytest's internals. Outside it, runs start as a plain
+# ``python -m pytest`` (slower, same results) and a warning names the range once.
+TESTED_PYTEST = ((9, 0), (10, 0))
 PYTEST_NORMAL_EXITS = (0, 1, 2, 5)  # all passed, some failed, interrupted by errors, no tests collected
 
 
@@ -199,6 +203,42 @@ def _pytest_available() -> bool:
     return importlib.util.find_spec("pytest") is not None
 
 
+_VERSION_CHECKED: dict[str, bool] = {}
+
+
+def pytest_version_tested(version: str | None = None) -> bool:
+    """Whether the installed pytest (or ``version``) lies in :data:`TESTED_PYTEST`; said once per process when not.
+
+    >>> pytest_version_tested("9.2.0"), pytest_version_tested("8.4.1")
+    (True, False)
+    """
+    if version is None:
+        from importlib.metadata import PackageNotFoundError
+        from importlib.metadata import version as installed
+
+        try:
+            version = installed("pytest")
+        except PackageNotFoundError:
+            return False
+    if version in _VERSION_CHECKED:
+        return _VERSION_CHECKED[version]
+    parts = []
+    for piece in version.split(".")[:2]:
+        digits = "".join(ch for ch in piece if ch.isdigit()) or "0"
+        parts.append(int(digits))
+    (low, high) = TESTED_PYTEST
+    ok = low <= tuple(parts) < high
+    _VERSION_CHECKED[version] = ok
+    if not ok:
+        import warnings
+
+        warnings.warn(f"pytest {version} is outside the range latte_lab's sandbox was tested with (>={low[0]}.{low[1]},"
+                      f"<{high[0]}.{high[1]}): test runs start as plain `python -m pytest`, without the fork "
+                      f"server's speed-ups; install a tested pytest with `pip install 'pytest>={low[0]}.{low[1]},"
+                      f"<{high[0]}'`", RuntimeWarning, stacklevel=2)
+    return ok
+
+
 def _pytest_missing(timeout: float) -> TestRun:
     message = f"pytest is not installed for {sys.executable}; install it with `pip install pytest`"
     return TestRun(
@@ -292,17 +332,18 @@ def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits |
     report = root.resolve() / JUNIT_NAME
     report.unlink(missing_ok=True)
     pytest_args = [*PYTEST_ARGS[2:], *config_args(root), *args, f"--junitxml={report}", *JUNIT_OPTIONS]
+    tested = pytest_version_tested()  # else a plain ``python -m pytest``: nothing reaches into pytest's internals
     run = run_sandboxed(
         [sys.executable, *PYTEST_ARGS[:2], *pytest_args],
         root,
         timeout=timeout,
         limits=limits,
         env=env,
-        pytest_args=pytest_args,
+        pytest_args=pytest_args if tested else None,
         sandbox=sandbox,
         export_names=export_names,
-        prime_tests=prime_tests,
-        keep_sandbox=keep_sandbox,
+        prime_tests=prime_tests and tested,
+        keep_sandbox=keep_sandbox and tested,
     )
     return _test_run_from(run, _read_report(report))
 
