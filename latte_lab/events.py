@@ -232,7 +232,8 @@ register("read_file_ignored", "agent path", "a read the team ignores (released f
 register("run_script", "agent path returncode", "a script ran (error: it could not be started)",
          optional="timed_out real_seconds stdout_tail stderr_tail error")
 register("run_tests", "agent returncode passed failed errors real_seconds test_cached failed_tests stdout_tail",
-         "the public tests ran (test_cached: memoised on identical files)")
+         "the public tests ran (test_cached: memoised on identical files; infrastructure_error: the run could not "
+         "test the code at all, e.g. pytest missing)", optional="infrastructure_error")
 # messages and team-specific actions
 register("broadcast", "sender message", "a message to every teammate")
 register("request_status", "agent", "an agent asked for the team's status")

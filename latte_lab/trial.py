@@ -25,7 +25,7 @@ from typing import Any
 
 from latte_lab import rundir, sweepdir
 from latte_lab.config import TrialConfig
-from latte_lab.errors import DataError, LatteError
+from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
 from latte_lab.history import GraphHistory
 from latte_lab.models import budget
@@ -76,12 +76,16 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     """
     from latte_lab import tasks
     from latte_lab.models.cassette import Cassette, RecordingModel
+    from latte_lab.sandbox.pytest import runner_missing
     from latte_lab.workspace import Workspace
 
     if isinstance(config, dict):
         config = TrialConfig(**config)
     trial_id = config.trial_id
     task = tasks.get(config.task)
+    missing = runner_missing()
+    if missing:  # before any model call or run directory: a trial whose tests cannot run measures nothing
+        raise ConfigError(missing)
     if model is None:  # before the run directory exists: a missing key is an error, not an empty run
         model = _default_model(config)
     run_dir = rundir.new_run_dir(runs_dir if runs_dir is not None else config.runs_dir, run_name or trial_id)
@@ -304,6 +308,10 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
             accuracy = float(success)
         elif "rate" in ev_dict:
             accuracy = float(ev_dict["rate"])
+    broken = _every_test_run_broken(log.events)
+    if broken and status == "ok":  # nothing was measured: an error, never a 0% result
+        status, error, success, accuracy = "error", f"every test run failed to start: {broken}", False, None
+        log.emit("trial_error", error=error)
     rounds = team.round if team is not None else 0
     log.emit("run_end", reason=reason, success=success,
              tests_passed=outcome.tests_passed if outcome else None, rounds=rounds)
@@ -351,6 +359,15 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
         reason=reason, metrics=metrics, eval=ev_dict, row=row, run_dir=writer.path,
         event_list=log.events, snapshots=team.snapshots if team else GraphHistory(),
     )
+
+
+def _every_test_run_broken(events: list[dict]) -> str | None:
+    """The reason, when the trial ran its tests and not one run could test the code (pytest missing, the
+    sandbox unable to start it); else None."""
+    runs = [e for e in events if e.get("type") == "run_tests"]
+    if runs and all(e.get("infrastructure_error") for e in runs):
+        return runs[-1]["infrastructure_error"]
+    return None
 
 
 def _tampering_found(task, root, events: list[dict]) -> list[dict]:

@@ -1,10 +1,13 @@
-"""latte_lab as a user gets it from ``pip install``: a wheel built from this tree, installed into a fresh
-virtual environment outside the repository, with no latte_lab environment variable set.
+"""latte_lab as a user gets it from ``pip install``: a wheel built from this tree, installed with its declared
+dependencies into a fresh virtual environment outside the repository, with no latte_lab environment variable set.
 
-From there it prints the prices, regenerates Table 2 from the bundled published data, runs a priced trial
-and runs notebook 03. The fresh environment borrows the project venv's third-party packages (through a
-``.pth`` line; pip installs only the wheel, ``--no-deps``, offline), so the only latte_lab it can import
-is the installed wheel: every bundled file must have been packaged and found as a package resource.
+The environment is made as a user's would be: ``uv pip install <wheel>`` resolves the wheel's own
+dependencies (no ``--no-deps``, no borrowed site-packages), held to the locked versions by constraints
+exported from uv.lock (``uv export``), so the test is repeatable; uv's cache, filled when the project's own
+environment was installed, serves the downloads. A dependency missing from pyproject.toml is then missing
+here. From there it runs the offline demo (which must succeed), prints the prices, regenerates Table 2 from
+the bundled published data, runs a priced trial and runs notebook 03; the only latte_lab it can import is
+the installed wheel, so every bundled file must have been packaged and found as a package resource.
 """
 
 from __future__ import annotations
@@ -13,7 +16,6 @@ import json
 import math
 import os
 import shutil
-import site
 import subprocess
 import sys
 import sysconfig
@@ -47,11 +49,14 @@ class Command:
             self.proc.kill()
             out, err = self.proc.communicate()
         assert self.proc.returncode == 0, f"{self.cmd} failed ({self.proc.returncode}):\n{out[-3000:]}\n{err[-3000:]}"
+        self.err = err
         return out
 
 
-def _run(cmd, *, cwd, env=None) -> str:
-    return Command(cmd, cwd=cwd, env=env).output()
+def _run(cmd, *, cwd, env=None, stderr=False) -> str:
+    command = Command(cmd, cwd=cwd, env=env)
+    out = command.output()
+    return out + command.err if stderr else out
 
 
 NOTEBOOK_SCRIPT = """
@@ -87,12 +92,21 @@ def installed(tmp_path_factory):
          cwd=root)
     (wheel,) = (root / "dist").glob("latte_lab-*.whl")
 
+    uv = shutil.which("uv", path=str(Path(sys.executable).parent)) or shutil.which("uv")
+    if uv is None:
+        pytest.skip("uv is not installed (make installs it into .venv)")
+    constraints = root / "constraints.txt"
+    _run([uv, "export", "--frozen", "--all-extras", "--no-hashes", "--no-emit-project", "--no-header",
+          "--format", "requirements.txt", "-o", constraints], cwd=REPO)
     venv = root / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", venv], cwd=root)
+    uv_env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH")}
+    _run([uv, "venv", "-q", "--python", sys.executable, venv], cwd=root, env=uv_env)
+    install = _run([uv, "pip", "install", "--python", venv / "bin" / "python", "--constraint", constraints,
+                    wheel], cwd=root, env=uv_env, stderr=True)
     fresh_site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
-    (fresh_site / "project_deps.pth").write_text("\n".join(site.getsitepackages()) + "\n")
-    _run([sys.executable, "-m", "pip", "--python", venv / "bin" / "python", "install", "-q", "--no-deps",
-          "--no-index", wheel], cwd=root)
+    assert not list(fresh_site.glob("*.pth")) or all("latte" not in p.read_text() and str(REPO) not in p.read_text()
+                                                      for p in fresh_site.glob("*.pth"))
+    print(install)
 
     work = root / "work"
     (work / "home").mkdir(parents=True)
@@ -100,6 +114,14 @@ def installed(tmp_path_factory):
     where = _run([venv / "bin" / "python", "-c", "import latte_lab; print(latte_lab.__file__)"], cwd=work, env=env)
     assert Path(where.strip()).is_relative_to(fresh_site), where  # the wheel, not this checkout
     return venv / "bin", work, env
+
+
+def test_the_demo_succeeds(installed):
+    """The first thing a new user runs: an offline trial that must succeed (pytest came with the wheel)."""
+    bin_dir, work, env = installed
+    out = _run([bin_dir / "latte-lab", "demo", "--runs-dir", work / "demo"], cwd=work, env=env)
+    print(out)
+    assert ": SUCCESS (" in out, out
 
 
 @pytest.fixture(scope="module")

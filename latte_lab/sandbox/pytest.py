@@ -239,6 +239,29 @@ def pytest_version_tested(version: str | None = None) -> bool:
     return ok
 
 
+def infrastructure_error(run: TestRun) -> str | None:
+    """Why ``run`` says nothing about the code it was to test, in one line (pytest missing, the sandbox could
+    not start the command), or None for a run that tested the code, whatever the outcome.
+
+    >>> infrastructure_error(_pytest_missing(10)).startswith("pytest is not installed")
+    True
+    """
+    for text in (*run.notes, run.stdout[:500], run.stderr[-2000:]):
+        for line in text.splitlines():
+            if "pytest is not installed" in line or line.startswith("sandbox: could not start"):
+                return line.strip()
+    return None
+
+
+def runner_missing() -> str | None:
+    """Why no trial could run its tests in this interpreter (one line), or None when pytest is there: a trial
+    checks this before its first round."""
+    if _pytest_available():
+        return None
+    return (f"pytest is not installed for {sys.executable}, and every trial runs its tests with it: "
+            f"install it with `pip install 'pytest>={TESTED_PYTEST[0][0]}.{TESTED_PYTEST[0][1]},<{TESTED_PYTEST[1][0]}'`")
+
+
 def _pytest_missing(timeout: float) -> TestRun:
     message = f"pytest is not installed for {sys.executable}; install it with `pip install pytest`"
     return TestRun(

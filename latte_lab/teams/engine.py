@@ -416,9 +416,13 @@ class Team:
         run = self.ws.run_tests()
         self._round_tool_time += VIRTUAL_TEST_SECONDS
         self.last_tests = run
+        from latte_lab.sandbox.pytest import infrastructure_error
+
+        infrastructure = infrastructure_error(run)
         self.log.emit("run_tests", agent=by, returncode=run.returncode, passed=run.passed, failed=run.failed,
                       errors=run.errors, real_seconds=run.seconds, test_cached=run.cached,
-                      failed_tests=list(run.failed_tests), stdout_tail=self.stable_tail(run.stdout, EVENT_OUTPUT_TAIL))
+                      failed_tests=list(run.failed_tests), stdout_tail=self.stable_tail(run.stdout, EVENT_OUTPUT_TAIL),
+                      **({"infrastructure_error": infrastructure} if infrastructure else {}))
         return run
 
     def tests_text(self, run: TestRun, tail: int = TESTS_REPLY_TAIL) -> str:

@@ -1,0 +1,41 @@
+"""A trial that cannot run its tests measures nothing: it refuses before round 1, or ends as an error."""
+
+from __future__ import annotations
+
+import pytest
+
+import latte_lab as ll
+from latte_lab.errors import ConfigError
+from latte_lab.sandbox import pytest as sandbox_pytest
+from latte_lab.trial import run_trial
+
+
+def test_a_missing_test_runner_refuses_before_any_call(tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox_pytest, "_pytest_available", lambda: False)
+    cfg = ll.TrialConfig(task="debug", team="latte", model="simulated", runs_dir=str(tmp_path / "runs"))
+    with pytest.raises(ConfigError, match=r"^pytest is not installed for .*pip install 'pytest>=9.0,<10'") as caught:
+        run_trial(cfg)
+    assert "\n" not in str(caught.value)
+    assert not (tmp_path / "runs").exists()  # no run directory, no model call
+
+
+def test_every_test_run_an_infrastructure_error_is_an_error_not_a_zero(tmp_path, monkeypatch):
+    """pytest vanishing once the trial has started (say, uninstalled beneath it): every test run reports it,
+    and the trial ends with status error instead of 'no success, accuracy 0%'."""
+    real = sandbox_pytest.run_pytest
+
+    def broken(cwd, args=(), **kw):
+        if kw.get("extra_files"):
+            return real(cwd, args, **kw)
+        return sandbox_pytest._pytest_missing(kw.get("timeout", 60))
+
+    monkeypatch.setattr(sandbox_pytest, "run_pytest", broken)
+    monkeypatch.setattr("latte_lab.workspace.files.run_pytest", broken, raising=False)
+    cfg = ll.TrialConfig(task="debug", team="leader_worker", model="simulated", max_rounds=2, seed=0,
+                         runs_dir=str(tmp_path / "runs"))
+    res = run_trial(cfg)
+    runs = [e for e in res.event_list if e["type"] == "run_tests"]
+    assert runs and all(e["infrastructure_error"].startswith("pytest is not installed") for e in runs)
+    assert res.status == "error" and res.accuracy is None and res.success is False
+    assert res.error.startswith("every test run failed to start: pytest is not installed")
+    assert res.row["status"] == "error"
