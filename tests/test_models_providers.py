@@ -51,7 +51,7 @@ def test_openai_round_trip_with_usage(fake_server, canary_keys):
     assert response.latency_s > 0
     [req] = fake_server.requests
     assert req["path"] == "/v1/chat/completions"
-    assert req["headers"]["authorization"] == f"Bearer {canary_keys['openai']}"
+    assert req["headers"]["authorization"] == "Bearer not-needed"  # OPENAI_API_KEY goes to api.openai.com only
     body = req["body"]
     assert body["messages"][0] == {"role": "system", "content": "You are a test agent."}
     assert body["messages"][1] == {"role": "user", "content": "hello there"}
@@ -67,9 +67,10 @@ def test_anthropic_round_trip_concatenates_text_blocks(fake_server, canary_keys)
     assert response.finish_reason == "stop" and response.cached is False
     [req] = fake_server.requests
     assert req["path"] == "/v1/messages"
-    # Older SDKs send the key as x-api-key, anthropic 2.x as a bearer token.
+    # Older SDKs send the key as x-api-key, anthropic 2.x as a bearer token; ANTHROPIC_API_KEY goes to
+    # api.anthropic.com only
     sent = req["headers"].get("x-api-key") or req["headers"]["authorization"].removeprefix("Bearer ")
-    assert sent == canary_keys["anthropic"]
+    assert sent == "not-needed"
     body = req["body"]
     assert body["system"] == "You are a test agent."
     assert body["messages"] == [{"role": "user", "content": "hello"}]

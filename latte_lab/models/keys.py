@@ -1,6 +1,10 @@
-"""API keys: where they come from (environment, then a ``.env`` file) and how they are kept out of text.
+"""API keys: where they come from (environment, then a ``.env`` file), where they may go, and how they are
+kept out of text.
 
-Keys are read only here. Anything that may end up in a log, an error message, a cache row or a
+Keys are read only here. A provider's key goes to that provider's own API alone: ``OPENAI_API_KEY`` only to
+``https://api.openai.com``, ``ANTHROPIC_API_KEY`` only to ``https://api.anthropic.com``. Any other server
+(a ``base_url``, or the SDK's ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``) gets ``LATTE_BASE_URL_API_KEY``
+when it is set, else a placeholder (local servers ignore the key). Anything that may end up in a log, an error message, a cache row or a
 cassette line goes through :func:`redact` first, which masks provider-shaped keys (``sk-...``,
 ``sk-ant-...``), every key this module has handed out, and the values of environment variables whose
 names say they are secret (``*KEY*``, ``*SECRET*``, ``*TOKEN*``).
@@ -11,12 +15,17 @@ from __future__ import annotations
 import os
 import re
 import threading
+from urllib.parse import urlsplit
 
 from latte_lab.errors import MissingAPIKeyError
 
 REDACTED = "[REDACTED]"
 MIN_SECRET_LENGTH = 8  # shorter env values ("1", "true") are flags, not secrets; masking them would garble text
 LOCAL_SERVER_KEY = "not-needed"  # local OpenAI-compatible servers (vLLM, Ollama) ignore the key but the SDK wants one
+BASE_URL_KEY_ENV = "LATTE_BASE_URL_API_KEY"  # the key for a server reached through a base_url
+# Each provider key: the one host it is sent to, and the variable its SDK reads a base URL from.
+KEY_HOSTS = {"OPENAI_API_KEY": "api.openai.com", "ANTHROPIC_API_KEY": "api.anthropic.com"}
+SDK_BASE_URL_ENV = {"OPENAI_API_KEY": "OPENAI_BASE_URL", "ANTHROPIC_API_KEY": "ANTHROPIC_BASE_URL"}
 SECRET_ENV_NAME = re.compile(r"KEY|SECRET|TOKEN", re.IGNORECASE)
 # Provider key shapes: OpenAI "sk-..." / "sk-proj-...", Anthropic "sk-ant-...". The body is long and
 # made of URL-safe characters; 16+ characters avoids masking ordinary words such as "sk-learn".
@@ -52,19 +61,64 @@ def register_secret(value: str | None) -> None:
         _known_secrets.add(value)
 
 
-def get_api_key(env_var: str, *, provider: str, base_url: str | None = None) -> str:
-    """The API key for a provider, from the environment or ``.env``.
+def endpoint(env_var: str, base_url: str | None = None) -> str | None:
+    """Where a client keyed by ``env_var`` sends its calls: ``base_url``, else the base URL its SDK reads
+    from the environment (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``), else None (the provider's API)."""
+    if base_url:
+        return base_url
+    load_env()
+    return os.environ.get(SDK_BASE_URL_ENV.get(env_var, ""), "").strip() or None
 
-    A local OpenAI-compatible server (``base_url`` given) needs no real key: the env key is used when set,
-    else a dummy. Otherwise a missing key raises :class:`MissingAPIKeyError` naming the variable to set.
+
+def is_provider_api(env_var: str, url: str | None) -> bool:
+    """Whether ``url`` is the provider's own API, the one place its key ``env_var`` may go (None: the SDK's
+    default, which is).
+
+    >>> is_provider_api("OPENAI_API_KEY", "https://api.openai.com/v1")
+    True
+    >>> [is_provider_api("OPENAI_API_KEY", u) for u in ("http://127.0.0.1:8000/v1", "https://api.openai.com.evil.io")]
+    [False, False]
     """
+    if not url:
+        return True
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # not a URL: certainly not the provider's
+        return False
+    return parts.scheme == "https" and parts.hostname == KEY_HOSTS.get(env_var) and port in (None, 443)
+
+
+def key_variable(env_var: str, base_url: str | None = None) -> str:
+    """The variable whose key a call to ``base_url`` carries: ``env_var`` for the provider's own API,
+    ``LATTE_BASE_URL_API_KEY`` for any other server."""
+    return env_var if is_provider_api(env_var, endpoint(env_var, base_url)) else BASE_URL_KEY_ENV
+
+
+def base_url_api_key() -> str:
+    """The key for a server reached through a base_url: ``$LATTE_BASE_URL_API_KEY``, else a placeholder."""
+    load_env()
+    value = os.environ.get(BASE_URL_KEY_ENV, "").strip()
+    if value:
+        register_secret(value)
+        return value
+    return LOCAL_SERVER_KEY
+
+
+def get_api_key(env_var: str, *, provider: str, base_url: str | None = None) -> str:
+    """The API key for a call to ``base_url`` (None: the provider's API), from the environment or ``.env``.
+
+    The provider's key (``env_var``) goes only to the provider's own API; a missing one raises
+    :class:`MissingAPIKeyError` naming the variable to set. Any other server (``base_url``, or the base URL
+    the SDK reads from the environment) gets :func:`base_url_api_key`, never the provider's key.
+    """
+    if not is_provider_api(env_var, endpoint(env_var, base_url)):
+        return base_url_api_key()
     load_env()
     value = os.environ.get(env_var, "").strip()
     if value:
         register_secret(value)
         return value
-    if base_url:
-        return LOCAL_SERVER_KEY
     raise MissingAPIKeyError(
         f"no API key for {provider}: set {env_var} in the environment or in a .env file "
         f"(searched from {os.getcwd()} upwards), or use model='simulated' to run offline"

@@ -48,9 +48,9 @@ def server_models(base_url: str) -> list[str]:
     """The models an OpenAI-compatible server (vLLM, Ollama, LM Studio) lists at ``base_url``."""
     from openai import OpenAI
 
-    from latte_lab.models.keys import LOCAL_SERVER_KEY
+    from latte_lab.models.keys import base_url_api_key
 
-    client = OpenAI(base_url=base_url, api_key=os.environ.get("OPENAI_API_KEY") or LOCAL_SERVER_KEY,
+    client = OpenAI(base_url=base_url, api_key=base_url_api_key(),  # never OPENAI_API_KEY: see models.keys
                     timeout=SERVER_LIST_TIMEOUT_S, max_retries=0)
     return sorted(m.id for m in client.models.list())
 

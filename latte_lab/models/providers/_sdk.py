@@ -29,7 +29,7 @@ from latte_lab.errors import (
     RateLimitError,
 )
 from latte_lab.models.base import ModelRequest, ModelResponse
-from latte_lab.models.keys import get_api_key, redact
+from latte_lab.models.keys import KEY_HOSTS, endpoint, get_api_key, key_variable, redact
 
 CONTEXT_LENGTH_MARKERS = (
     "context_length_exceeded",
@@ -39,6 +39,21 @@ CONTEXT_LENGTH_MARKERS = (
     "too many tokens",
 )
 ERROR_DETAIL_CHARS = 300  # enough of the provider's message to act on, short enough for a log line
+
+
+def wire_text(text: str) -> str:
+    """``text`` as a request body can carry it. The SDKs send UTF-8, which has no lone surrogate (a reply
+    can hold one, and the next prompt repeats the reply): each becomes U+FFFD on the wire, while the prompt
+    itself (its cache key, its cassette line) keeps it.
+
+    >>> wire_text("ok \\udc80"), wire_text("plain")
+    ('ok \ufffd', 'plain')
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # UTF-16 joins a split pair back into its character and marks lone halves
+        return text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace")
+    return text
 
 
 def error_detail(exc: BaseException) -> str:
@@ -62,8 +77,10 @@ def map_sdk_error(
     detail = error_detail(exc)
     if isinstance(exc, (sdk.AuthenticationError, sdk.PermissionDeniedError)):
         status = getattr(exc, "status_code", "")
+        variable = key_variable(env_var, base_url)
+        home = "" if variable == env_var else f" ({env_var} goes only to {KEY_HOSTS.get(env_var, provider)})"
         return AuthenticationError(
-            f"{where} refused the API key (HTTP {status}): {detail}. Check {env_var} in the environment "
+            f"{where} refused the API key (HTTP {status}): {detail}. Check {variable}{home} in the environment "
             f"or .env; it was not retried"
         )
     if isinstance(exc, sdk.RateLimitError):
@@ -107,6 +124,7 @@ class SDKModel:
     request becomes a call (:meth:`_create`) and how the reply becomes a response (:meth:`_parse`)."""
 
     key_env = ""  # the environment variable holding the API key
+    default_base_url = ""  # the provider's own API, where the key in key_env may go
 
     def __init__(self, sdk: Any, client_class: Any, root_error: type[BaseException], model: str, *, provider: str,
                  base_url: str | None, api_key: str | None, max_retries: int, timeout_s: float, http_client: Any):
@@ -115,11 +133,14 @@ class SDKModel:
         self.base_url = base_url
         self.max_retries = max_retries
         self.timeout_s = timeout_s
-        key = api_key or get_api_key(self.key_env, provider=provider, base_url=base_url)
+        # where the calls go, decided here (base_url, else the SDK's base URL variable, else the provider's
+        # API) and given to the SDK, so that the key chosen for it is the key that reaches it
+        target = endpoint(self.key_env, base_url) or self.default_base_url
+        key = api_key or get_api_key(self.key_env, provider=provider, base_url=target)
         self._sdk = sdk
         self._sdk_error = root_error  # the SDK's own exceptions all derive from it
         self._client = client_class(
-            api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout_s,
+            api_key=key, base_url=target, max_retries=max_retries, timeout=timeout_s,
             http_client=http_client,  # the rate limiter's 429 hook, when one is set
         )
 

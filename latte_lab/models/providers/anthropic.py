@@ -24,7 +24,7 @@ from latte_lab.config import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from latte_lab.errors import ModelResponseError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
 from latte_lab.models.keys import redact
-from latte_lab.models.providers._sdk import SDKModel
+from latte_lab.models.providers._sdk import SDKModel, wire_text
 
 ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 STOP_REASONS = {
@@ -43,7 +43,7 @@ def message_params(request: ModelRequest, model: str, *, send_temperature: bool 
     params: dict[str, Any] = {
         "model": model,
         "max_tokens": request.max_tokens,
-        "messages": [{"role": m.role, "content": m.content} for m in request.messages],
+        "messages": [{"role": m.role, "content": wire_text(m.content)} for m in request.messages],
     }
     sampling: dict[str, Any] = {}
     if send_temperature:
@@ -53,9 +53,9 @@ def message_params(request: ModelRequest, model: str, *, send_temperature: bool 
     if sampling:
         params["extra_body"] = sampling
     if request.system:
-        params["system"] = request.system
+        params["system"] = wire_text(request.system)
     if request.stop:
-        params["stop_sequences"] = list(request.stop)
+        params["stop_sequences"] = [wire_text(s) for s in request.stop]
     return params
 
 
@@ -63,6 +63,7 @@ class AnthropicModel(SDKModel):
     """``anthropic/<model>`` through the official SDK."""
 
     key_env = ANTHROPIC_KEY_ENV
+    default_base_url = "https://api.anthropic.com"
 
     def __init__(
         self,

@@ -26,7 +26,7 @@ from latte_lab.config import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT_S
 from latte_lab.errors import ModelResponseError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
 from latte_lab.models.keys import redact
-from latte_lab.models.providers._sdk import SDKModel
+from latte_lab.models.providers._sdk import SDKModel, wire_text
 
 OPENAI_KEY_ENV = "OPENAI_API_KEY"
 MAX_COMPLETION_TOKENS_PREFIXES = ("o1", "o3", "o4", "gpt-5")  # families that renamed max_tokens
@@ -47,8 +47,8 @@ def accepts_temperature(model: str) -> bool:
 
 def chat_params(request: ModelRequest, model: str) -> dict[str, Any]:
     """The keyword arguments of ``chat.completions.create`` for one request (pure; no I/O)."""
-    messages = [{"role": "system", "content": request.system}] if request.system else []
-    messages += [{"role": m.role, "content": m.content} for m in request.messages]
+    messages = [{"role": "system", "content": wire_text(request.system)}] if request.system else []
+    messages += [{"role": m.role, "content": wire_text(m.content)} for m in request.messages]
     params: dict[str, Any] = {"model": model, "messages": messages}
     limit_name = "max_completion_tokens" if uses_max_completion_tokens(model) else "max_tokens"
     params[limit_name] = request.max_tokens
@@ -57,7 +57,7 @@ def chat_params(request: ModelRequest, model: str) -> dict[str, Any]:
     if request.top_p is not None:
         params["top_p"] = request.top_p
     if request.stop:
-        params["stop"] = list(request.stop)
+        params["stop"] = [wire_text(s) for s in request.stop]
     return params
 
 
@@ -65,6 +65,7 @@ class OpenAIModel(SDKModel):
     """``openai/<model>`` through the official SDK, or an OpenAI-compatible server via ``base_url``."""
 
     key_env = OPENAI_KEY_ENV
+    default_base_url = "https://api.openai.com/v1"
 
     def __init__(
         self,
