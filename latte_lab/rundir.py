@@ -239,7 +239,7 @@ class JsonlAppender:
 
     def append_text(self, text: str) -> None:
         """Appends lines already serialised (each ending with a newline), whole or not at all."""
-        data = text.encode("utf-8")
+        data = text.encode("utf-8", "backslashreplace")  # a lone surrogate in a JSON string: its \u escape
         if not data:
             return
         if self._fd is None:

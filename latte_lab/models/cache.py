@@ -4,7 +4,10 @@
 Why SQLite: one file, safe for several processes of a sweep writing at once (WAL + busy timeout),
 indexed lookups in tens of microseconds, and readable with any SQLite tool. Only complete answers
 (``finish_reason == "stop"``) are stored: errors, refusals and truncated outputs would otherwise be
-replayed forever. A row that cannot be decoded is treated as a miss with a warning, never a crash.
+replayed forever. A row that cannot be decoded, or that sits on a damaged page of the file, is a miss
+with a one-line warning, never a crash; a response that cannot be stored is a warning too, and the call's
+response is returned all the same. ``latte-lab cache check [--repair]`` (:mod:`latte_lab.models.cache_check`)
+reports the damage and copies every readable row into a fresh file.
 """
 
 from __future__ import annotations
@@ -22,12 +25,13 @@ from pathlib import Path
 from typing import Self
 
 from latte_lab.config import DEFAULT_CACHE_MODE, check_cache_mode
-from latte_lab.errors import CacheMissError, ConfigError
+from latte_lab.errors import CacheMissError, ConfigError, DataError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage
 from latte_lab.models.keys import redact
 from latte_lab.models.request_keys import (
     canonical_json,
     diff_fields,
+    json_storable,
     key_fields,
     key_from_fields,
     request_key,
@@ -41,7 +45,7 @@ DEFAULT_CACHE_PATH = Path("~/.cache/latte_lab/responses.sqlite")
 BUSY_TIMEOUT_MS = 60_000  # writers wait up to a minute for the lock; four sweep processes queue, never fail
 INIT_ATTEMPTS = 20  # schema creation can race with another process converting the file to WAL
 
-_SCHEMA = """
+SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY,
     scope_key TEXT NOT NULL,
@@ -110,6 +114,8 @@ class ResponseCache:
         self.hits = 0
         self.misses = 0
         self.tokens_saved = 0
+        self.damaged: str | None = None  # the first damage met (a page it cannot read, a row it cannot store)
+        self.damaged_count = 0  # lookups and stores that failed on it
         if self.read_only:
             self._open_read_only()
         else:
@@ -137,8 +143,8 @@ class ResponseCache:
                                       f"point {CACHE_ENV} at one") from None
                 continue
             except sqlite3.DatabaseError as exc:
-                raise ConfigError(f"{self.path} cannot be read as a response cache ({exc}); point {CACHE_ENV} "
-                                  "at a valid one") from None
+                raise ConfigError(f"{self.path} cannot be read as a response cache ({exc}); {_repair_hint(self.path)}"
+                                  f" or point {CACHE_ENV} at a valid one") from None
             self._uri = uri
             return
         raise ConfigError(f"cannot open the response cache {self.path} for reading; check its permissions or "
@@ -153,7 +159,7 @@ class ResponseCache:
                 if self.read_only:
                     if self._uri is None:  # no file: an empty cache, and nothing created on disk
                         conn = sqlite3.connect(":memory:", check_same_thread=False)
-                        conn.executescript(_SCHEMA)
+                        conn.executescript(SCHEMA)
                     else:
                         conn = sqlite3.connect(self._uri, uri=True, check_same_thread=False)
                     conn.row_factory = sqlite3.Row
@@ -165,7 +171,8 @@ class ResponseCache:
                     conn.execute("PRAGMA synchronous=NORMAL")  # with WAL: durable across crashes of the process
             except sqlite3.Error as exc:
                 raise ConfigError(
-                    f"{self.path} is not a usable SQLite cache ({exc}); delete it or point {CACHE_ENV} elsewhere"
+                    f"{self.path} is not a usable SQLite cache ({exc}); {_repair_hint(self.path)}, delete it or "
+                    f"point {CACHE_ENV} elsewhere"
                 ) from None
             self._local.conn = conn
             with self._lock:
@@ -177,7 +184,7 @@ class ResponseCache:
         for attempt in range(INIT_ATTEMPTS):
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
-                conn.executescript(_SCHEMA)
+                conn.executescript(SCHEMA)
                 return
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or attempt == INIT_ATTEMPTS - 1:
@@ -185,7 +192,8 @@ class ResponseCache:
                 time.sleep(0.05 * (attempt + 1))
             except sqlite3.DatabaseError as exc:
                 raise ConfigError(
-                    f"{self.path} is not a usable SQLite cache ({exc}); delete it or point {CACHE_ENV} elsewhere"
+                    f"{self.path} is not a usable SQLite cache ({exc}); {_repair_hint(self.path)}, delete it or "
+                    f"point {CACHE_ENV} elsewhere"
                 ) from None
 
     def close(self) -> None:
@@ -206,7 +214,11 @@ class ResponseCache:
     def get(self, request: ModelRequest) -> ModelResponse | None:
         """The stored response (``cached=True``, original latency and usage), or None on a miss."""
         key = request_key(request)
-        row = self._connect().execute("SELECT * FROM responses WHERE key = ?", (key,)).fetchone()
+        try:
+            row = self._connect().execute("SELECT * FROM responses WHERE key = ?", (key,)).fetchone()
+        except sqlite3.DatabaseError as exc:
+            self._note_damage(exc, "lookups that reach it are misses")
+            row = None
         response = self._decode(key, row) if row is not None else None
         with self._lock:
             if response is None:
@@ -220,16 +232,13 @@ class ResponseCache:
     def _decode(key: str, row: sqlite3.Row) -> ModelResponse | None:
         try:
             usage = json.loads(row["usage"])
-            text = row["text"]
-            if not isinstance(text, str):
-                raise TypeError(f"text is {type(text).__name__}")
             return ModelResponse(
-                text=text,
+                text=_stored_text(row["text"], "text"),
                 usage=Usage(int(usage["input_tokens"]), int(usage["output_tokens"])),
                 latency_s=float(row["latency_s"]),
                 cached=True,
                 finish_reason=str(row["finish_reason"]),
-                model=str(row["model"]),
+                model=_stored_text(row["model"], "model"),
             )
         except (ValueError, KeyError, TypeError, IndexError) as exc:
             warnings.warn(f"response cache row {key} is corrupt ({exc!r}); treating it as a miss", stacklevel=3)
@@ -237,7 +246,21 @@ class ResponseCache:
 
     def __contains__(self, request: ModelRequest) -> bool:
         key = request_key(request)
-        return self._connect().execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+        try:
+            return self._connect().execute("SELECT 1 FROM responses WHERE key = ?", (key,)).fetchone() is not None
+        except sqlite3.DatabaseError as exc:
+            self._note_damage(exc, "lookups that reach it are misses")
+            return False
+
+    def _note_damage(self, exc: BaseException, consequence: str) -> None:
+        """Counts a lookup or store that failed on a damaged file; the first one is a one-line warning."""
+        with self._lock:
+            self.damaged_count += 1
+            if self.damaged is not None:
+                return
+            self.damaged = " ".join(f"{type(exc).__name__}: {exc}".split())
+        warnings.warn(f"the response cache {self.path} is damaged ({self.damaged}): {consequence}, and the trial "
+                      f"goes on; {_repair_hint(self.path)} once no trial uses it", RuntimeWarning, stacklevel=3)
 
     # -- writes ---------------------------------------------------------------------------------------
     @staticmethod
@@ -248,14 +271,14 @@ class ResponseCache:
         return (
             key_from_fields(fields),
             scope_key(fields["scope"]),
-            response.text,
+            _storable_text(response.text),
             canonical_json({"input_tokens": response.usage.input_tokens,
                             "output_tokens": response.usage.output_tokens}),
             float(response.latency_s),
             response.finish_reason,
-            response.model,
+            _storable_text(response.model),
             time.time(),
-            redact(canonical_json(fields)),
+            json_storable(redact(canonical_json(fields))),
         )
 
     _INSERT = "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -263,15 +286,18 @@ class ResponseCache:
     def put(self, request: ModelRequest, response: ModelResponse) -> bool:
         """Store a complete answer; returns False (and stores nothing) for errors, refusals, truncations,
         and once storing is off (a read-only cache, a full disk)."""
-        row = self._row(request, response)
-        if row is None or self.writes_off is not None:
+        if response.finish_reason != "stop" or self.writes_off is not None:
             return False
         try:
-            self._connect().execute(self._INSERT, row)
+            self._connect().execute(self._INSERT, self._row(request, response))
         except sqlite3.Error as exc:
-            if not _cannot_write(exc):
-                raise
-            self._stop_writing(exc)
+            if _cannot_write(exc):
+                self._stop_writing(exc)
+            else:  # a damaged page: this row is lost to the cache, the response is not
+                self._note_damage(exc, "responses it cannot store are returned without being stored")
+            return False
+        except (ValueError, OverflowError) as exc:  # a value SQLite cannot hold
+            self._note_damage(exc, "responses it cannot store are returned without being stored")
             return False
         return True
 
@@ -298,14 +324,17 @@ class ResponseCache:
                 conn.execute("ROLLBACK")
                 raise
         except sqlite3.Error as exc:
-            if not _cannot_write(exc):
-                raise
-            raise ConfigError(f"cannot store responses in {self.path}: {exc}") from None
+            hint = "" if _cannot_write(exc) else f"; {_repair_hint(self.path)}"
+            raise ConfigError(f"cannot store responses in {self.path}: {exc}{hint}") from None
         return len(rows)
 
     # -- introspection --------------------------------------------------------------------------------
     def __len__(self) -> int:
-        return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        try:
+            return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        except sqlite3.DatabaseError as exc:
+            raise DataError(f"cannot count the rows of the response cache {self.path} ({exc}); "
+                            f"{_repair_hint(self.path)}") from None
 
     def stats(self) -> CacheStats:
         size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
@@ -316,9 +345,12 @@ class ResponseCache:
     def explain_miss(self, request: ModelRequest) -> str:
         """Why ``request`` is not cached: the fields that differ from the nearest stored request of its scope."""
         fields = key_fields(request)
-        rows = self._connect().execute(
-            "SELECT key, request FROM responses WHERE scope_key = ?", (scope_key(fields["scope"]),)
-        ).fetchall()
+        try:
+            rows = self._connect().execute(
+                "SELECT key, request FROM responses WHERE scope_key = ?", (scope_key(fields["scope"]),)
+            ).fetchall()
+        except sqlite3.DatabaseError as exc:
+            return f"the cache could not be searched ({exc}); {_repair_hint(self.path)}"
         best: list[str] | None = None
         for row in rows:
             try:
@@ -335,6 +367,29 @@ class ResponseCache:
         if not best:
             return f"an identical request is stored ({where}) but its row could not be used"
         return f"nearest stored request of this scope ({where}) differs in: " + "; ".join(best)
+
+
+def _repair_hint(path: Path) -> str:
+    return f"run `latte-lab cache check --repair {path}` to keep its readable rows"
+
+
+def _storable_text(text: str) -> str | bytes:
+    """``text`` for a TEXT column, or, when it holds code points UTF-8 cannot encode (a lone surrogate in a
+    reply), its bytes with those code points kept (``surrogatepass``), stored as a BLOB: the row reads
+    back as the very same string (:func:`_stored_text`)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+    return text
+
+
+def _stored_text(value, column: str) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "surrogatepass")
+    if not isinstance(value, str):
+        raise TypeError(f"{column} is {type(value).__name__}")
+    return value
 
 
 def _writable(path: Path) -> bool:

@@ -12,7 +12,8 @@ names the system prompt (``request["system_id"]``, a message of role ``system``)
 repeats) by number. :func:`read_cassette` gives every line back whole (``system``, ``messages`` as
 ``[role, content]`` pairs, the reply's ``text``), for lines written either way. A cassette has one writer
 at a time (a second one is refused while the first holds the file); a number defined again later (a
-cassette appended to by a second writer after the first) means its latest definition.
+cassette appended to by a second writer after the first) means its latest definition. A text holding code
+points UTF-8 cannot encode (a lone surrogate) is written with their JSON escapes and reads back the same.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from latte_lab.models.request_keys import (
     MESSAGE_PIECES,
     canonical_json,
     diff_fields,
+    escape_surrogates,
     key_and_parts,
     key_fields,
     key_from_fields,
@@ -81,7 +83,10 @@ class Cassette:
         try:
             if self._appender is None:
                 self._appender = self._open()
-            self._appender.append_text(line)
+            try:
+                self._appender.append_text(line)
+            except UnicodeEncodeError:  # a lone surrogate in a reply: its JSON escape reads back the same
+                self._appender.append_text(escape_surrogates(line))
         except OSError as exc:
             if not rundir.is_disk_full(exc):
                 raise

@@ -90,6 +90,11 @@ LEDGER_COLUMNS = ("agent", "round", "provider", "model", "input_tokens", "output
 def _csv_value(value):
     if isinstance(value, float):
         return "" if math.isnan(value) else repr(value)
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate (in a model name a server sent): written as its escape
+            return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
 
 

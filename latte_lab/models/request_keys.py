@@ -5,6 +5,11 @@ way back from stored fields to a request.
 A prompt repeats its agent's earlier messages at every call, so the JSON of long texts and messages (and
 their UTF-8 bytes) is remembered: a call encodes only what is new.
 
+A text may hold code points UTF-8 cannot encode (a lone surrogate such as ``"\\udc80"``, which a provider's
+JSON reply can carry). Where JSON text becomes bytes (keys, cassette lines, cache rows) those code points
+are written as their ``\\u`` escapes (:func:`escape_surrogates`), which JSON reads back as the same string;
+every other text keeps its bytes, and so its key.
+
 >>> from latte_lab.models.base import ModelRequest, Message
 >>> r = ModelRequest("openai", "gpt-4o", "sys", [Message("user", "hi")])
 >>> len(request_key(r))
@@ -30,6 +35,38 @@ _encode_string = json.encoder.encode_basestring  # what _ENCODER.encode does wit
 _STRING_JSON: dict[str, str] = {}  # long texts already encoded: a prompt's earlier messages recur every call
 _STRING_JSON_MAX = 4096  # entries; the memo is emptied when full (a trial's windows need far fewer)
 _MEMO_MIN_CHARS = 256  # shorter strings encode faster than they are looked up
+
+
+def escape_surrogates(json_text: str) -> str:
+    """JSON text with each code point UTF-8 cannot encode (a surrogate) written as its ``\\u`` escape:
+    the same value to a JSON reader, and text that UTF-8 can encode. Only string values and names can
+    hold such code points, and JSON reads the escape back as the same code point (but for a high surrogate
+    right before a low one, which JSON reads as the one character the pair encodes; no JSON reply holds
+    such a pair apart).
+
+    >>> text = canonical_json(["a\\udc80"])
+    >>> escape_surrogates(text)
+    '["a\\\\udc80"]'
+    >>> json.loads(escape_surrogates(text)) == ["a\\udc80"]
+    True
+    """
+    return json_utf8(json_text).decode("utf-8")
+
+
+def json_utf8(json_text: str) -> bytes:
+    """The UTF-8 bytes of JSON text, surrogate code points escaped (:func:`escape_surrogates`); the bytes of
+    any other text are its UTF-8, at no extra cost."""
+    # backslashreplace writes a surrogate as \udc80, which is its escape in JSON too
+    return json_text.encode("utf-8", "backslashreplace")
+
+
+def json_storable(json_text: str) -> str:
+    """``json_text`` when UTF-8 can encode it, else with its surrogate code points escaped."""
+    try:
+        json_text.encode("utf-8")
+    except UnicodeEncodeError:
+        return escape_surrogates(json_text)
+    return json_text
 
 
 def canonical_json(obj) -> str:
@@ -73,7 +110,7 @@ def key_fields(request: ModelRequest) -> dict:
 
 
 def key_from_fields(fields: dict) -> str:
-    return hashlib.sha256(canonical_json({**fields, "schema": KEY_SCHEMA_VERSION}).encode("utf-8")).hexdigest()
+    return hashlib.sha256(json_utf8(canonical_json({**fields, "schema": KEY_SCHEMA_VERSION}))).hexdigest()
 
 
 def object_json(parts: dict[str, str]) -> str:
@@ -129,12 +166,12 @@ def _json_bytes(piece: str) -> bytes:
     """``piece.encode("utf-8")``, remembered for long pieces: a prompt's earlier messages recur at every call,
     and encoding a long text that is not ASCII costs more than hashing it."""
     if len(piece) < _MEMO_MIN_CHARS:
-        return piece.encode("utf-8")
+        return json_utf8(piece)
     out = _JSON_BYTES.get(piece)
     if out is None:
         if len(_JSON_BYTES) >= _STRING_JSON_MAX:
             _JSON_BYTES.clear()
-        out = _JSON_BYTES[piece] = piece.encode("utf-8")
+        out = _JSON_BYTES[piece] = json_utf8(piece)
     return out
 
 
@@ -165,14 +202,14 @@ def key_and_parts(fields: dict) -> tuple[str, dict[str, str]]:
             for i, piece in enumerate(messages):
                 if i:
                     pending.append(",")
-                digest.update("".join(pending).encode("utf-8"))
+                digest.update(json_utf8("".join(pending)))
                 pending.clear()
                 digest.update(_json_bytes(piece))
             pending.append("]")
         else:
             pending.append(keyed[k])
     pending.append("}")
-    digest.update("".join(pending).encode("utf-8"))
+    digest.update(json_utf8("".join(pending)))
     parts[MESSAGE_PIECES] = messages
     return digest.hexdigest(), parts
 
@@ -185,7 +222,7 @@ def request_key(request: ModelRequest) -> str:
 def scope_key(scope: dict | Scope) -> str:
     """The group a request belongs to for :meth:`ResponseCache.explain_miss`: trial seed and agent."""
     s = asdict(scope) if isinstance(scope, Scope) else scope
-    return canonical_json([s.get("seed"), s.get("agent")])
+    return json_storable(canonical_json([s.get("seed"), s.get("agent")]))
 
 
 def request_from_fields(fields: dict) -> ModelRequest:
