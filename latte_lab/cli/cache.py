@@ -1,10 +1,15 @@
-"""``latte-lab cache stats`` and ``latte-lab cache import``: inspect the response cache, fill it from runs."""
+"""``latte-lab cache stats``, ``cache import`` and ``cache check``: inspect the response cache, fill it from runs,
+find its damage and repair it."""
 
 from __future__ import annotations
 
 import argparse
+import os
+from pathlib import Path
 
+from latte_lab.errors import ConfigError
 from latte_lab.models.cache import CACHE_ENV, DEFAULT_CACHE_PATH, ResponseCache
+from latte_lab.models.cache_check import check_cache, repair_cache
 from latte_lab.models.cassette import import_cassettes
 
 
@@ -31,8 +36,25 @@ def cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    if args.cache_file and args.path and Path(args.cache_file) != Path(args.path):
+        raise ConfigError(f"two cache files given ({args.cache_file} and --path {args.path}); give one")
+    path = Path(args.cache_file or args.path or os.environ.get(CACHE_ENV) or DEFAULT_CACHE_PATH).expanduser()
+    if args.repair:
+        repair = repair_cache(path, quick=args.quick)
+        print("\n".join(repair.check.lines() + repair.lines()))
+        return 0
+    report = check_cache(path, quick=args.quick)
+    print("\n".join(report.lines()))
+    if report.ok:
+        return 0
+    print(f"damaged: run `latte-lab cache check --repair {path}` (while no trial uses the cache) to keep the "
+          f"{report.readable} readable row(s) in a fresh file")
+    return 1
+
+
 def add_parser(subparsers) -> None:
-    """Register ``cache stats`` and ``cache import`` with the ``latte-lab`` command."""
+    """Register ``cache stats``, ``cache import`` and ``cache check`` with the ``latte-lab`` command."""
     cache = subparsers.add_parser("cache", help="inspect or fill the response cache")
     sub = cache.add_subparsers(dest="cache_command", metavar="ACTION")
     cache.set_defaults(func=lambda args: cache.print_help() or 2)
@@ -46,3 +68,14 @@ def add_parser(subparsers) -> None:
                      help="run or sweep directories, calls.jsonl files or globs")
     _path_arg(imp)
     imp.set_defaults(func=cmd_import)
+
+    check = sub.add_parser("check", help="report damage in the response cache; --repair keeps its readable rows")
+    check.add_argument("cache_file", nargs="?", metavar="PATH",
+                       help=f"cache file (default: ${CACHE_ENV}, else {DEFAULT_CACHE_PATH})")
+    _path_arg(check)
+    check.add_argument("--quick", action="store_true",
+                       help="PRAGMA quick_check instead of integrity_check (does not match indexes to the table)")
+    check.add_argument("--repair", action="store_true",
+                       help="copy every readable row into a fresh file and swap it in, keeping the damaged file "
+                            "as <PATH>.damaged-<time>; run it while no trial uses the cache")
+    check.set_defaults(func=cmd_check)
