@@ -285,7 +285,8 @@ class ResponseCache:
 
     def put(self, request: ModelRequest, response: ModelResponse) -> bool:
         """Store a complete answer; returns False (and stores nothing) for errors, refusals, truncations,
-        and once storing is off (a read-only cache, a full disk)."""
+        once storing is off (a read-only cache, a full disk), and when the row cannot be written (a damaged
+        page: a warning, the first time). Never raises for the file's sake: the caller has its response."""
         if response.finish_reason != "stop" or self.writes_off is not None:
             return False
         try:
