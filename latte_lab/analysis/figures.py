@@ -2,8 +2,8 @@
 
 Each ``figure*`` function returns a matplotlib Figure; the numbers behind Figure 2 come from
 DataFrame functions (``expected_cost_per_success``, ``pareto_points``) so they can be tested and
-tabulated. matplotlib and seaborn are imported inside the functions (``import latte_lab.analysis``
-stays light). Constructions follow the released notebook (reference §10).
+tabulated. The figures are drawn with matplotlib alone (no seaborn), imported inside the functions so that
+``import latte_lab.analysis`` stays light. Constructions follow the released notebook (reference §10).
 """
 
 from __future__ import annotations

@@ -1,9 +1,20 @@
-"""The few statistical tests latte_lab's analysis reports, in numpy and the standard library.
+"""The few statistical tests latte_lab's analysis reports, in numpy (scipy only for the F tail).
 
-``latte-lab figures`` runs one Mann-Whitney U test per team and metric and two cost regressions. scipy's
-``mannwhitneyu`` and statsmodels' OLS/ANOVA compute the same numbers, but importing ``scipy.stats`` and
-statsmodels costs about a second of CPU, a third of the command's own work on the published data. So the
-computations live here, written to give the libraries' results:
+Which path uses which library:
+
+- ``latte-lab figures`` and the analysis functions (``stats_5_1``, ``section53``, ``robust_statistics``,
+  ``cost_regression``) run this module: numpy, the standard library's normal distribution, and
+  ``scipy.special.fdtrc`` for the F distribution's tail (:func:`f_sf`, a fifth of a second to import). They
+  import neither ``scipy.stats`` nor statsmodels: that costs about a second of CPU, a third of the
+  command's own work on the published data.
+- Notebook ``03_reproduce_paper`` fits the same cost regression with statsmodels itself
+  (``smf.ols(formula, data).fit(cov_type="HC3")``, its ``.summary()``, and
+  ``anova_lm(..., typ=2, robust="hc3")``) beside :func:`~latte_lab.analysis.stats.cost_regression`, and
+  asserts that the two agree.
+- ``tests/test_analysis_inference.py`` checks every function here against ``scipy.stats`` and statsmodels
+  on drawn samples (with a fixed hypothesis seed) and on the published data.
+
+What each function reproduces:
 
 - :func:`mann_whitney_u` is ``scipy.stats.mannwhitneyu(x, y, alternative=...)`` with its defaults
   (``method="auto"``: the exact null distribution when a sample has at most 8 values and nothing is tied,
@@ -12,10 +23,6 @@ computations live here, written to give the libraries' results:
   p-values and intervals, as statsmodels uses for a robust covariance) and the Type II ANOVA of
   ``anova_lm(fit, typ=2, robust="hc3")`` (a Wald F test of each term's coefficients with the HC3
   covariance), and :func:`treatment_design` is patsy's treatment coding of ``C(factor)`` terms.
-
-The F distribution's tail is scipy's own (:func:`f_sf` calls ``scipy.special.fdtrc``, a cheap import).
-``tests/test_analysis_inference.py`` checks each against scipy and statsmodels on drawn samples (with a fixed
-hypothesis seed) and on the published data.
 
 >>> u, p = mann_whitney_u([1.0, 2.0, 3.0], [4.0, 5.0, 6.0], "less")
 >>> u, round(p, 4)
