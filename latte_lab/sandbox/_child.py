@@ -35,7 +35,11 @@ Config json keys (each optional):
 * ``control_fd``: end of file on it is a request to stop the run (SIGTERM, a grace period, SIGKILL);
 * ``grace``: that grace period in seconds;
 * ``no_loopback``: move into a network namespace of its own first, whose loopback interface is down
-  (needs CAP_SYS_ADMIN in the sandbox's user namespace, dropped right after).
+  (needs CAP_SYS_ADMIN in the sandbox's user namespace, dropped right after);
+* ``cgroup``: the ``cgroup.procs`` file of the run's pids cgroup, which the command joins before it starts
+  (:func:`join_cgroup`; in the limits, so a fork server's child joins it too);
+* ``private_tmp``: a ``/tmp`` and ``/dev/shm`` of the run's own (:func:`private_tmp`), made by the wrapper
+  before it drops its capabilities (by a fork server's child, in :func:`apply_limits`).
 
 Before the command runs, capabilities are dropped (bounding set, ambient, permitted) and
 ``no_new_privs`` is set: agent code run as root cannot read other processes' memory or environment
@@ -65,6 +69,9 @@ PR_CAP_AMBIENT_CLEAR_ALL = 4
 LINUX_CAPABILITY_VERSION_3 = 0x20080522
 MAX_CAPABILITIES = 64  # capability numbers probed for the bounding-set drop (Linux has 41 today)
 CLONE_NEWNET = 0x40000000  # linux/sched.h
+CLONE_NEWNS = 0x00020000
+MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_SLAVE = 0x2, 0x4, 0x1000, 0x4000, 0x80000  # linux/mount.h
+MNT_DETACH = 2
 STOP_POLL_SECONDS = 0.02  # how often a stopping run's processes are reaped
 FULL_MARGIN_BYTES = 64 * 1024  # a tmpfs with less room than this left was filled by the run
 END_DEADLINE_SECONDS = 5.0  # killing a namespace's processes: give up after this (D state)
@@ -99,6 +106,16 @@ def apply_limits(limits: dict) -> list[str]:
     # No core dumps: a crashing agent script must not drop hundreds of MiB into the workspace.
     wanted.append(("RLIMIT_CORE", 0, 0))
     warnings = []
+    if limits.get("private_tmp"):
+        try:
+            private_tmp(limits["private_tmp"])
+        except OSError as exc:
+            warnings.append(f"/tmp and /dev/shm stay the host's: {exc}")
+    if limits.get("cgroup"):
+        try:
+            join_cgroup(limits["cgroup"])
+        except OSError as exc:
+            warnings.append(f"could not join the run's pids cgroup (only RLIMIT_NPROC applies): {exc}")
     for name, value, extra in wanted:
         kind = getattr(resource, name, None)
         if kind is None:
@@ -148,6 +165,62 @@ def drop_privileges() -> None:
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
 
 
+def join_cgroup(procs: str) -> None:
+    """Move this process into the cgroup whose ``cgroup.procs`` is ``procs``: its pids cap then binds it and
+    everything it starts, root or not."""
+    with open(procs, "w") as fh:
+        fh.write("0")
+
+
+def _mount(libc, source, target: str, fstype, flags: int, data=None) -> None:
+    if libc.mount(_c(source), _c(target), _c(fstype), flags, _c(data)) != 0:
+        import ctypes
+
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"mount {target}: {os.strerror(errno)}")
+
+
+def _c(text):
+    return None if text is None else os.fsencode(text)
+
+
+def private_tmp(spec: dict) -> bool:
+    """Give this process (and what it starts) a ``/tmp`` and a ``/dev/shm`` of its own: a new mount namespace
+    (needs CAP_SYS_ADMIN: root) with a size-capped tmpfs on each, gone with the run's last process. The host
+    directories the run needs that lie under ``/tmp`` (``spec["keep"]``, relative to it: the workspace, the
+    interpreter, matplotlib's cache) are bound back at their paths, and ``spec["home"]`` (the run's HOME and
+    TMPDIR) is made empty in the new ``/tmp``. ``spec["tmp_bytes"]``, ``spec["shm_bytes"]``: the sizes (None:
+    tmpfs's default). False when no mount namespace can be made here (the host's stay); OSError when one was
+    made but could not be set up (the host's ``/tmp`` is visible again)."""
+    libc = _libc()
+    if libc is None or libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    _mount(libc, None, "/", None, MS_REC | MS_SLAVE)  # nothing mounted here reaches the host
+    tmp = spec.get("tmp") or "/tmp"
+    old = os.open(tmp, os.O_PATH | os.O_DIRECTORY)  # the host's /tmp, once covered
+    try:
+        _mount(libc, "tmpfs", tmp, "tmpfs", MS_NOSUID | MS_NODEV, _tmpfs_options(spec.get("tmp_bytes")))
+        try:
+            for rel in spec.get("keep") or ():
+                target = os.path.join(tmp, rel)
+                os.makedirs(target, exist_ok=True)
+                _mount(libc, f"/proc/self/fd/{old}/{rel}", target, None, MS_BIND | MS_REC)
+            if spec.get("home"):
+                os.makedirs(spec["home"], mode=0o700, exist_ok=True)
+        except OSError:
+            libc.umount2(_c(tmp), MNT_DETACH)
+            raise
+    finally:
+        os.close(old)
+    if os.path.isdir("/dev/shm"):
+        _mount(libc, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, _tmpfs_options(spec.get("shm_bytes")))
+    return True
+
+
+def _tmpfs_options(size) -> str:
+    return "mode=1777" + (f",size={int(size)}" if size is not None else "")
+
+
 def leave_network() -> None:
     """Move into a network namespace of our own: a new one has only a loopback interface, and it is down."""
     libc = _libc()
@@ -163,11 +236,26 @@ def copy_in(src: str, dst: str) -> bool:
 
     try:
         os.makedirs(dst, exist_ok=True)
-        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=_special_files)
     except (OSError, shutil.Error) as exc:
         sys.stderr.write(f"sandbox: could not copy the workspace into the sandbox: {str(exc)[:500]}\n")
         return False
     return True
+
+
+def _special_files(directory: str, names: list) -> list:
+    """The FIFOs, sockets and devices among ``names``: not copied (reading a FIFO would block the copy)."""
+    import stat
+
+    skipped = []
+    for name in names:
+        try:
+            mode = os.lstat(os.path.join(directory, name)).st_mode
+        except OSError:
+            continue
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
+            skipped.append(name)
+    return skipped
 
 
 def export(fd: int, directory: str, names: list | None) -> None:
@@ -294,6 +382,14 @@ def run(config: dict, argv: list[str]) -> int:
             leave_network()
         except OSError as exc:
             sys.stderr.write(f"sandbox: warning: the loopback interface stays up: {exc}\n")
+    if config.get("private_tmp"):  # here, while the capability to mount is still held; the command inherits it
+        spec = config.pop("private_tmp")
+        cwd = os.getcwd()
+        try:
+            private_tmp(spec)
+        except OSError as exc:
+            sys.stderr.write(f"sandbox: warning: /tmp and /dev/shm stay the host's: {exc}\n")
+        os.chdir(cwd)  # through the mounts just made (the workspace may lie under /tmp)
     drop_privileges()
     copied = all([copy_in(src, dst) for src, dst in config.get("copy_in") or ()])
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, in the SIGKILL round

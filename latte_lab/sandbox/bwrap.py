@@ -15,6 +15,8 @@ What a run sees and may do:
 * no network: its own network namespace, whose loopback interface is down unless
   ``SandboxLimits.loopback`` (then the run can reach servers it starts itself, still nothing outside);
 * no capabilities, ``no_new_privs``, no nested user namespaces;
+* at most ``SandboxLimits.max_processes`` processes at once: the whole sandbox runs in a pids cgroup of its
+  own where one can be made (see :mod:`latte_lab.sandbox.run`), joined before bwrap starts;
 * its first process (``_child.py``) is the namespace's init: when the command ends, or the parent asks
   for a stop at a timeout, it kills every process of the namespace, so nothing outlives the run, and
   the whole sandbox dies with the parent (``--die-with-parent``).
@@ -37,7 +39,7 @@ import tempfile
 import threading
 from pathlib import Path
 
-from latte_lab.sandbox.limits import SandboxLimits
+from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
 from latte_lab.sandbox.local import PYTEST_BOOT_SCRIPT
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
@@ -55,7 +57,7 @@ INPUT_PATH = f"{SANDBOX_DIR}/workspace"  # the workspace's files at the start of
 MPL_INPUT_PATH = f"{SANDBOX_DIR}/mplconfig"  # the host's matplotlib cache (fonts), read-only
 TMP_PATH = "/tmp"
 MPL_PATH = f"{TMP_PATH}/matplotlib"
-SHM_BYTES = 64 * 2**20  # /dev/shm (multiprocessing's semaphores and shared arrays)
+SANDBOX_PROCESSES = 2  # processes of a one-off sandbox that are not the run's: bwrap and the init
 PROBE_TIMEOUT_SECONDS = 20.0  # bwrap's first start on a loaded machine
 BWRAP_VAR = "LATTE_LAB_BWRAP"  # path of the bwrap binary, when not on PATH
 

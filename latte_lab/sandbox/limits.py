@@ -17,6 +17,7 @@ MAX_PROCESSES = 128  # room for a multiprocessing pool; a fork bomb beyond this 
 OUTPUT_CAPTURE_BYTES = 2**20  # per stream kept in memory (head half + tail half), the rest elided
 DISK_BYTES = 256 * 2**20  # a workspace's files; task workspaces hold well under 1 MiB, data dumps a few MiB
 TMP_BYTES = 64 * 2**20  # a run's temporary directory (pytest's tmp_path, matplotlib's font cache)
+SHM_BYTES = 64 * 2**20  # a run's /dev/shm (multiprocessing's semaphores and shared arrays)
 
 
 @dataclass(frozen=True)
@@ -30,7 +31,9 @@ class SandboxLimits:
     file_size_bytes: int | None = FILE_SIZE_BYTES
     """RLIMIT_FSIZE: a runaway writer gets EFBIG instead of filling the disk."""
     max_processes: int | None = MAX_PROCESSES
-    """Processes of one run (RLIMIT_NPROC on top of the user's count, plus the parent's own count)."""
+    """Processes (and threads) of one run at once: the ``pids.max`` of a pids cgroup of the run's own where one
+    can be made (root, or a delegated cgroup), which holds for root too; elsewhere RLIMIT_NPROC on top of what
+    the user already runs. The parent also counts the run's processes and stops the run beyond it."""
     output_bytes: int = OUTPUT_CAPTURE_BYTES
     """Bytes kept per output stream (first half + last half)."""
     sigterm_grace_seconds: float = SIGTERM_GRACE_SECONDS

@@ -5,10 +5,14 @@ The reaper is the leader of the run's process tree (a Linux child subreaper that
 every process the run leaves behind, even a double-forked ``setsid()`` daemon that scrubbed its
 environment, stays below it until the parent stops the tree. The bubblewrap backend starts the same
 reaper as the init of its PID namespace and talks to it through the same :class:`ReaperRun`.
+
+What confines a local run besides the limits (:func:`confinement`): as root, a ``/tmp`` and ``/dev/shm`` of
+its own, thrown away with it.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import select
@@ -17,6 +21,8 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+
+from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
 
 CHILD_SCRIPT = str(Path(__file__).with_name("_child.py"))
 PYTEST_BOOT_SCRIPT = str(Path(__file__).with_name("_pytest_boot.py"))  # how an exec'd test run starts pytest
@@ -123,6 +129,47 @@ class ReaperRun:
         if self.export_fd is not None:
             os.close(self.export_fd)
             self.export_fd = None
+
+
+def private_tmp_possible() -> bool:
+    """Whether a run may get a ``/tmp`` and ``/dev/shm`` of its own here (a mount namespace: Linux, as root; the
+    run falls back to the host's when the kernel refuses one all the same)."""
+    return sys.platform.startswith("linux") and os.geteuid() == 0
+
+
+def confinement(root: Path, home: str, env: Mapping[str, str], limits: SandboxLimits, argv: Sequence[str]) -> dict:
+    """What ``_child.py`` confines a local run with besides the rlimits: ``private_tmp`` (see its
+    ``private_tmp``), a ``/tmp`` capped at ``limits.tmp_bytes`` and a ``/dev/shm`` at :data:`SHM_BYTES`, both
+    thrown away with the run, in which the host directories the run needs are bound back (the workspace, the
+    interpreter and its packages, matplotlib's shared cache) and its HOME (``home``) is a new empty directory.
+    Empty where :func:`private_tmp_possible` says no: the run then writes to the host's ``/tmp`` and
+    ``/dev/shm``, and only its HOME is private (capped by the parent's watch, removed after the run)."""
+    if not private_tmp_possible():
+        return {}
+    tmp = os.path.realpath("/tmp")
+    mpl = env.get("MPLCONFIGDIR")
+    if mpl and os.path.realpath(mpl).startswith(tmp + "/"):
+        os.makedirs(mpl, mode=0o700, exist_ok=True)  # the shared font cache: a run must find it, not make its own
+    wanted = {str(root), *(p for p in (mpl, os.path.dirname(argv[0]) if argv and os.path.isabs(argv[0]) else None) if p)}
+    keep: list[str] = []
+    for path in sorted({os.path.realpath(p) for p in wanted} | set(_interpreter_dirs())):
+        if path.startswith(tmp + "/") and os.path.isdir(path) and not any(path.startswith(k + "/") for k in keep):
+            keep.append(path)
+    spec = {"tmp": tmp, "keep": [os.path.relpath(p, tmp) for p in keep], "tmp_bytes": limits.tmp_bytes,
+            "shm_bytes": SHM_BYTES}
+    if os.path.realpath(home).startswith(tmp + "/"):
+        spec["home"] = home
+    return {"private_tmp": spec}
+
+
+@functools.cache
+def _interpreter_dirs() -> tuple[str, ...]:
+    """Real paths of what a run's interpreter reads: its installation, its packages, this package's scripts."""
+    from latte_lab.sandbox.bwrap import python_dirs
+
+    found = {*python_dirs(), os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(CHILD_SCRIPT)}
+    found.update(p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p))
+    return tuple(sorted(os.path.realpath(p) for p in found))
 
 
 def launch(argv: Sequence[str], cwd: Path, env: Mapping[str, str], config: dict, *, command: Sequence[str] | None = None,

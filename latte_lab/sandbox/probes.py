@@ -1,4 +1,4 @@
-"""What a sandbox backend stops, measured: five hostile probes run as agent code would run them.
+"""What a sandbox backend stops, measured: seven hostile probes run as agent code would run them.
 
 * ``environ``: scan ``/proc/*/environ`` of every visible process for an API key held by the process
   that runs the workspace (started with the key in its environment, as a shell that exported it would);
@@ -6,12 +6,17 @@
 * ``disk``: write 40 files of 60 MiB;
 * ``daemon``: leave a double-forked ``setsid()`` daemon behind that ``exec``s with the run's marker
   removed from its environment;
-* ``outside``: write a file next to the workspace, outside it.
+* ``outside``: write a file next to the workspace, outside it;
+* ``forkbomb``: 11 levels of ``os.fork()`` (up to 2,048 processes), every process alive until none forks any
+  more, so the processes it made are the most it had alive at once: stopped when that peak stays within the
+  process cap (``SandboxLimits.max_processes``) and the run's notes say the limit was reached;
+* ``tmp``: write 1 MiB under ``/tmp`` and ``/dev/shm`` by absolute path, and note where ``tempfile`` puts its
+  files: stopped when nothing of it is left on the host after the run.
 
 Each probe reports whether it was stopped and whether the workspace still works afterwards.
 
 >>> sorted(PROBES)
-['daemon', 'disk', 'environ', 'loopback', 'outside']
+['daemon', 'disk', 'environ', 'forkbomb', 'loopback', 'outside', 'tmp']
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from latte_lab.sandbox.run import RunResult, run_sandboxed
 DISK_PROBE_FILES = 40
 DISK_PROBE_FILE_BYTES = 60 * 2**20
 PROBE_TIMEOUT_SECONDS = 120  # the disk probe writes up to 2.4 GB on the local backend's slow path
+FORK_BOMB_LEVELS = 11  # 2**11 = 2,048 processes without a cap, 16 times the default one
 CANARY_PREFIX = "sk-latte-canary-"
 
 SCAN = """
@@ -93,6 +99,43 @@ if os.fork() == 0:
     os._exit(0)
 time.sleep(0.5)
 print('left a daemon behind')
+"""
+
+# Each process appends one "+" to bomb.log when it starts, forks as long as it can, then blocks reading a pipe
+# whose write end every process holds until it has stopped forking: end of file comes once no process forks
+# any more, and until then none has exited, so the "+" count is the peak of processes alive at once.
+FORK_BOMB = f"""
+import os
+first = os.getpid()
+r, w = os.pipe()
+log = os.open('bomb.log', os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+os.write(log, b'+')
+for _ in range({FORK_BOMB_LEVELS}):
+    try:
+        pid = os.fork()
+    except OSError:
+        os.write(log, b'!')
+        break
+    if pid == 0:
+        os.write(log, b'+')
+os.close(w)
+os.read(r, 1)
+if os.getpid() != first:
+    os._exit(0)
+data = open('bomb.log', 'rb').read()
+print('alive at once', data.count(b'+'), 'refused forks', data.count(b'!'))
+"""
+
+TMP = """
+import os, sys, tempfile
+tok = sys.argv[1]
+for directory in ('/tmp', '/dev/shm'):
+    try:
+        with open(os.path.join(directory, tok), 'wb') as fh:
+            fh.write(b'x' * 2**20)
+    except OSError as exc:
+        print('refused', directory, exc.strerror)
+print('tempfile', tempfile.gettempdir())
 """
 
 OUTSIDE = """
@@ -214,12 +257,37 @@ def probe_outside(root: Path, backend: str) -> tuple[bool, str, bool]:
     return not escaped, f"{said}; on the host: {'written' if escaped else 'absent'}", _still_works(root, backend)
 
 
+def probe_forkbomb(root: Path, backend: str) -> tuple[bool, str, bool]:
+    limits = SandboxLimits()
+    run = _script(root, backend, "bomb.py", FORK_BOMB, limits=limits, timeout=PROBE_TIMEOUT_SECONDS)
+    log = root / "bomb.log"
+    data = log.read_bytes() if log.is_file() else b""
+    peak, refused = data.count(b"+"), data.count(b"!")
+    noted = [n for n in run.notes if n.startswith("process limit")]
+    stopped = 0 < peak <= (limits.max_processes or 0) and bool(noted)
+    detail = f"{peak} processes alive at once (cap {limits.max_processes}), {refused} forks refused; " \
+             f"note: {noted[0] if noted else 'none'}"
+    return stopped, detail, _still_works(root, backend)
+
+
+def probe_tmp(root: Path, backend: str) -> tuple[bool, str, bool]:
+    tok = "latte-probe-" + uuid.uuid4().hex[:12]
+    said = _script(root, backend, "tmp.py", TMP, tok, timeout=30).stdout.strip().replace("\n", "; ")
+    left = [d for d in ("/tmp", "/dev/shm", tempfile.gettempdir()) if os.path.exists(os.path.join(d, tok))]
+    for directory in left:
+        os.unlink(os.path.join(directory, tok))
+    return not left, f"{said}; left on the host: {', '.join(sorted(set(left))) or 'nothing'}", \
+        _still_works(root, backend)
+
+
 PROBES: dict[str, Callable[[Path, str], tuple[bool, str, bool]]] = {
     "environ": probe_environ,
     "loopback": probe_loopback,
     "disk": probe_disk,
     "daemon": probe_daemon,
     "outside": probe_outside,
+    "forkbomb": probe_forkbomb,
+    "tmp": probe_tmp,
 }
 
 

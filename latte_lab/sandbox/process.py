@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import time
+import uuid
 from collections.abc import Iterable
 
 import psutil
@@ -215,3 +216,204 @@ def _libc():
         return ctypes.CDLL(None, use_errno=True)
     except OSError:
         return None
+
+
+# --- the process cap: a pids cgroup ------------------------------------------------------------------
+# RLIMIT_NPROC counts every process of the user and is not enforced for root (nor with CAP_SYS_RESOURCE),
+# so as root a fork bomb ran far past it. A pids cgroup caps the processes (and threads) of one run
+# whoever runs them: the kernel refuses the fork beyond ``pids.max`` with EAGAIN, and counts the refusals.
+
+CGROUP_PREFIX = "latte_lab-"  # a run's cgroup: latte_lab-<pid of the process that made it>-<random>
+CGROUP_REMOVE_SECONDS = 2.0  # a cgroup is removed once its last process has exited; give up after this
+SHELL = "/bin/sh"  # joins a bubblewrap sandbox to its cgroup before it execs bwrap
+
+
+class PidsCgroup:
+    """One cgroup of the pids controller, made by this process for one run (or one kept sandbox).
+
+    >>> cg = PidsCgroup.make(16)
+    >>> cg is None or (cg.limit_hits(), cg.current()) == (0, 0)
+    True
+    >>> cg is None or cg.remove()
+    True
+    """
+
+    def __init__(self, path: str):
+        self.path = path
+        self.procs = f"{path}/cgroup.procs"  # writing "0" there moves the writer in
+
+    @classmethod
+    def make(cls, cap: int | None) -> PidsCgroup | None:
+        """A new cgroup whose processes may number at most ``cap`` (None: no cap yet), or None where none can
+        be made here (not root and nothing delegated, no pids controller, another system than Linux)."""
+        base = pids_cgroup_base()
+        if base is None:
+            return None
+        path = f"{base}/{CGROUP_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        try:
+            os.mkdir(path)
+        except OSError:
+            return None
+        cgroup = cls(path)
+        try:
+            cgroup.set_max(cap)
+        except OSError:
+            cgroup.remove()
+            return None
+        return cgroup
+
+    def _read(self, name: str) -> str:
+        with open(f"{self.path}/{name}") as fh:
+            return fh.read()
+
+    def set_max(self, cap: int | None) -> None:
+        with open(f"{self.path}/pids.max", "w") as fh:
+            fh.write("max" if cap is None else str(cap))
+
+    def current(self) -> int:
+        """Processes and threads in the cgroup now."""
+        return int(self._read("pids.current"))
+
+    def peak(self) -> int | None:
+        """The most processes and threads it held at once (``pids.peak``, Linux 6.1 on; None before)."""
+        try:
+            return int(self._read("pids.peak"))
+        except (OSError, ValueError):
+            return None
+
+    def limit_hits(self) -> int:
+        """How many forks the cap refused so far (``pids.events``)."""
+        try:
+            for line in self._read("pids.events").splitlines():
+                key, _, value = line.partition(" ")
+                if key == "max":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def join_command(self) -> list[str]:
+        """A command prefix that moves itself into the cgroup, then execs the rest (bubblewrap's processes,
+        whose children the kernel then keeps in it)."""
+        return [SHELL, "-c", 'echo 0 >"$0" && exec "$@"', self.procs]
+
+    def remove(self) -> bool:
+        """Kill what is left in the cgroup and remove it; whether it is gone (else a later :meth:`make` of
+        this process tries again, once its process has exited)."""
+        deadline = time.monotonic() + CGROUP_REMOVE_SECONDS
+        while True:
+            try:
+                os.rmdir(self.path)
+                return True
+            except FileNotFoundError:
+                return True
+            except OSError:
+                if time.monotonic() > deadline:
+                    return False
+            try:
+                pids = [int(pid) for pid in self._read("cgroup.procs").split()]
+            except (OSError, ValueError):
+                pids = []
+            _signal_all(None, pids, signal.SIGKILL)
+            time.sleep(STOP_POLL_SECONDS / 4)
+
+
+_PIDS_BASE: dict[int, str | None] = {}  # per process (a forked child finds its own)
+
+
+def pids_cgroup_base() -> str | None:
+    """The directory this process may make run cgroups in (its own cgroup of the pids controller), found
+    once per process; None where it cannot. Removes what earlier, dead processes left there."""
+    me = os.getpid()
+    if me not in _PIDS_BASE:
+        base = _find_pids_base()
+        if base is not None and not _can_make(base):
+            base = None
+        _PIDS_BASE[me] = base
+        if base is not None:
+            _remove_stale(base)
+    return _PIDS_BASE[me]
+
+
+def _find_pids_base() -> str | None:
+    """This process's cgroup directory in the pids controller's hierarchy: the cgroup v1 hierarchy that has
+    it, else the unified (v2) one when it offers the controller."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        with open("/proc/self/cgroup") as fh:
+            own = fh.read().splitlines()
+        with open("/proc/self/mountinfo") as fh:
+            mounts = fh.read().splitlines()
+    except OSError:
+        return None
+    v1 = v2 = None
+    for line in own:
+        number, controllers, path = (line.split(":", 2) + ["", ""])[:3]
+        if "pids" in controllers.split(","):
+            v1 = path
+        elif number == "0" and controllers == "":
+            v2 = path
+    for wanted, path in (("cgroup", v1), ("cgroup2", v2)):
+        if path is None:
+            continue
+        for line in mounts:
+            fields, _, fs = line.partition(" - ")
+            fields, fs = fields.split(), fs.split()
+            if len(fields) < 5 or len(fs) < 3 or fs[0] != wanted:
+                continue
+            if wanted == "cgroup" and "pids" not in fs[2].split(","):
+                continue
+            root, point = fields[3], fields[4]
+            if not (path == root or path.startswith(root.rstrip("/") + "/")):
+                continue  # our cgroup lies outside what this mount shows
+            directory = os.path.normpath(f"{point}/{path[len(root):]}")
+            if wanted == "cgroup2":
+                try:
+                    with open(f"{directory}/cgroup.controllers") as fh:
+                        if "pids" not in fh.read().split():
+                            continue
+                except OSError:
+                    continue
+            return directory
+    return None
+
+
+def _can_make(base: str) -> bool:
+    """Whether a cgroup with a ``pids.max`` can be made in ``base`` (on cgroup v2 the controller must be
+    enabled for ``base``'s children, which is tried once)."""
+    probe = f"{base}/{CGROUP_PREFIX}{os.getpid()}-probe-{uuid.uuid4().hex[:8]}"
+    try:
+        os.mkdir(probe)
+    except OSError:
+        return False
+    try:
+        if not os.path.exists(f"{probe}/pids.max"):
+            try:
+                with open(f"{base}/cgroup.subtree_control", "w") as fh:
+                    fh.write("+pids")
+            except OSError:
+                return False
+        return os.path.exists(f"{probe}/pids.max")
+    finally:
+        try:
+            os.rmdir(probe)
+        except OSError:
+            pass
+
+
+def _remove_stale(base: str) -> None:
+    """Remove the empty run cgroups of processes that no longer run (killed before they could)."""
+    try:
+        names = os.listdir(base)
+    except OSError:
+        return
+    for name in names:
+        if not name.startswith(CGROUP_PREFIX):
+            continue
+        owner = name[len(CGROUP_PREFIX):].split("-", 1)[0]
+        if owner.isdigit() and not psutil.pid_exists(int(owner)):
+            try:
+                os.rmdir(f"{base}/{name}")
+            except OSError:
+                pass

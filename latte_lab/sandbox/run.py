@@ -27,14 +27,25 @@ on the bwrap backend, a workspace's own test runs and scripts are forked inside 
 workspace, and hidden suites inside one kept for the process's staging directory, each reset before every
 run (:mod:`latte_lab.sandbox.warm`), which shows a run what a sandbox of its own shows.
 
-Fork bombs: RLIMIT_NPROC is not enforced by the kernel for root, so while a run is going the parent
-also counts the run's processes every :data:`PROCESS_CHECK_INTERVAL_SECONDS` and stops the whole run
-when it exceeds ``SandboxLimits.max_processes``; the CPU limit bounds busy loops whose parent is gone;
-the timeout bounds everything else.
+Fork bombs: RLIMIT_NPROC is not enforced by the kernel for root, so where a pids cgroup can be made (root,
+or a delegated cgroup; :class:`~latte_lab.sandbox.process.PidsCgroup`) every run gets one capped at
+``SandboxLimits.max_processes``: on the local backend the command joins it before it starts (its reaper stays
+out), a bubblewrap sandbox runs whole in it (its cap counts bwrap and the init besides), and a kept sandbox
+has one whose cap is set before each run. The kernel refuses the fork beyond the cap and counts the
+refusals, which the run's notes report (:data:`PROCESS_LIMIT_NOTE`). Elsewhere RLIMIT_NPROC holds for other
+users than root, and the note says so. In every case the parent also counts the run's processes every
+:data:`PROCESS_CHECK_INTERVAL_SECONDS` and stops the whole run when it exceeds the cap (the only cap for
+root without a cgroup, which a fast fork bomb outruns); the CPU limit bounds busy loops whose parent is
+gone; the timeout bounds everything else.
+
+Temporary files: a run's HOME and TMPDIR are a directory of its own, removed after it (``/tmp`` in the
+bubblewrap sandbox, whose ``/tmp`` and ``/dev/shm`` are size-capped tmpfs of the sandbox); on the local
+backend, as root, the run also gets a ``/tmp`` and ``/dev/shm`` of its own (:func:`local.confinement`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import logging
 import math
@@ -56,11 +67,13 @@ from pathlib import Path, PurePosixPath
 from latte_lab.config import SANDBOXES
 from latte_lab.errors import ConfigError, WorkspaceError
 from latte_lab.sandbox import bwrap, local, warm, zygote
-from latte_lab.sandbox.limits import CPU_LIMIT_SLACK_SECONDS, OUTPUT_CAPTURE_BYTES, SandboxLimits
+from latte_lab.sandbox.limits import CPU_LIMIT_SLACK_SECONDS, OUTPUT_CAPTURE_BYTES, SHM_BYTES, SandboxLimits
 from latte_lab.sandbox.process import (
     MARKER_VAR,
+    PidsCgroup,
     count_processes,
     make_undumpable,
+    pids_cgroup_base,
     stop_sandbox,
     user_task_count,
 )
@@ -81,6 +94,11 @@ ENV_ALLOWLIST = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "LC_MESSAGES", "TZ", "TER
 FORBIDDEN_ENV_WORDS = ("KEY", "SECRET", "TOKEN", "PASSWORD", "PASSWD", "CREDENTIAL")
 
 OUTSIDE_WORKSPACE = "path {path!r} is outside the workspace; use a path relative to the project root"
+PROCESS_LIMIT_NOTE = "process limit exceeded: the run reached its process limit ({cap}) and could not start more processes"
+# How the cap holds where no pids cgroup can be made: said with the note of a run that reached it.
+NO_CGROUP_RLIMIT = "enforced by RLIMIT_NPROC: no pids cgroup can be made here"
+NO_CGROUP_WATCHDOG = ("no pids cgroup can be made here and RLIMIT_NPROC does not bind root: the processes were "
+                      "counted a few times a second, and a fast fork bomb outruns the count")
 
 
 @dataclass(frozen=True)
@@ -215,8 +233,9 @@ def limit_notes(stderr: str, returncode: int, limits: SandboxLimits, cpu: int | 
         cap = limits.file_size_bytes
         size = f" ({cap / 2**20:g} MiB per file)" if cap else ""
         notes.append(f"file size limit exceeded{size}")
-    if "Resource temporarily unavailable" in stderr and "fork" in stderr.lower():
-        notes.append("process limit reached: the script could not start more processes")
+    if "Resource temporarily unavailable" in stderr and "fork" in stderr.lower() and limits.max_processes is not None:
+        how = "" if pids_cgroup_base() is not None else f" ({NO_CGROUP_RLIMIT})"
+        notes.append(PROCESS_LIMIT_NOTE.format(cap=limits.max_processes) + how)
     return notes
 
 
@@ -351,7 +370,8 @@ def run_sandboxed(
     rlimits = child_limits(limits, timeout)
     out, err = OutputCapture(limits.output_bytes), OutputCapture(limits.output_bytes)
     spool = _Spool(2 * (limits.disk_bytes or 2**40) + 2**20) if backend == "bwrap" else None
-    with tempfile.TemporaryDirectory(prefix="latte_lab-home-") as home:
+    cgroup: PidsCgroup | None = None  # the run's own (a warm sandbox has one of its own)
+    with tempfile.TemporaryDirectory(prefix="latte_lab-home-") as home, contextlib.ExitStack() as cleanup:
         start = time.monotonic()
         proc: local.ReaperRun | zygote.ZygoteRun | warm.WarmRun | None = None
         if backend == "bwrap":
@@ -365,17 +385,26 @@ def run_sandboxed(
                 elif pytest_args is None and _python_script(argv, root):
                     proc = warm.launch(root, run_env, rlimits, limits, mpl, script=argv[1:], export_names=export_names)
             if proc is None:
+                # the whole sandbox in the run's cgroup: bwrap and its init besides the run's own processes
+                cgroup = _run_cgroup(limits, bwrap.SANDBOX_PROCESSES, cleanup)
+                command = bwrap.command(root, limits, local.CHILD_SCRIPT, mpl)
                 proc = local.launch(argv, root, run_env, {**rlimits, **bwrap.init_config(root, limits, mpl, export_names)},
-                                    command=bwrap.command(root, limits, local.CHILD_SCRIPT, mpl), control=True,
-                                    export=True, reaper_processes=2)
+                                    command=[*(cgroup.join_command() if cgroup else ()), *command], control=True,
+                                    export=True, reaper_processes=bwrap.SANDBOX_PROCESSES)
         else:
             run_env = sandbox_env(root, home, marker, env)
+            cgroup = _run_cgroup(limits, 0, cleanup)  # the command joins it; its reaper stays out
+            confined = {**rlimits, **local.confinement(root, home, run_env, limits, argv)}
+            if cgroup is not None:
+                confined["cgroup"] = cgroup.procs
             if pytest_args is not None and zygote.zygote_enabled():
-                proc = zygote.launch(root, run_env, rlimits, pytest_args, prime=prime_tests)
+                proc = zygote.launch(root, run_env, confined, pytest_args, prime=prime_tests)
             elif _python_script(argv, root) and zygote.zygote_enabled():
-                proc = zygote.launch(root, run_env, rlimits, script=argv[1:])
+                proc = zygote.launch(root, run_env, confined, script=argv[1:])
             if proc is None:
-                proc = local.launch(argv, root, run_env, rlimits)
+                proc = local.launch(argv, root, run_env, confined)
+        if isinstance(proc, warm.WarmRun):
+            cgroup = proc.cgroup
         watched = [] if backend == "bwrap" else _disk_caps(root, Path(home), limits)
         stopped = ""
         try:
@@ -393,13 +422,19 @@ def run_sandboxed(
                 stop_sandbox(proc.pid, marker, grace)
             _drain(proc, out, err, spool)
             returncode = proc.wait()
+            refused = cgroup.limit_hits() - getattr(proc, "cgroup_hits", 0) if cgroup is not None else 0
             if isinstance(proc, (local.ReaperRun, warm.WarmRun)):
                 proc.close()
         seconds = time.monotonic() - start
     stdout, stderr = out.text(), err.text()
-    notes = _stop_notes(stopped, limits)
+    notes = _stop_notes(stopped, limits, capped=cgroup is not None)
+    if refused > 0:
+        notes.append(PROCESS_LIMIT_NOTE.format(cap=limits.max_processes))
     if stopped != "processes":
         notes += limit_notes(stderr, returncode, limits, rlimits["cpu"], stopped == "timeout")
+    if backend == "local" and "No space left on device" in stderr and local.private_tmp_possible():
+        notes.append(f"disk limit reached: the run's /tmp holds at most {_mib(limits.tmp_bytes)} and its /dev/shm "
+                     f"{_mib(SHM_BYTES)}; writes beyond them failed with 'No space left on device'")
     if spool is not None:
         notes += _hand_back(proc, spool, root, limits, stderr, export_names)
     truncated = out.elided > 0 or err.elided > 0
@@ -435,10 +470,22 @@ def _python_script(argv: list[str], root: Path) -> bool:
         return False
 
 
-def _stop_notes(stopped: str, limits: SandboxLimits) -> list[str]:
+def _run_cgroup(limits: SandboxLimits, overhead: int, cleanup: contextlib.ExitStack) -> PidsCgroup | None:
+    """A pids cgroup for one run, capped at ``limits.max_processes`` plus the sandbox's ``overhead`` processes,
+    removed when ``cleanup`` ends; None without a cap or where none can be made."""
+    if limits.max_processes is None:
+        return None
+    cgroup = PidsCgroup.make(limits.max_processes + overhead)
+    if cgroup is not None:
+        cleanup.callback(cgroup.remove)
+    return cgroup
+
+
+def _stop_notes(stopped: str, limits: SandboxLimits, capped: bool = False) -> list[str]:
     if stopped == "processes":
+        how = "" if capped else f" ({NO_CGROUP_WATCHDOG})"
         return [f"process limit exceeded: the script started more than {limits.max_processes} processes "
-                "(fork bomb?); all of them were stopped"]
+                f"(fork bomb?); all of them were stopped{how}"]
     if stopped == "disk":
         return [f"disk limit exceeded: the workspace grew past {_mib(limits.disk_bytes)} (or the temporary "
                 f"directory past {_mib(limits.tmp_bytes)}); the run was stopped"]

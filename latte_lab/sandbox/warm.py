@@ -9,8 +9,9 @@ workspace's public suite is a child forked from it, as from the local backend's 
 
 What a run sees is what a one-off sandbox shows (:mod:`latte_lab.sandbox.bwrap`): the same namespaces,
 read-only system, missing network, size-capped tmpfs workspace and ``/tmp``, no capabilities, and the same
-per-run environment (with the ``PWD`` bwrap sets) and rlimits. Before each run the init kills whatever an
-earlier run left, removes its System V IPC objects, empties the workspace, ``/tmp`` and ``/dev/shm``, and
+per-run environment (with the ``PWD`` bwrap sets) and rlimits, and the same process cap (the sandbox runs in a
+pids cgroup of its own, whose cap is set before each run to the sandbox's own processes plus the run's). Before
+each run the init kills whatever an earlier run left, removes its System V IPC objects, empties the workspace, ``/tmp`` and ``/dev/shm``, and
 copies the host's workspace in again; after it, it kills every process the run left and hands the workspace
 back as a one-off sandbox does. The differences, none visible to a task's suite: in test runs pytest is
 imported before the run starts (as with the fork server), ``/proc/1/cmdline`` names this init rather than
@@ -55,7 +56,7 @@ from pathlib import Path
 
 from latte_lab.sandbox import bwrap, zygote
 from latte_lab.sandbox.limits import SandboxLimits
-from latte_lab.sandbox.process import count_processes, stop_sandbox
+from latte_lab.sandbox.process import PidsCgroup, count_processes, stop_sandbox
 
 USE_WARM = True
 WARM_DISABLE_VAR = "LATTE_LAB_NO_WARM_SANDBOX"  # =1 in the environment turns warm sandboxes off
@@ -86,9 +87,17 @@ class WarmSandbox(zygote._Zygote):
         self.root, self.limits, self.mpl_dir = root, limits, mpl_dir
         self.busy = threading.Lock()  # one run at a time
         self.broken = False  # a run got no report: the sandbox is stopped when that run is closed
-        super().__init__(env, mode=mode)
+        # The whole sandbox in a pids cgroup, capped before each run at its own processes plus the run's cap.
+        self.cgroup = PidsCgroup.make(None)
+        try:
+            super().__init__(env, mode=mode)
+        except BaseException:
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            raise
         # bwrap and the init: the processes of the sandbox that are not a run's
         self.overhead = max(count_processes(self.proc.pid, tree_only=True), 1)
+        self.own_tasks = self.cgroup.current() if self.cgroup is not None else 0
 
     def _argv(self, fd: int) -> list[str]:
         files = {str(_HERE / name): f"{SERVER_DIR}/{name}" for name in SERVER_FILES}
@@ -96,7 +105,8 @@ class WarmSandbox(zygote._Zygote):
         init = {"mode": self.mode, "spares": zygote.SPARES, "no_loopback": not self.limits.loopback,
                 "workspace": str(self.root), "input": bwrap.INPUT_PATH, "tmp": bwrap.TMP_PATH, "shm": "/dev/shm",
                 "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH] if mpl else None}
-        return [*bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
+        return [*(self.cgroup.join_command() if self.cgroup is not None else ()),
+                *bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
                 sys.executable, f"{SERVER_DIR}/_sandbox_server.py", str(fd), json.dumps(init)]
 
     def _env(self, env: Mapping[str, str]) -> dict[str, str]:
@@ -116,6 +126,8 @@ class WarmSandbox(zygote._Zygote):
             stop_sandbox(self.proc.pid, None, 0.0)
             self.proc.wait()
         self._remove_home()
+        if self.cgroup is not None:
+            self.cgroup.remove()
 
 
 class WarmRun(zygote.StatusRun):
@@ -128,7 +140,8 @@ class WarmRun(zygote.StatusRun):
 
     label = "a run in a warm sandbox"
 
-    def __init__(self, sandbox: WarmSandbox, sock: socket.socket, out_r: int, err_r: int, export_r: int):
+    def __init__(self, sandbox: WarmSandbox, sock: socket.socket, out_r: int, err_r: int, export_r: int,
+                 cgroup_hits: int = 0):
         self.sandbox = sandbox
         self._sock: socket.socket | None = sock
         self.stdout = open(out_r, "rb", buffering=0)  # noqa: SIM115 - closed when the run is drained
@@ -136,6 +149,8 @@ class WarmRun(zygote.StatusRun):
         self.export_fd: int | None = export_r
         self.pid = sandbox.proc.pid
         self.reaper_processes = sandbox.overhead
+        self.cgroup = sandbox.cgroup
+        self.cgroup_hits = cgroup_hits  # forks the sandbox's cgroup refused before this run
         self.report: dict = {}
         self.returncode: int | None = None
 
@@ -267,6 +282,14 @@ def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | N
     # PWD: bwrap's --chdir sets it for a one-off sandbox's processes
     request = zygote.run_request(str(root), {**run_env, "PWD": str(root)}, rlimits, pytest_args, script,
                                  grace=limits.sigterm_grace_seconds, export_names=export_names)
+    hits = 0
+    if sandbox.cgroup is not None:
+        cap = limits.max_processes
+        try:
+            sandbox.cgroup.set_max(None if cap is None else sandbox.own_tasks + cap)
+        except OSError:
+            pass  # (the cgroup is gone only with the sandbox, which then fails this run's start)
+        hits = sandbox.cgroup.limit_hits()
 
     def send(fds: list[int]) -> None:
         if mode == "pytest" and prime:
@@ -280,7 +303,7 @@ def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | N
         sandbox.busy.release()
         _warn(str(exc))
         return None
-    return WarmRun(sandbox, sock, out_r, err_r, export_r)
+    return WarmRun(sandbox, sock, out_r, err_r, export_r, hits)
 
 
 def release(root: Path | str) -> None:

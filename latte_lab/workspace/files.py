@@ -2,7 +2,9 @@
 and test runs (:mod:`latte_lab.sandbox`).
 
 Every file action is confined to the workspace root: no absolute paths, no ``..`` out of it, no symlink
-escapes. Every agent write is logged with the top-level symbols it changed (:mod:`.symbols`).
+escapes, no write through a hard link (a run may link a host file into the workspace), and a named pipe, a
+socket or a device in it is refused with a message, never opened as a file (reading a FIFO would block).
+Every agent write is logged with the top-level symbols it changed (:mod:`.symbols`).
 """
 
 from __future__ import annotations
@@ -166,13 +168,14 @@ class Workspace:
     def read(self, path: str, agent: str | None = None) -> str:
         """Text of a workspace file (undecodable bytes replaced). ``agent`` is for callers' logs."""
         rel, full = self.resolve(path)
-        if full.is_dir():
+        st = _lstat(full)
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise WorkspaceError(f"{rel!r} is a directory; files in it: {self._near_names(rel + '/')}")
-        if not full.is_file():
+        if st is None:
             raise WorkspaceError(
                 f"file {rel!r} does not exist in the workspace; near names: {self._near_names(rel)}"
             )
-        return full.read_bytes().decode("utf-8", errors="replace")
+        return _read_bytes(full, rel).decode("utf-8", errors="replace")
 
     def _shadow_reason(self, rel: str) -> str | None:
         parts = PurePosixPath(rel).parts
@@ -199,10 +202,13 @@ class Workspace:
                 f"cannot write {rel!r}: it would shadow the standard library module {shadow!r} and break "
                 f"imports and the test run; choose another name (e.g. '{shadow}_utils.py')"
             )
-        if full.is_dir():
+        st = _lstat(full)
+        if st is not None and stat.S_ISDIR(st.st_mode):
             raise WorkspaceError(f"cannot write {rel!r}: it is a directory")
-        created = not full.exists()
-        before = None if created else full.read_bytes().decode("utf-8", errors="replace")
+        if st is not None:
+            _refuse(st, rel, "write")
+        created = st is None
+        before = None if created else _read_bytes(full, rel).decode("utf-8", errors="replace")
         _write_bytes(full, rel, text.encode("utf-8"))
         record = WriteRecord(
             agent=agent,
@@ -231,9 +237,9 @@ class Workspace:
         """
         for path in paths:
             rel, full = self.resolve(path)
-            if not full.is_file():
+            if _lstat(full) is None or full.is_dir():
                 raise WorkspaceError(f"cannot protect {rel!r}: the file does not exist; set it up first")
-            self._protected[rel] = full.read_bytes()
+            self._protected[rel] = _read_bytes(full, rel)
 
     @property
     def protected(self) -> tuple[str, ...]:
@@ -244,16 +250,17 @@ class Workspace:
         for rel, data in self._protected.items():
             full = self.root / rel
             try:
-                if full.is_file() and not full.is_symlink() and full.read_bytes() == data:
+                _clear_parents(self.root, rel)  # a directory on the way replaced by a link or a file
+                st = _lstat(full)
+                if st is not None and stat.S_ISREG(st.st_mode) and st.st_nlink == 1 and _read_bytes(full, rel) == data:
                     continue
-                if full.is_symlink() or full.is_file():
-                    full.unlink()
-                elif full.is_dir():
+                if st is not None and stat.S_ISDIR(st.st_mode):
                     shutil.rmtree(full)
-                full.parent.mkdir(parents=True, exist_ok=True)
-                full.write_bytes(data)
+                elif st is not None:  # changed, a link, a FIFO, a socket, a device: replaced, never written through
+                    full.unlink()
+                _write_bytes(full, rel, data)
                 restored.append(rel)
-            except OSError:
+            except (OSError, WorkspaceError):
                 continue
         return restored
 
@@ -262,11 +269,12 @@ class Workspace:
         snapshot: dict[str, str] = {}
         for rel in self.list_files():
             full = self.root / rel
+            st = _lstat(full)
+            if st is None or not stat.S_ISREG(st.st_mode) or st.st_size > SNAPSHOT_MAX_FILE_BYTES:
+                continue  # a symlink, a FIFO, a socket, a device: not a file of the project
             try:
-                if full.is_symlink() or full.stat().st_size > SNAPSHOT_MAX_FILE_BYTES:
-                    continue
-                snapshot[rel] = full.read_bytes().decode("utf-8")
-            except (OSError, UnicodeDecodeError):
+                snapshot[rel] = _read_bytes(full, rel).decode("utf-8")
+            except (WorkspaceError, UnicodeDecodeError):
                 continue
         return snapshot
 
@@ -282,10 +290,12 @@ class Workspace:
     def run_script(self, path: str, *, timeout: float = SCRIPT_TIMEOUT_SECONDS) -> RunResult:
         """``python <path>`` in the workspace, sandboxed. A missing script raises WorkspaceError."""
         rel, full = self.resolve(path)
-        if not full.is_file():
+        st = _lstat(full)
+        if st is None or stat.S_ISDIR(st.st_mode):
             raise WorkspaceError(
                 f"script {rel!r} does not exist in the workspace; near names: {self._near_names(rel)}"
             )
+        _refuse(st, rel, "run")
         run = run_sandboxed([sys.executable, rel], self.root, timeout=timeout, limits=self.limits,
                             sandbox=self.backend)
         return self._with_restore_note(run)
@@ -331,16 +341,85 @@ def _plain_path(root: str, parts: list[str]) -> str | None:
     return path
 
 
+# How a workspace file is opened: never through a symbolic link as its last component, never waiting (a FIFO
+# without a writer or reader would block the open itself).
+_OPEN_FLAGS = getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+_SPECIAL_KINDS = (
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISLNK, "a symbolic link"),
+)
+
+
+def _lstat(full: Path) -> os.stat_result | None:
+    """The path's own status (a link not followed), None if nothing is there."""
+    try:
+        return os.lstat(full)
+    except OSError:  # missing, or a file where a directory of the path should be
+        return None
+
+
+def _refuse(st: os.stat_result, rel: str, verb: str) -> None:
+    """WorkspaceError unless ``st`` is a regular file (what it is instead, in one line)."""
+    if stat.S_ISREG(st.st_mode):
+        return
+    kind = next((name for test, name in _SPECIAL_KINDS if test(st.st_mode)), "not a regular file")
+    raise WorkspaceError(f"cannot {verb} {rel!r}: it is {kind}, not a regular file; use another path")
+
+
+def _read_bytes(full: Path, rel: str) -> bytes:
+    """The whole content of a regular file; a FIFO, socket, device or link is refused, never opened as one."""
+    st = _lstat(full)
+    if st is not None:
+        _refuse(st, rel, "read")
+    try:
+        fd = os.open(full, os.O_RDONLY | _OPEN_FLAGS)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {rel!r}: {exc.strerror or exc}") from None
+    try:
+        _refuse(os.fstat(fd), rel, "read")  # swapped for another kind of file since the check above
+        chunks = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as exc:
+        raise WorkspaceError(f"cannot read {rel!r}: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+
+
+def _clear_parents(root: Path, rel: str) -> None:
+    """Remove what stands where a directory of ``rel`` belongs (a symbolic link, a file), so that writing
+    ``rel`` again stays inside ``root``."""
+    path = root
+    for part in PurePosixPath(rel).parts[:-1]:
+        path = path / part
+        st = _lstat(path)
+        if st is not None and not stat.S_ISDIR(st.st_mode):
+            path.unlink()
+
+
 def _write_bytes(full: Path, rel: str, data: bytes) -> None:
-    """Write ``data`` as the file's whole content, in place.
+    """Write ``data`` as the file's whole content, in place; only into a regular file with no other name (a
+    hard link may be the name of a file outside the workspace).
 
     Not by truncating to zero first: on ext4 a file emptied and rewritten is flushed to disk when it is
     closed (the ``auto_da_alloc`` safeguard), 0.2-1 ms per write against a few microseconds written over
     and cut to length. Neither way is atomic; the content is the same."""
+    st = _lstat(full)
+    if st is not None:
+        _refuse(st, rel, "write")
     try:
         full.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(full, os.O_WRONLY | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
+        fd = os.open(full, os.O_WRONLY | os.O_CREAT | _OPEN_FLAGS, 0o666)
         try:
+            st = os.fstat(fd)
+            _refuse(st, rel, "write")
+            if st.st_nlink > 1:
+                raise WorkspaceError(f"cannot write {rel!r}: it is a hard link (one of {st.st_nlink} names of one "
+                                     "file, which may lie outside the workspace); delete it and write the file anew")
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view):]
