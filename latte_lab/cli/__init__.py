@@ -1,7 +1,14 @@
 """The ``latte-lab`` command.
 
-Each subcommand module (``trial``, ``sweep``, ``cache``, ``figures``, ``prices``) registers its subcommands with
-``add_parser(subparsers)``, setting ``func(args) -> exit code``; the work itself lives in the library.
+Each subcommand module (``trial``, ``sweep``, ``cache``, ``runs``, ``show``, ``export``, ``figures``,
+``prices``) registers its subcommands with ``add_parser(subparsers)``, setting ``func(args) -> exit code``;
+the work itself lives in the library. Every subcommand has a description, every option a help text that
+says its default (:class:`~latte_lab.cli._common.HelpFormatter` adds it when the text does not), and
+``tests/test_cli_conventions.py`` keeps it so.
+
+An error is one line on stderr, ``latte-lab: error: ...``: exit status 2 when the command line names
+something that is not there (a missing folder, an unknown run; argparse's status for usage errors), 1 for
+any other error a command reports.
 
 >>> args = build_parser().parse_args(["run", "--task", "debug"])
 >>> args.team, args.model, args.cache
@@ -14,18 +21,20 @@ import argparse
 import os
 import sys
 
-from latte_lab.cli import cache, figures, prices, sweep, trial
+from latte_lab.cli import cache, export, figures, prices, runs, show, sweep, trial
+from latte_lab.cli._common import USAGE_EXIT, Parser, UsageError, VersionAction
 from latte_lab.errors import LatteError
 from latte_lab.rundir import DiskFullError
 
-SUBCOMMAND_MODULES = (trial, sweep, cache, figures, prices)
+SUBCOMMAND_MODULES = (trial, sweep, cache, runs, show, export, figures, prices)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="latte-lab", description="Run, replay and analyse language-agent teams (latte_lab)."
     )
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.add_argument("--version", action=VersionAction)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for module in SUBCOMMAND_MODULES:
         module.add_parser(sub)
     return parser
@@ -39,6 +48,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         code = int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"latte-lab: error: {exc}", file=sys.stderr)
+        return USAGE_EXIT
     except (LatteError, DiskFullError) as exc:
         print(f"latte-lab: error: {exc}", file=sys.stderr)
         return 1

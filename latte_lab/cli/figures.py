@@ -24,6 +24,13 @@ def _workers(text: str) -> int:
     return int(text)
 
 
+EPILOG = """\
+examples:
+  latte-lab figures                            the paper's figures from the bundled published data
+  latte-lab figures --data runs/sweep --out figures/mine/
+  latte-lab figures --data experiments/ --jobs 0        the authors' experiments/ folder, drawn here"""
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "figures",
@@ -31,6 +38,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         description="Regenerate the paper's figures and tables. --data is the authors' experiments/ "
         "folder or a folder of latte_lab run directories (*/result.json); without it, "
         f"${PUBLISHED_ENV} when set, else the authors' published data bundled with latte_lab.",
+        epilog=EPILOG,
     )
     p.add_argument("--data", default=None,
                    help=f"published experiments/ folder or a runs folder (default: ${PUBLISHED_ENV}, else the "

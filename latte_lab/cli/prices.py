@@ -6,6 +6,13 @@ import argparse
 import os
 
 
+EPILOG = """\
+examples:
+  latte-lab prices                             the whole table
+  latte-lab prices --provider anthropic
+  latte-lab prices gpt-4o-2024-08-06 claude-sonnet-4-5"""
+
+
 def add_parser(subparsers) -> argparse.ArgumentParser:
     from latte_lab.models.ledger import PRICES_ENV
 
@@ -14,9 +21,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         help="list prices per million tokens used for the dollars of a trial",
         description="Print the price table (bundled with latte_lab; $LATTE_LAB_PRICES or --path for your own), "
         "or the row that prices each MODEL (a dated snapshot such as gpt-4o-2024-08-06 bills like its alias).",
+        epilog=EPILOG,
     )
     p.add_argument("models", nargs="*", metavar="MODEL", help="model names to look up (default: the whole table)")
-    p.add_argument("--provider", default=None, help="only this provider (openai, anthropic)")
+    p.add_argument("--provider", default=None, help="only this provider: openai, anthropic (default: every provider)")
     p.add_argument("--path", default=None, help=f"price table CSV (default: ${PRICES_ENV}, else the bundled one)")
     p.set_defaults(func=run)
     return p
