@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import os
 
-
 EPILOG = """\
 examples:
   latte-lab prices                             the whole table

@@ -22,7 +22,6 @@ Each trial's status is its result's (``ok``, ``budget``, ``error``) or what its 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 from collections.abc import Iterable, Iterator
@@ -31,11 +30,12 @@ from pathlib import Path
 
 from latte_lab.cli._common import UsageError, cell, default_runs_dir, local_time, table
 from latte_lab.config import TASK_ALIASES, TEAM_ALIASES
+from latte_lab.errors import DataError
+from latte_lab.rundir import CONFIG_FILE, RESULT_FILE, read_json
+from latte_lab.sweepdir import LOCK_FILE, RUNNING_DIR, SWEEP_DIR
 
-__all__ = ["STATUSES", "RunEntry", "SweepEntry", "add_parser", "find_runs", "find_sweeps", "select"]
+__all__ = ["STATUSES", "RunEntry", "SweepEntry", "add_parser", "find_runs", "find_sweeps", "read_entry", "select"]
 
-CONFIG_FILE, RESULT_FILE = "config.json", "result.json"  # latte_lab.rundir's names (not imported: a slow import)
-SWEEP_DIR, RUNNING_DIR, LOCK_FILE = ".sweep", "running", "lock"  # latte_lab.sweepdir's
 STATUSES = ("ok", "budget", "error", "running", "stopped", "damaged")
 """Every status a trial can be listed with (see the module docstring)."""
 
@@ -89,19 +89,12 @@ class SweepEntry:
 def _read_json(path: Path) -> tuple[dict | None, str | None]:
     """(the JSON object in ``path``, None), (None, None) when there is no such file, or (None, why) when it
     cannot be read."""
-    try:
-        data = json.loads(path.read_bytes().decode("utf-8"))
-    except FileNotFoundError:
+    if not path.exists():
         return None, None
-    except OSError as exc:
-        return None, f"{path.name}: {exc.strerror}"
-    except UnicodeDecodeError:
-        return None, f"{path.name} is not UTF-8"
-    except json.JSONDecodeError as exc:
-        return None, f"{path.name} is not valid JSON ({exc.msg} at line {exc.lineno}): cut off or edited"
-    if not isinstance(data, dict):
-        return None, f"{path.name} holds a {type(data).__name__}, not a JSON object"
-    return data, None
+    try:
+        return read_json(path), None
+    except DataError as exc:
+        return None, str(exc)
 
 
 def _mtime(path: Path) -> float | None:
@@ -129,7 +122,7 @@ def read_entry(run_dir: Path, *, sweep: Path | None = None, running: bool | None
     result, result_problem = _read_json(run_dir / RESULT_FILE)
     row = result.get("row") if result else None
     if result is not None and not isinstance(row, dict):
-        result, result_problem = None, f"{RESULT_FILE} has no 'row' object"
+        result, result_problem = None, f"{run_dir / RESULT_FILE}: no 'row' object"
     row = row or {}
     config = config or {}
     problem = result_problem or config_problem
@@ -155,24 +148,59 @@ def read_entry(run_dir: Path, *, sweep: Path | None = None, running: bool | None
         rounds=_number(row.get("total_rounds"), int), accuracy=_number(row.get("accuracy"), float),
         tokens=tokens, dollars=_number(row.get("dollars"), float),
         started=_mtime(run_dir / CONFIG_FILE), finished=_mtime(run_dir / RESULT_FILE),
-        sweep=sweep, problem=str(problem).splitlines()[0] if problem else None)
+        sweep=sweep, problem=_one_line(problem, run_dir))
+
+
+def _one_line(problem, run_dir: Path) -> str | None:
+    """A problem's first line, with the run directory's files named by their names alone."""
+    if not problem:
+        return None
+    return str(problem).strip().splitlines()[0].replace(f"{run_dir}{os.sep}", "")
 
 
 def _sweep_holder(sweep: Path) -> str | None:
-    """``process <pid>`` when the sweep lock names a live process of this machine, else None.
+    """``process <pid>`` while a sweep holds the lock of ``sweep``, else None.
 
-    Read, never locked: taking the lock even for a moment could make a sweep starting then refuse to run."""
-    data, _ = _read_json(sweep / SWEEP_DIR / LOCK_FILE)
-    if not data or data.get("host") not in (None, socket.gethostname()):
+    The lock is looked at, never taken: taking it even for a moment could make a sweep starting then refuse
+    to run. Linux lists the locks held in /proc/locks; elsewhere a live process of this machine named in
+    the lock file counts as holding it (the file keeps the PID of the last sweep after it has ended)."""
+    path = sweep / SWEEP_DIR / LOCK_FILE
+    data, _ = _read_json(path)
+    if not data:
         return None
     try:
         pid = int(data["pid"])
-        os.kill(pid, 0)
-    except (KeyError, TypeError, ValueError, ProcessLookupError, OverflowError):
+    except (KeyError, TypeError, ValueError):
+        pid = None
+    held = _flock_held(path)
+    if held is None:
+        if pid is None or data.get("host") not in (None, socket.gethostname()):
+            return None
+        try:
+            os.kill(pid, 0)
+        except (ProcessLookupError, OverflowError):
+            return None
+        except PermissionError:  # alive, another user's
+            pass
+    elif not held:
         return None
-    except PermissionError:  # alive, another user's
-        pass
-    return f"process {pid}"
+    return f"process {pid}" if pid is not None else "a process"
+
+
+def _flock_held(path: Path) -> bool | None:
+    """Whether a process holds a ``flock`` on ``path`` (/proc/locks lists each lock with its file's inode);
+    None where that cannot be told."""
+    try:
+        inode = path.stat().st_ino
+        listed = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return None
+    for line in listed:  # "1: FLOCK  ADVISORY  WRITE 8349 fe:00:2147501 0 EOF" (a waiter's: "1: -> FLOCK ...")
+        fields = line.split()
+        at = fields.index("FLOCK") + 4 if "FLOCK" in fields else len(fields)
+        if at < len(fields) and fields[at].rpartition(":")[2] == str(inode):
+            return True
+    return False
 
 
 def _walk(folder: Path, sweep: Path | None, holders: dict[Path, str | None]) -> Iterator[RunEntry]:

@@ -12,8 +12,9 @@ import argparse
 from pathlib import Path
 
 from latte_lab.cli._common import MISSING, UsageError, cell, default_runs_dir, local_time, table
-from latte_lab.cli.runs import CONFIG_FILE, RESULT_FILE, RunEntry, find_runs, read_entry
+from latte_lab.cli.runs import RunEntry, find_runs, read_entry
 from latte_lab.errors import DataError
+from latte_lab.rundir import CONFIG_FILE, RESULT_FILE, read_json
 
 __all__ = ["add_parser", "find_run", "graph_lines", "round_lines"]
 
@@ -78,8 +79,6 @@ def find_run(name: str, runs_dir: str | Path) -> Path:
 # --- the parts ----------------------------------------------------------------------------------------------
 
 def _json(path: Path) -> tuple[dict, str | None]:
-    from latte_lab.rundir import read_json
-
     try:
         return read_json(path), None
     except DataError as exc:
