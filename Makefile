@@ -98,9 +98,13 @@ compare-waits: $(STAMP)
 figures: $(STAMP)
 	$(BIN)/latte-lab figures --out figures/   # $$LATTE_PUBLISHED_DIR, else the bundled published data
 
+# The documentation site, every notebook page with its outputs: docs/hooks.py runs the notebooks first
+# (LATTE_DOCS_EXECUTE=1; nbclient, one kernel per CPU, the simulated model: offline) and draws the paper's
+# figures with latte-lab figures. About a minute on two cores. make test builds the site without running the
+# notebooks (in the background) and tests/test_docs_site.py builds it with them and counts every page's images.
 docs: $(STAMP)
-	$(BIN)/mkdocs build --strict --site-dir site
-	@echo "open site/index.html, or serve it with: $(BIN)/mkdocs serve"
+	env -u PYTHONDONTWRITEBYTECODE LATTE_DOCS_EXECUTE=1 $(BIN)/mkdocs build --strict --site-dir site
+	@echo "open site/index.html (it works from disk), or serve it with: LATTE_DOCS_EXECUTE=1 $(BIN)/mkdocs serve"
 
 # The sensitivity study behind notebook 05 and docs/simulated-model.md (750 trials; resumable): runs
 # every trial not yet under runs/sensitivity and rewrites latte_lab/data/sensitivity.csv, which the notebook

@@ -1,24 +1,64 @@
-"""MkDocs hooks: the notebooks of ``notebooks/`` become pages of the site, listed under "Notebooks".
+"""MkDocs hooks: what the site shows beyond the Markdown files of ``docs/``.
 
-The notebooks stay where users open them (``notebooks/``, beside the package); the site renders them as
-they are stored, without executing them. A notebook added there appears in the navigation by itself,
-in file-name order.
+- **Notebooks.** Every ``notebooks/*.ipynb`` becomes a page, listed under "Notebooks" in file-name order
+  (the notebooks stay where users open them, beside the package). With ``LATTE_DOCS_EXECUTE=1`` (``make
+  docs`` sets it) each one is first run with nbclient, in a fresh kernel of this Python, into a temporary
+  copy, and its page shows what it draws; the simulated model keeps that offline. Without it the pages
+  show the notebooks as stored: code only, since the repository keeps them without outputs.
+- **The paper's results** (``docs/reproduce.md``). ``latte-lab figures`` runs on the published data bundled
+  with latte_lab while the site builds: its figures become ``img/paper/*.png`` (and the PDFs beside them),
+  and its Markdown tables replace the page's ``<!-- latte-lab paper: NAME -->`` markers.
+- **Pictures drawn by a page's own code.** A ```` ```python ```` block followed by ``<!-- latte-lab: draw -->``
+  is run (a page's marked blocks in order, in one namespace, as cells of a notebook), and the value of
+  its last line (an ``ll.viz.draw`` drawing, a matplotlib Axes or Figure) appears under it as an SVG, so a
+  picture can never disagree with the code printed above it.
+- ``api/cli.md``: the help of every ``latte-lab`` subcommand.
+
+Everything generated lives in a temporary folder for the length of the build and reaches the site as
+generated files; nothing is written into ``docs/`` or ``notebooks/``.
 """
 
 from __future__ import annotations
 
+import ast
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
 from pathlib import Path
 
 from mkdocs.config.defaults import MkDocsConfig
-from mkdocs.plugins import event_priority
+from mkdocs.exceptions import PluginError
+from mkdocs.plugins import event_priority, get_plugin_logger
 from mkdocs.structure.files import File, Files
+
+log = get_plugin_logger(__name__)
 
 NOTEBOOKS_DIR = "notebooks"  # beside mkdocs.yml
 NAV_SECTION = "Notebooks"  # the nav entry this hook fills
+EXECUTE_ENV = "LATTE_DOCS_EXECUTE"  # "1": run every notebook before rendering it
+CELL_TIMEOUT = 300  # seconds one cell may take, as in make test (the slowest takes about 30 s on an idle machine)
+PAPER_DIR = "img/paper"  # where the site keeps the figures of `latte-lab figures`
+PAPER_FILES = (".png", ".pdf")  # of its outputs, the ones the site serves (its .md tables go into the page)
+PAPER_MARKER = re.compile(r"<!-- latte-lab paper: (?P<name>[\w-]+) -->")
+DRAW_BLOCK = re.compile(r"```python\n(?P<code>(?:(?!```).)*?)```[ \t]*\n\s*<!-- latte-lab: draw -->", re.DOTALL)
+DRAWING = "<!-- latte-lab drawing {} -->"  # placeholder between on_page_markdown and on_page_content
+CLI_HELP_MARKER = "<!-- latte-lab help -->"  # api/cli.md: replaced by the help of every subcommand
+
+# One build's state: its temporary folder, the running `latte-lab figures`, the drawings of each page.
+_build: dict = {}
 
 
 def _notebooks(config: MkDocsConfig) -> list[Path]:
     return sorted((Path(config.config_file_path).parent / NOTEBOOKS_DIR).glob("*.ipynb"))
+
+
+def executing() -> bool:
+    """Whether this build runs the notebooks (``LATTE_DOCS_EXECUTE`` set to 1, true or yes)."""
+    return os.environ.get(EXECUTE_ENV, "").strip().lower() in ("1", "true", "yes")
 
 
 def on_config(config: MkDocsConfig) -> MkDocsConfig:
@@ -29,17 +69,228 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
     return config
 
 
+def on_pre_build(config: MkDocsConfig) -> None:
+    _cleanup()
+    tmp = Path(tempfile.mkdtemp(prefix="latte-docs-"))
+    _build.update(tmp=tmp, drawings={}, namespaces={})
+    # The paper's figures are drawn in another process while this one runs the notebooks and the drawings.
+    _build["figures"] = _start_paper_figures(tmp / PAPER_DIR)
+
+
 @event_priority(100)  # before mkdocs-jupyter wraps the .ipynb files as pages
 def on_files(files: Files, config: MkDocsConfig) -> Files:
-    # Source folder: the project root, so a notebook's page sits at notebooks/<name>/ as in the repository.
-    root = str(Path(config.config_file_path).parent)
-    for path in _notebooks(config):
-        files.append(File(f"{NOTEBOOKS_DIR}/{path.name}", root, config.site_dir, config.use_directory_urls))
+    tmp: Path = _build["tmp"]
+    notebooks = _notebooks(config)
+    # Source folder: the project root (or the executed copies' folder), so that a notebook's page sits at
+    # notebooks/<name> as in the repository.
+    src_dir = Path(config.config_file_path).parent
+    if executing():
+        src_dir = tmp / "executed"
+        _execute_notebooks(notebooks, src_dir / NOTEBOOKS_DIR)
+    for path in notebooks:
+        files.append(File(f"{NOTEBOOKS_DIR}/{path.name}", str(src_dir), config.site_dir, config.use_directory_urls))
+    for path in _finish_paper_figures():
+        if path.suffix in PAPER_FILES:
+            files.append(File.generated(config, f"{PAPER_DIR}/{path.name}", abs_src_path=str(path)))
     return files
 
 
-CLI_HELP_MARKER = "<!-- latte-lab help -->"  # api/cli.md: replaced by the help of every subcommand
+def on_page_markdown(markdown: str, page, config: MkDocsConfig, files: Files) -> str:
+    if CLI_HELP_MARKER in markdown:
+        markdown = markdown.replace(CLI_HELP_MARKER, _cli_help())
+    markdown = PAPER_MARKER.sub(lambda m: _paper_table(m.group("name"), page), markdown)
+    if DRAW_BLOCK.search(markdown):
+        markdown = _run_drawings(markdown, page)
+    return markdown
 
+
+def on_page_content(html: str, page, config: MkDocsConfig, files: Files) -> str:
+    for i, svg in enumerate(_build.get("drawings", {}).pop(page.file.src_uri, [])):
+        html = html.replace(DRAWING.format(i), f'<figure class="latte-drawing">{svg}</figure>')
+    return html
+
+
+def on_post_build(config: MkDocsConfig) -> None:
+    _cleanup()
+
+
+def on_build_error(error: Exception) -> None:
+    _cleanup()
+
+
+def _cleanup() -> None:
+    proc = _build.pop("figures", None)
+    if proc is not None and proc.poll() is None:
+        proc.kill()
+        proc.wait()
+    if "tmp" in _build:
+        shutil.rmtree(_build.pop("tmp"), ignore_errors=True)
+    _build.clear()
+
+
+# --- notebooks ----------------------------------------------------------------------------------------
+
+def _execute_notebooks(paths: list[Path], out_dir: Path) -> None:
+    """Run each notebook in a fresh kernel (as many at once as this process has CPUs) and save it with
+    its outputs in ``out_dir``, under the same name. A cell that raises fails the build, naming it."""
+    import asyncio
+
+    import nbformat
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    # The kernel's own inline backend draws the figures as outputs; a non-interactive MPLBACKEND (make test
+    # sets Agg) would leave them as "<Figure size ...>" text.
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+    async def run(path: Path, slots: asyncio.Semaphore) -> None:
+        async with slots:
+            start = time.perf_counter()
+            nb = nbformat.read(path, as_version=4)
+            client = NotebookClient(nb, timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(path.parent)}})
+            stderr = out_dir / f"{path.stem}.kernel.log"  # the kernel's own warnings, shown only on failure
+            with open(stderr, "w") as err:
+                try:
+                    await client.async_execute(env=env, stderr=err)
+                except CellExecutionError as exc:
+                    raise PluginError(f"{NOTEBOOKS_DIR}/{path.name}: a cell failed while the site was built "
+                                      f"({EXECUTE_ENV}=1):\n{exc}") from None
+                except Exception as exc:
+                    raise PluginError(f"{NOTEBOOKS_DIR}/{path.name} could not be run ({type(exc).__name__}: {exc}); "
+                                      f"the kernel said:\n{stderr.read_text()[-2000:]}") from None
+            nbformat.write(nb, out_dir / path.name)
+            log.info("ran %s in %.1f s", path.name, time.perf_counter() - start)
+
+    async def run_all() -> None:
+        slots = asyncio.Semaphore(max(1, min(cpus, len(paths))))
+        await asyncio.gather(*(run(p, slots) for p in paths))
+
+    start = time.perf_counter()
+    asyncio.run(run_all())
+    log.info("ran %d notebooks in %.1f s", len(paths), time.perf_counter() - start)
+
+
+# --- the paper's tables and figures -------------------------------------------------------------------
+
+def _start_paper_figures(out: Path) -> subprocess.Popen:
+    """``latte-lab figures --out out`` on the bundled published data (never ``$LATTE_PUBLISHED_DIR``: the
+    site shows the authors' data as shipped), started in the background."""
+    env = {k: v for k, v in os.environ.items() if k != "LATTE_PUBLISHED_DIR"}
+    env["MPLBACKEND"] = "Agg"
+    return subprocess.Popen([sys.executable, "-m", "latte_lab.cli", "figures", "--out", str(out)], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _finish_paper_figures() -> list[Path]:
+    proc: subprocess.Popen = _build["figures"]
+    output, _ = proc.communicate()
+    if proc.returncode != 0:
+        raise PluginError(f"latte-lab figures failed (exit {proc.returncode}):\n{output}")
+    return sorted((_build["tmp"] / PAPER_DIR).iterdir())
+
+
+def _sections(text: str, level: str) -> dict[str, str]:
+    """A Markdown file's sections under headings of ``level`` ("##"), by heading, without the heading."""
+    parts = re.split(rf"^{level} (.+)$", text, flags=re.MULTILINE)
+    return {title.strip(): body.strip() for title, body in zip(parts[1::2], parts[2::2])}
+
+
+def _paper_output(name: str) -> str:
+    path = _build["tmp"] / PAPER_DIR / name
+    if not path.is_file():
+        raise PluginError(f"latte-lab figures wrote no {name}; docs/hooks.py reads it for docs/reproduce.md")
+    return path.read_text()
+
+
+def _paper_table(name: str, page) -> str:
+    """The Markdown for ``<!-- latte-lab paper: NAME -->``: ``table2`` (both models pooled, then each model
+    in a collapsed block) or ``comparison`` (how many printed numbers agree, and the known deviations)."""
+    if name == "table2":
+        blocks = _sections(_paper_output("table2.md"), "##")
+        if "all" not in blocks:
+            raise PluginError("table2.md has no '## all' section (both models pooled)")
+        out = [blocks.pop("all")]
+        for model, table in blocks.items():
+            indented = "\n".join("    " + line if line else "" for line in table.splitlines())
+            out.append(f'??? note "{model} alone"\n\n{indented}')
+        return "\n\n".join(out)
+    if name == "comparison":
+        section = _sections(_paper_output("report.md"), "##").get("Paper vs recomputed")
+        if section is None:
+            raise PluginError("report.md has no '## Paper vs recomputed' section")
+        summary, _, rest = section.partition("### Known deviations")
+        table = next((block for block in rest.split("\n\n") if block.lstrip().startswith("|")), "")
+        if not table:
+            return summary.strip()
+        rows = len(table.strip().splitlines()) - 2  # less the header and its rule
+        indented = "\n".join("    " + line for line in table.strip().splitlines())
+        return f'{summary.strip()}\n\n??? note "The {rows} known deviations"\n\n{indented}'.strip()
+    raise PluginError(f"{page.file.src_uri}: unknown marker <!-- latte-lab paper: {name} --> "
+                      "(known: table2, comparison)")
+
+
+# --- pictures drawn by a page's code ------------------------------------------------------------------
+
+def _run_drawings(markdown: str, page) -> str:
+    """Run the page's marked code blocks in order in one namespace and put a placeholder for the drawing
+    of each block's last line after it (:func:`on_page_content` puts the SVG there)."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # this process draws files only; the notebooks' kernels have their own backend
+    namespace: dict = {"__name__": f"docs:{page.file.src_uri}"}
+    drawings: list[str] = []
+
+    def draw(m: re.Match) -> str:
+        code = m.group("code")
+        tree = ast.parse(code)
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        if last is None:
+            raise PluginError(f"{page.file.src_uri}: a block marked <!-- latte-lab: draw --> must end with an "
+                              "expression to draw")
+        try:
+            exec(compile(tree, page.file.src_uri, "exec"), namespace)
+            value = eval(compile(ast.Expression(last.value), page.file.src_uri, "eval"), namespace)
+            svg = _svg(value)
+        except PluginError:
+            raise
+        except Exception as exc:
+            raise PluginError(f"{page.file.src_uri}: the code block before <!-- latte-lab: draw --> failed: "
+                              f"{type(exc).__name__}: {exc}\n{code}") from exc
+        finally:
+            import matplotlib.pyplot as plt
+
+            plt.close("all")
+        drawings.append(svg)
+        return f"```python\n{code}```\n\n{DRAWING.format(len(drawings) - 1)}"
+
+    markdown = DRAW_BLOCK.sub(draw, markdown)
+    _build.setdefault("drawings", {})[page.file.src_uri] = drawings
+    return markdown
+
+
+def _svg(value) -> str:
+    """An SVG element for a drawing: an ``ll.viz.draw`` result keeps its hover tooltips; an Axes or a Figure
+    is saved as SVG."""
+    import io
+
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+    if hasattr(value, "svg") and callable(value.svg):
+        text = value.svg()
+    elif isinstance(value, (Axes, Figure)):
+        fig = value.figure if isinstance(value, Axes) else value
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", bbox_inches="tight")
+        text = buf.getvalue()
+    else:
+        raise PluginError(f"cannot draw a {type(value).__name__}: end the block with a drawing, an Axes or a Figure")
+    return text[text.find("<svg"):]  # no XML prologue or doctype inside HTML
+
+
+# --- api/cli.md ---------------------------------------------------------------------------------------
 
 def _cli_help() -> str:
     from latte_lab.cli import build_parser
@@ -54,9 +305,3 @@ def _cli_help() -> str:
             for sub_name, subsub in action.choices.items():
                 sections.append(f"### latte-lab {name} {sub_name}\n\n```text\n{subsub.format_help()}```")
     return "\n\n".join(sections)
-
-
-def on_page_markdown(markdown: str, page, config: MkDocsConfig, files: Files) -> str:
-    if CLI_HELP_MARKER in markdown:
-        markdown = markdown.replace(CLI_HELP_MARKER, _cli_help())
-    return markdown
