@@ -124,30 +124,36 @@ def test_runs_without_a_folder_reads_the_default_runs_folder(sweep, capsys, monk
 
 def test_damaged_unfinished_and_stopped_trials_are_listed_not_fatal(copy, capsys):
     trials = sorted(p for p in copy.iterdir() if p.is_dir() and not p.name.startswith("."))
-    damaged, unfinished, no_config = trials[0], trials[1], trials[2]
+    damaged, lost, no_config = trials[0], trials[1], trials[2]
     text = (damaged / "result.json").read_bytes()
     (damaged / "result.json").write_bytes(text[: len(text) // 2])  # cut off mid-file
-    (unfinished / "result.json").unlink()
+    (lost / "result.json").unlink()  # a sweep puts its trials in place with their result: this one lost it
     (no_config / "config.json").write_text("{not json")
     under_way = copy / ".sweep" / "running" / "debug-latte-s9-0000000000"
     under_way.mkdir(parents=True)
     shutil.copy(trials[3] / "config.json", under_way / "config.json")
+    unfinished = copy.parent / "debug-static-s7-0000000000"  # latte-lab run's trial, still running
+    unfinished.mkdir()
+    shutil.copy(trials[3] / "config.json", unfinished / "config.json")
 
-    rows, out = runs(capsys, str(copy))
+    rows, out = runs(capsys, str(copy.parent))
     status = {Path(r[-1]): r[0] for r in rows}
-    assert len(rows) == 13
-    assert status[damaged] == "damaged" and status[unfinished] == "running" and status[under_way] == "stopped"
+    assert len(rows) == 14
+    assert status[damaged] == status[lost] == "damaged"
+    assert status[unfinished] == "running" and status[under_way] == "stopped"
     assert status[no_config] == "ok"  # its result says all the table needs
     row = next(r for r in rows if Path(r[-1]) == damaged)
     assert row[1:4] == ["debug", json.loads((damaged / "config.json").read_text())["team"], "simulated"]
     assert row[6] == "-"  # no accuracy: its result cannot be read
     assert f"damaged {damaged}: result.json: not valid JSON" in out
-    assert f"13 trials under {copy} (10 ok, 1 running, 1 stopped, 1 damaged)" in out
+    assert f"damaged {lost}: result.json is missing" in out
+    assert f"14 trials under {copy.parent} (10 ok, 1 running, 1 stopped, 2 damaged)" in out
+    assert f"sweep {copy}: 13 trials (10 ok, 1 stopped, 2 damaged)" in out
 
     lock = os.open(copy / ".sweep" / "lock", os.O_RDWR)  # a sweep working in the folder
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        rows, out = runs(capsys, str(copy), "--status", "running")
+        rows, out = runs(capsys, str(copy.parent), "--status", "running")
         assert {Path(r[-1]) for r in rows} == {unfinished, under_way}
         assert "in use by a sweep (process" in out
     finally:
@@ -179,6 +185,10 @@ def test_show_prints_the_config_outcome_graph_rounds_and_row(sweep, capsys):
 
 
 def test_show_a_flat_team_and_a_damaged_trial(copy, capsys):
+    trial = next(p for p in sorted(copy.iterdir()) if p.name.startswith("debug-static-s2-"))
+    shutil.copytree(trial, copy / f"{trial.name}.failed-0")  # an earlier attempt, same trial id
+    assert main(["show", trial.name, "--runs-dir", str(copy)]) == 0
+    assert capsys.readouterr().out.startswith(f"trial {trial.name}  ({trial})")
     flat = next(p for p in sorted(copy.iterdir()) if p.name.startswith("debug-leader_worker-s0-"))
     assert main(["show", str(flat)]) == 0
     assert "graph: none recorded" in capsys.readouterr().out

@@ -10,7 +10,8 @@ Each trial's status is its result's (``ok``, ``budget``, ``error``) or what its 
 - ``running``: no result.json yet (a trial of a sweep that is not running any more is ``stopped``);
 - ``stopped``: an attempt left in ``.sweep/running/`` by a sweep whose process has ended (the next run of
   the sweep sets it aside and runs the trial again);
-- ``damaged``: result.json or config.json cannot be read (cut off, not JSON); what can be read is shown.
+- ``damaged``: result.json or config.json cannot be read (cut off, not JSON), or a trial a sweep finished
+  has lost its result.json; what can be read is shown.
 
 >>> import tempfile, pathlib
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
@@ -116,10 +117,15 @@ def _number(value, kind):
 
 
 def read_entry(run_dir: Path, *, sweep: Path | None = None, running: bool | None = None) -> RunEntry:
-    """One trial of :func:`find_runs`. ``running``: for a trial in a sweep's ``.sweep/running/``, whether
-    that sweep's process is alive (None outside that area)."""
+    """One trial of :func:`find_runs`. ``sweep``: the sweep folder holding it. ``running``: for a trial in a
+    sweep's ``.sweep/running/``, whether that sweep is still at work (None elsewhere).
+
+    A trial a sweep has put in place always has its result.json (it is renamed there whole, see
+    :mod:`latte_lab.sweepdir`), so one without is damaged, not running."""
     config, config_problem = _read_json(run_dir / CONFIG_FILE)
     result, result_problem = _read_json(run_dir / RESULT_FILE)
+    if result is None and not result_problem and sweep is not None and running is None:
+        result_problem = f"{RESULT_FILE} is missing, which a trial its sweep has finished always has"
     row = result.get("row") if result else None
     if result is not None and not isinstance(row, dict):
         result, result_problem = None, f"{run_dir / RESULT_FILE}: no 'row' object"

@@ -52,7 +52,9 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
 
 def find_run(name: str, runs_dir: str | Path) -> Path:
     """The run directory ``name`` stands for: itself when it is one, else the one trial under ``runs_dir``
-    whose folder name or trial id is ``name`` or, failing that, starts with it. A UsageError otherwise."""
+    whose folder is named ``name``, or failing that whose trial id is ``name`` (a trial's failed attempts,
+    ``<trial id>.failed-<N>``, share its id), or failing that whose folder name or id starts with ``name``.
+    A UsageError when there is none, or more than one at the first step that finds any."""
     path = Path(name)
     if path.is_dir():
         if (path / CONFIG_FILE).exists() or (path / RESULT_FILE).exists():
@@ -64,7 +66,8 @@ def find_run(name: str, runs_dir: str | Path) -> Path:
         raise UsageError(f"no run directory {name} and no folder {root} to look for a trial id in; give the run "
                          "directory or --runs-dir")
     entries = find_runs(root)
-    for test in (lambda r: name in (r.path.name, r.trial_id),
+    for test in (lambda r: r.path.name == name,  # a trial's own folder before its failed attempts'
+                 lambda r: r.trial_id == name,
                  lambda r: r.path.name.startswith(name) or r.trial_id.startswith(name)):
         found = [r for r in entries if test(r)]
         if len(found) == 1:
@@ -89,7 +92,8 @@ def config_lines(config: dict) -> list[str]:
     """The identity fields on one line, then every other field that differs from TrialConfig's default."""
     from latte_lab.config import TrialConfig
 
-    ident = " · ".join(f"{k.replace('n_workers', 'workers').replace('_', ' ')} {cell(config.get(k))}"
+    shown = {**config, "max_rounds": config.get("max_rounds") or "the task's"}  # None: the task's default
+    ident = " · ".join(f"{k.replace('n_workers', 'workers').replace('_', ' ')} {cell(shown.get(k))}"
                        for k in IDENTITY_FIELDS)
     fields = TrialConfig.model_fields
     other = [f"{k}={v}" for k, v in config.items()
@@ -113,7 +117,7 @@ def outcome_lines(entry: RunEntry, result: dict) -> list[str]:
         f"cost       rounds {cell(entry.rounds)} · tokens {cell(entry.tokens, '{:,}')} (in "
         f"{cell(row.get('total_input_tokens'), '{:,}')} / out {cell(row.get('total_output_tokens'), '{:,}')}) · "
         f"dollars {cell(entry.dollars, '{:.4f}')} · wall clock {cell(virtual, '{:.1f}')} s virtual"
-        + (f" (planning {cell(planning, '{:.1f}')} s)" if planning else "")
+        + (f" (planning {cell(planning, '{:.1f}')} s)" if cell(planning) not in (MISSING, "0", "0.0") else "")
         + f", {cell(row.get('real_seconds'), '{:.1f}')} s real")
     if row.get("hidden_total") not in (None, 0) and row.get("hidden_total") == row.get("hidden_total"):
         lines.append(f"hidden     {cell(row.get('hidden_passed'))}/{cell(row.get('hidden_total'))} tests passed")
