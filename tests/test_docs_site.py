@@ -1,0 +1,145 @@
+"""The documentation site shows its pictures: the site is built as ``make docs`` builds it (every notebook run
+first, ``LATTE_DOCS_EXECUTE=1``, then ``mkdocs build --strict``), and every notebook page, the page that
+reproduces the paper and the concept pages that draw something must show images: ``<img>`` elements and
+inline ``<svg>`` drawings in the page's content (the theme's icons are not counted). Every image a page
+links to must be in the site.
+
+``make test`` builds the site a second way in the background, strictly but without running the notebooks
+(a broken link fails it); this file is the check that what a reader sees is there. Marked slow: the build
+runs the six notebooks (about 40 s of CPU).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+NOTEBOOKS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
+REPRODUCE = "reproduce.html"
+PAPER_FIGURES = ("figure2a", "figure2b", "figure3a", "figure3b", "figure3c", "figure4")
+DRAWN_PAGES = {  # concept page: the fewest pictures it shows
+    "concepts/graph.html": 1, "concepts/scheduling.html": 2, "concepts/workspace.html": 1, "concepts/analysis.html": 1,
+}
+SITE_ENV = "LATTE_DOCS_SITE"
+BUILD_TIMEOUT = 900  # seconds: the notebooks take about 40 s of CPU, slower while the rest of the suite runs
+# Theme furniture inside the content: copy buttons of code cells, edit buttons, icons.
+NOT_CONTENT = ("zeroclipboard-container", "md-content__button", "md-icon", "twemoji", "headerlink")
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(BUILD_TIMEOUT + 60)]
+
+
+class ContentImages(HTMLParser):
+    """The images inside the page's ``<article>``: ``<img>`` elements and outermost ``<svg>`` elements, each as
+    its ``src`` (or ``"<svg>"``), leaving out the theme's icons and buttons."""
+
+    VOID = {"img", "br", "hr", "meta", "link", "input", "source", "wbr", "area", "col", "embed", "param", "track"}
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[tuple[str, str]] = []  # open elements: (tag, class)
+        self.images: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        in_article = any(t == "article" for t, _ in self.stack)
+        furniture = any(any(name in cls for name in NOT_CONTENT) for _, cls in self.stack)
+        in_svg = any(t == "svg" for t, _ in self.stack)
+        if in_article and not furniture and not in_svg:
+            if tag == "img":
+                self.images.append(attrs.get("src") or "")
+            elif tag == "svg":
+                self.images.append("<svg>")
+        if tag not in self.VOID:
+            self.stack.append((tag, attrs.get("class") or ""))
+
+    def handle_endtag(self, tag):
+        for i in range(len(self.stack) - 1, -1, -1):
+            if self.stack[i][0] == tag:
+                del self.stack[i:]
+                return
+
+
+def content_images(page: Path) -> list[str]:
+    parser = ContentImages()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser.images
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    """The site built as make docs builds it, in a temporary folder; ``LATTE_DOCS_SITE=site`` reads one
+    already built there instead (after ``make docs``, to check it without building again)."""
+    if os.environ.get(SITE_ENV):
+        return Path(os.environ[SITE_ENV]).resolve()
+    out = tmp_path_factory.mktemp("site")
+    env = {**os.environ, "LATTE_DOCS_EXECUTE": "1", "NO_MKDOCS_2_WARNING": "1"}
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=REPO,
+                          env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
+    assert proc.returncode == 0, f"mkdocs build failed:\n{proc.stdout}\n{proc.stderr}"
+    return out
+
+
+def _counts(site: Path, pages) -> dict[str, list[str]]:
+    counts = {page: content_images(site / page) for page in pages}
+    for page, images in counts.items():
+        print(f"{page}: {len(images)} images")
+    return counts
+
+
+def test_every_notebook_page_shows_what_it_draws(site):
+    counts = _counts(site, [f"notebooks/{name}.html" for name in NOTEBOOKS])
+    assert len(counts) >= 6
+    empty = [page for page, images in counts.items() if not images]
+    assert not empty, f"notebook pages without a single image (were the notebooks run?): {empty}"
+
+
+def test_the_reproduce_page_shows_table2_and_figures_2_to_4(site):
+    images = _counts(site, [REPRODUCE])[REPRODUCE]
+    shown = {Path(urlsplit(src).path).stem for src in images}
+    assert set(PAPER_FIGURES) <= shown, f"missing figures: {sorted(set(PAPER_FIGURES) - shown)}"
+    for name in PAPER_FIGURES:
+        png = site / "img" / "paper" / f"{name}.png"
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+        assert (site / "img" / "paper" / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    html = (site / REPRODUCE).read_text(encoding="utf-8")
+    assert "<!-- latte-lab paper:" not in html  # every marker was replaced
+    # Table 2: the pooled block (LATTE's accuracy over all tasks) and the agreement with the paper.
+    assert "<td>Acc. (%)</td>" in html and "<th>LATTE</th>" in html
+    assert "printed numbers agree at the paper's precision" in html
+
+
+def test_concept_pages_show_their_pictures(site):
+    counts = _counts(site, DRAWN_PAGES)
+    short = {page: len(images) for page, images in counts.items() if len(images) < DRAWN_PAGES[page]}
+    assert not short, f"pages with fewer pictures than they draw (page: found): {short}"
+    html = (site / "concepts" / "graph.html").read_text(encoding="utf-8")
+    assert "latte-lab drawing" not in html  # every placeholder was replaced
+    assert "<title>T1 plan" in html  # the drawn graph keeps its hover tooltips
+
+
+def test_every_image_a_page_shows_is_in_the_site(site):
+    missing = []
+    for page in site.rglob("*.html"):
+        for src in content_images(page):
+            # "": the frame of an animation's player, which its script fills in
+            if src in ("<svg>", "") or src.startswith(("data:", "http:", "https:")):
+                continue
+            target = (page.parent / unquote(urlsplit(src).path)).resolve()
+            if not target.is_file():
+                missing.append(f"{page.relative_to(site)}: {src}")
+    assert not missing, missing
+
+
+def test_the_site_opens_from_disk(site):
+    """use_directory_urls is off: pages are .html files and links name them, so file:// works."""
+    assert (site / "notebooks" / f"{NOTEBOOKS[0]}.html").is_file()
+    assert (site / "concepts" / "graph.html").is_file()
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert 'href="reproduce.html"' in index and 'href="concepts/graph/"' not in index
