@@ -9,9 +9,10 @@
   with latte_lab while the site builds: its figures become ``img/paper/*.png`` (and the PDFs beside them),
   and its Markdown tables replace the page's ``<!-- latte-lab paper: NAME -->`` markers.
 - **Pictures drawn by a page's own code.** A ```` ```python ```` block followed by ``<!-- latte-lab: draw -->``
-  is run (a page's marked blocks in order, in one namespace, as cells of a notebook), and the value of
-  its last line (an ``ll.viz.draw`` drawing, a matplotlib Axes or Figure) appears under it as an SVG, so a
-  picture can never disagree with the code printed above it.
+  is run (a page's marked blocks in order, in one namespace, as cells of a notebook, in the build's
+  temporary folder, so that a trial's ``runs/`` lands there), and the value of its last line (an
+  ``ll.viz.draw`` drawing, a matplotlib Axes or Figure) appears under it as an SVG, so a picture can never
+  disagree with the code printed above it.
 - ``api/cli.md``: the help of every ``latte-lab`` subcommand.
 
 Everything generated lives in a temporary folder for the length of the build and reaches the site as
@@ -236,10 +237,15 @@ def _paper_table(name: str, page) -> str:
 def _run_drawings(markdown: str, page) -> str:
     """Run the page's marked code blocks in order in one namespace and put a placeholder for the drawing
     of each block's last line after it (:func:`on_page_content` puts the SVG there)."""
+    import contextlib
+
     import matplotlib
 
     matplotlib.use("Agg")  # this process draws files only; the notebooks' kernels have their own backend
     namespace: dict = {"__name__": f"docs:{page.file.src_uri}"}
+    # What the code writes to relative paths (a trial's runs/ folder) goes to the build's temporary folder.
+    cwd = _build["tmp"] / "drawings"
+    cwd.mkdir(exist_ok=True)
     drawings: list[str] = []
 
     def draw(m: re.Match) -> str:
@@ -250,9 +256,10 @@ def _run_drawings(markdown: str, page) -> str:
             raise PluginError(f"{page.file.src_uri}: a block marked <!-- latte-lab: draw --> must end with an "
                               "expression to draw")
         try:
-            exec(compile(tree, page.file.src_uri, "exec"), namespace)
-            value = eval(compile(ast.Expression(last.value), page.file.src_uri, "eval"), namespace)
-            svg = _svg(value)
+            with contextlib.chdir(cwd):
+                exec(compile(tree, page.file.src_uri, "exec"), namespace)
+                value = eval(compile(ast.Expression(last.value), page.file.src_uri, "eval"), namespace)
+                svg = _svg(value)
         except PluginError:
             raise
         except Exception as exc:

@@ -25,7 +25,8 @@ NOTEBOOKS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
 REPRODUCE = "reproduce.html"
 PAPER_FIGURES = ("figure2a", "figure2b", "figure3a", "figure3b", "figure3c", "figure4")
 DRAWN_PAGES = {  # concept page: the fewest pictures it shows
-    "concepts/graph.html": 1, "concepts/scheduling.html": 2, "concepts/workspace.html": 1, "concepts/analysis.html": 1,
+    "concepts/graph.html": 1, "concepts/scheduling.html": 3, "concepts/workspace.html": 1, "concepts/teams.html": 2,
+    "concepts/analysis.html": 1,
 }
 SITE_ENV = "LATTE_DOCS_SITE"
 BUILD_TIMEOUT = 900  # seconds: the notebooks take about 40 s of CPU, slower while the rest of the suite runs
