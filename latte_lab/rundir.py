@@ -27,13 +27,14 @@ from __future__ import annotations
 import errno
 import json
 import os
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from latte_lab.config import TrialConfig
-from latte_lab.errors import DataError
+from latte_lab.errors import ConfigError, DataError
 from latte_lab.history import GraphHistory
 
 CONFIG_FILE = "config.json"
@@ -46,7 +47,7 @@ WORKSPACE_DIR = "workspace"
 
 __all__ = [
     "CALLS_FILE", "CONFIG_FILE", "EVENTS_FILE", "LEDGER_FILE", "RESULT_FILE", "SNAPSHOTS_FILE", "WORKSPACE_DIR",
-    "DiskFullError", "JsonlAppender", "disk_full_message", "is_disk_full", "RunWriter", "TrialResult", "finished_row", "iter_jsonl", "iter_snapshots", "load_trial", "new_run_dir",
+    "DiskFullError", "JsonlAppender", "check_writable_dir", "disk_full_message", "is_disk_full", "RunWriter", "TrialResult", "finished_row", "iter_jsonl", "iter_snapshots", "load_trial", "new_run_dir",
     "promote", "read_config", "read_json", "read_jsonl", "read_result", "read_snapshots",
 ]
 
@@ -181,8 +182,44 @@ def disk_full_message(path: str | Path, exc: OSError | None = None) -> str:
     return f"the disk holding {path} is full ({why}): free some space, then run the trial again"
 
 
+def unwritable_message(path: str | Path, exc: OSError) -> str:
+    """One line saying that run directories cannot be written in ``path``, why, and what to do."""
+    path = Path(path)
+    if exc.errno in (errno.EEXIST, errno.ENOTDIR):
+        blocker = next((p for p in (path, *path.parents) if p.exists() and not p.is_dir()), path)
+        why = "it is a file, not a directory" if blocker == path else f"{blocker} is a file, not a directory"
+    elif exc.errno == errno.EROFS:
+        why = "it is on a read-only file system"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        why = "permission denied (the directory is read-only for this user)"
+    elif exc.errno == errno.ENOENT:
+        why = "its file system allows no new directory there (No such file or directory)"
+    else:
+        why = exc.strerror or str(exc)
+    return f"cannot write run directories in {path}: {why}; choose a writable directory"
+
+
+def check_writable_dir(path: str | Path) -> Path:
+    """Makes ``path`` (and its parents) if needed and proves it writable by creating and removing a file in
+    it. A path where run directories cannot be written (a file, a read-only or virtual file system, no
+    permission) is a one-line ConfigError naming it and why; a full disk is a :class:`DiskFullError`."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".latte_lab-write-probe-", dir=path)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFullError(disk_full_message(path, exc)) from None
+        raise ConfigError(unwritable_message(path, exc)) from None
+    return path
+
+
 def new_run_dir(runs_dir: str | Path, name: str) -> Path:
-    """A new empty directory ``runs_dir/name`` (``name-2``, ``name-3``, ... if taken: never overwritten)."""
+    """A new empty directory ``runs_dir/name`` (``name-2``, ``name-3``, ... if taken: never overwritten).
+
+    A ``runs_dir`` where it cannot be made is a one-line ConfigError (see :func:`check_writable_dir`)."""
     runs_dir = Path(runs_dir)
     try:
         runs_dir.mkdir(parents=True, exist_ok=True)
@@ -198,7 +235,7 @@ def new_run_dir(runs_dir: str | Path, name: str) -> Path:
     except OSError as exc:
         if is_disk_full(exc):
             raise DiskFullError(disk_full_message(runs_dir, exc)) from None
-        raise
+        raise ConfigError(unwritable_message(runs_dir, exc)) from None
 
 
 def _json_default(value):

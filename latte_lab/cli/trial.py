@@ -45,8 +45,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args) -> int:
+    from latte_lab.rundir import check_writable_dir
     from latte_lab.trial import TrialConfig, print_round, run_trial
 
+    check_writable_dir(args.runs_dir)  # refused in one line before the trial is announced
     fields = dict(task=args.task, team=args.team, model=args.model, base_url=args.base_url, seed=args.seed,
                   n_workers=args.n_workers, max_rounds=args.max_rounds, cache=args.cache, runs_dir=args.runs_dir)
     cfg = TrialConfig.released(**fields) if args.released else TrialConfig(**fields)
@@ -57,9 +59,12 @@ def _run(args) -> int:
 
 
 def _replay(args) -> int:
+    from latte_lab.rundir import check_writable_dir
     from latte_lab.trial import load_trial, print_round, replay, replay_verdict
 
     original = load_trial(args.run_dir)
+    if args.runs_dir is not None:
+        check_writable_dir(args.runs_dir)
     res = replay(args.run_dir, runs_dir=args.runs_dir, progress=None if args.quiet else print_round)
     print(res.summary())
     ok, verdict = replay_verdict(original, res)
@@ -68,8 +73,10 @@ def _replay(args) -> int:
 
 
 def _demo(args) -> int:
+    from latte_lab.rundir import check_writable_dir
     from latte_lab.trial import TrialConfig, print_round, run_trial
 
+    check_writable_dir(args.runs_dir)
     cfg = TrialConfig(task=args.task, team=args.team, model="simulated", seed=args.seed, runs_dir=args.runs_dir)
     print(f"latte_lab demo: a {cfg.team} team (Lead + {cfg.n_workers} workers) on the '{cfg.task}' task with the "
           "simulated model — offline, no API key.\n")

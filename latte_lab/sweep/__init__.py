@@ -112,7 +112,8 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
                           f"got {n_jobs!r}")
     sweep_budget = budget_mod.SweepBudget(max_dollars, max_billed_tokens)
     limits = {str(k): ratelimit.as_limit(v, f"rate_limits[{k!r}]") for k, v in (rate_limits or {}).items()}
-    out.mkdir(parents=True, exist_ok=True)
+    for path in (out, out / sweepdir.SWEEP_DIR / sweepdir.RUNNING_DIR):  # before any trial: its record must land
+        rundir.check_writable_dir(path)
     new: dict[str, dict] = {}
     with sweepdir.SweepLock(out), local.sigterm_stops_the_sweep():
         sweepdir.recover_running(out)
