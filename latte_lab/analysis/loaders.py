@@ -48,6 +48,8 @@ class TrialData:
     trajectories: team, round, mean, sem, n (graph size per round, Figure 3B).
     snapshots: trial_id, round, node, title, status, owner, deps, is_verify (Figure 3C).
     source: 'published' or 'latte_lab'; path: where it was read from.
+    damaged: the run directories :func:`load_runs` left out because a file in them is damaged, one
+    ``{"path", "reason"}`` per directory (also ``trials.attrs["damaged"]``); empty for published data.
     """
 
     trials: pd.DataFrame
@@ -59,11 +61,13 @@ class TrialData:
         columns=list(schema.SNAPSHOT_COLUMNS)))
     source: str = "published"
     path: str = ""
+    damaged: list[dict] = field(default_factory=list)
 
     def __repr__(self) -> str:
+        extra = f", damaged={len(self.damaged)}" if self.damaged else ""
         return (f"TrialData(source={self.source!r}, trials={len(self.trials)}, "
                 f"operator_usage={len(self.operator_usage)}, trajectories={len(self.trajectories)}, "
-                f"snapshots={len(self.snapshots)})")
+                f"snapshots={len(self.snapshots)}{extra})")
 
 
 # --- published -------------------------------------------------------------------------------------
@@ -311,8 +315,9 @@ def trajectories_from_sizes(sizes: pd.DataFrame) -> pd.DataFrame:
     return out[list(schema.TRAJECTORY_COLUMNS)]
 
 
-def _pick_runs(root: Path) -> tuple[list[tuple[Path, dict]], int]:
-    """One (run directory, result payload) per trial id under ``root`` and how many attempts were left out.
+def _pick_runs(root: Path) -> tuple[list[tuple[Path, dict]], int, list[dict]]:
+    """One (run directory, result payload) per trial id under ``root``, how many attempts were left out, and
+    the directories whose result.json or config.json is damaged (``{"path", "reason"}``), left out too.
 
     A sweep keeps the trial in ``<trial_id>/`` and the attempts that did not finish beside it
     (``<trial_id>.failed-<N>``, see :mod:`latte_lab.rundir`); a plain runs folder may hold several runs of
@@ -321,10 +326,17 @@ def _pick_runs(root: Path) -> tuple[list[tuple[Path, dict]], int]:
     area) are not read.
     """
     by_id: dict[str, list[tuple[Path, dict]]] = {}
+    damaged: list[dict] = []
     for path in sorted(root.rglob(rundir.RESULT_FILE)):
         if any(part.startswith(".") for part in path.relative_to(root).parts[:-1]):
             continue
-        data = rundir.read_result(path.parent)
+        try:
+            data = rundir.read_result(path.parent)
+            if (path.parent / rundir.CONFIG_FILE).exists():
+                rundir.read_config(path.parent)
+        except DataError as exc:
+            damaged.append({"path": str(path.parent), "reason": str(exc)})
+            continue
         trial_id = data["row"].get("trial_id") or data.get("trial_id") or path.parent.name
         by_id.setdefault(str(trial_id), []).append((path.parent, data))
     picked, ignored = [], 0
@@ -336,7 +348,36 @@ def _pick_runs(root: Path) -> tuple[list[tuple[Path, dict]], int]:
                     -1 if attempt is None else attempt, (run_dir / rundir.RESULT_FILE).stat().st_mtime)
         picked.append(max(runs, key=rank))
         ignored += len(runs) - 1
-    return sorted(picked, key=lambda item: str(item[0])), ignored
+    return sorted(picked, key=lambda item: str(item[0])), ignored, damaged
+
+
+def _graph_rows(run_dir: Path, row: dict) -> tuple[list[dict], list[dict], list[dict]]:
+    """(operator usage, graph sizes, snapshot nodes) of one run directory, from its events.jsonl and
+    snapshots.jsonl (the row's operator counts when it has no events); a damaged file is a DataError."""
+    from latte_lab import metrics
+
+    usage_rows, size_rows, snap_rows = [], [], []
+    team, trial_id = row.get("team"), row["trial_id"]
+    events_path = run_dir / rundir.EVENTS_FILE
+    if events_path.is_file():
+        counts = metrics.operator_counts(rundir.iter_jsonl(events_path))
+    else:
+        counts = {op: row.get(f"op_{op}") for op in schema.OPERATOR_EVENT_TYPES}
+    for op, n in counts.items():
+        if n is not None and not pd.isna(n):
+            usage_rows.append({"team": team, "operator": op, "used": float(n > 0)})
+
+    if (run_dir / rundir.SNAPSHOTS_FILE).is_file():
+        for snap in rundir.iter_snapshots(run_dir):
+            r, nodes = int(snap.get("round", 0)), _graph_nodes(snap.get("graph", {}))
+            size_rows.append({"team": team, "trial_id": trial_id, "round": r, "n_nodes": len(nodes)})
+            for n in nodes:
+                snap_rows.append({"trial_id": trial_id, "round": r, "node": n.get("id"),
+                                  "title": n.get("title", ""), "status": n.get("status", "pending"),
+                                  "owner": n.get("agent", n.get("owner")),
+                                  "deps": list(n.get("deps") or []),
+                                  "is_verify": bool(n.get("is_verify", False))})
+    return usage_rows, size_rows, snap_rows
 
 
 def load_runs(out_dir, include_errors: bool = False) -> TrialData:
@@ -346,18 +387,18 @@ def load_runs(out_dir, include_errors: bool = False) -> TrialData:
     Trials whose status is not 'ok' are left out unless ``include_errors`` (crashed trials have no
     row in the published data either). Operator usage and graph sizes come from events.jsonl and
     snapshots.jsonl beside each result.json when present.
+
+    A run directory with a damaged file (result.json, config.json, events.jsonl or snapshots.jsonl cut
+    off or not JSON) is left out with a one-line warning naming it and the damage; the returned
+    ``TrialData.damaged`` lists each as ``{"path", "reason"}``, and so does ``trials.attrs["damaged"]``
+    (a list, empty when nothing is damaged; pandas keeps ``attrs`` through most operations on the frame).
     """
     import warnings
-
-    from latte_lab import metrics
 
     root = Path(out_dir)
     if not root.is_dir():
         raise DataError(f"run folder {root} does not exist")
-    picked, ignored = _pick_runs(root)
-    if not picked:
-        raise DataError(f"no */result.json under {root}; run a sweep first (ll.run_sweep) or pass a "
-                        "published experiments/ folder")
+    picked, ignored, damaged = _pick_runs(root)
     rows, usage_rows, size_rows, snap_rows = [], [], [], []
     not_ok = 0
     for run_dir, data in picked:
@@ -370,28 +411,27 @@ def load_runs(out_dir, include_errors: bool = False) -> TrialData:
         row.setdefault("status", status)
         row.setdefault("trial_id", data.get("trial_id", run_dir.name))
         row["source"] = "latte_lab"
+        try:
+            usage, sizes, snaps = _graph_rows(run_dir, row)
+        except DataError as exc:
+            damaged.append({"path": str(run_dir), "reason": str(exc)})
+            continue
         rows.append(row)
-        team, trial_id = row.get("team"), row["trial_id"]
-
-        events_path = run_dir / rundir.EVENTS_FILE
-        if events_path.is_file():
-            counts = metrics.operator_counts(rundir.iter_jsonl(events_path))
-        else:
-            counts = {op: row.get(f"op_{op}") for op in schema.OPERATOR_EVENT_TYPES}
-        for op, n in counts.items():
-            if n is not None and not pd.isna(n):
-                usage_rows.append({"team": team, "operator": op, "used": float(n > 0)})
-
-        if (run_dir / rundir.SNAPSHOTS_FILE).is_file():
-            for snap in rundir.iter_snapshots(run_dir):
-                r, nodes = int(snap.get("round", 0)), _graph_nodes(snap.get("graph", {}))
-                size_rows.append({"team": team, "trial_id": trial_id, "round": r, "n_nodes": len(nodes)})
-                for n in nodes:
-                    snap_rows.append({"trial_id": trial_id, "round": r, "node": n.get("id"),
-                                      "title": n.get("title", ""), "status": n.get("status", "pending"),
-                                      "owner": n.get("agent", n.get("owner")),
-                                      "deps": list(n.get("deps") or []),
-                                      "is_verify": bool(n.get("is_verify", False))})
+        usage_rows += usage
+        size_rows += sizes
+        snap_rows += snaps
+    damaged.sort(key=lambda d: d["path"])
+    if not rows:
+        if damaged and not not_ok:
+            raise DataError(f"every run directory under {root} is damaged ({len(damaged)}; the first: "
+                            f"{damaged[0]['reason']}); restore them or run the sweep again")
+        if not picked:
+            raise DataError(f"no */result.json under {root}; run a sweep first (ll.run_sweep) or pass a "
+                            "published experiments/ folder")
+        raise DataError(f"every trial under {root} has status != 'ok'; pass include_errors=True to see them")
+    for entry in damaged:
+        warnings.warn(f"load_runs left out the damaged run directory {Path(entry['path']).name}: "
+                      f"{entry['reason']}", stacklevel=2)
     if ignored or not_ok:
         parts = []
         if ignored:
@@ -400,8 +440,6 @@ def load_runs(out_dir, include_errors: bool = False) -> TrialData:
         if not_ok:
             parts.append(f"{not_ok} trial(s) whose status is not 'ok' (include_errors=True shows them)")
         warnings.warn(f"load_runs({str(root)!r}) left out " + " and ".join(parts), stacklevel=2)
-    if not rows:
-        raise DataError(f"every trial under {root} has status != 'ok'; pass include_errors=True to see them")
     trials = pd.DataFrame(rows)
     if "team" in trials:
         trials["team"] = [schema.team_id(t, strict=False) for t in trials["team"]]
@@ -410,6 +448,7 @@ def load_runs(out_dir, include_errors: bool = False) -> TrialData:
     if "accuracy" not in trials and "success" in trials:
         trials["accuracy"] = trials["success"].astype(float)
     trials = schema.conform(trials)
+    trials.attrs["damaged"] = damaged
 
     usage = pd.DataFrame(usage_rows, columns=["team", "operator", "used"])
     if usage.empty:
@@ -420,7 +459,7 @@ def load_runs(out_dir, include_errors: bool = False) -> TrialData:
     sizes = pd.DataFrame(size_rows, columns=["team", "trial_id", "round", "n_nodes"])
     return TrialData(trials=trials, operator_usage=op_usage, trajectories=trajectories_from_sizes(sizes),
                      snapshots=pd.DataFrame(snap_rows, columns=list(schema.SNAPSHOT_COLUMNS)),
-                     source="latte_lab", path=str(root))
+                     source="latte_lab", path=str(root), damaged=damaged)
 
 
 def load(path) -> TrialData:
