@@ -13,6 +13,12 @@ A trial's directory appears by one rename of a complete run directory (:mod:`lat
 ``<out>/<trial_id>`` is never partial and never replaced: a finished trial is never run again and never
 renamed.
 
+A run directory in a sweep directory holds regular files and directories only, whichever backend ran it:
+a symlink or special file an agent left in its workspace (a FIFO, a socket, a device) is replaced by an
+entry of ``special_files.json`` saying what it was (``{"workspace/passwd": "symlink -> /etc/passwd",
+"workspace/pipe": "fifo"}``; :func:`record_special_files`). Such a file cannot travel from a Ray node
+safely, and a reader that opens every file of a run directory would follow the link or block on the FIFO.
+
 >>> attempt_of("debug-latte-s0-1a2b3c4d5e.failed-2"), attempt_of("debug-latte-s0-1a2b3c4d5e")
 (('debug-latte-s0-1a2b3c4d5e', 2), ('debug-latte-s0-1a2b3c4d5e', None))
 """
@@ -24,21 +30,25 @@ import fcntl
 import json
 import os
 import socket
+import stat
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from latte_lab.errors import ConfigError, DataError
 from latte_lab.rundir import RESULT_FILE, read_config, read_json
 
 __all__ = [
-    "FAILED_INFIX", "FINAL_STATUSES", "SWEEP_DIR", "SweepLock", "attempt_of", "finish_attempt", "is_finished",
-    "mark_failed", "recover_running", "running_dir", "set_aside",
+    "FAILED_INFIX", "FINAL_STATUSES", "SPECIAL_FILES", "SWEEP_DIR", "SweepLock", "attempt_of", "describe_special",
+    "finish_attempt", "is_finished", "mark_failed", "note_special_files", "read_special_files", "record_special_files",
+    "recover_running", "running_dir", "set_aside", "walk_run_dir",
 ]
 
 SWEEP_DIR = ".sweep"
 RUNNING_DIR = "running"
 LOCK_FILE = "lock"
 FAILED_INFIX = ".failed-"
+SPECIAL_FILES = "special_files.json"  # in a run directory: {relative path: what was there} (record_special_files)
 FINAL_STATUSES = ("ok", "budget")
 """Statuses of a finished trial; ``budget`` only when the trial's own budget stopped it (reason
 ``budget``), not the sweep's (reason ``sweep_budget``)."""
@@ -96,12 +106,97 @@ def _set_row_dir(run_dir: Path) -> None:
             pass
 
 
+def walk_run_dir(run_dir: str | Path) -> Iterator[tuple[Path, str, os.stat_result | None, OSError | None]]:
+    """``(path, name relative to run_dir, lstat or None, error or None)`` of everything under ``run_dir``,
+    each directory before what it holds, names sorted; symlinks are never followed. A directory that cannot
+    be listed, or an entry that cannot be stat'ed, comes with its error."""
+    run_dir = Path(run_dir)
+    stack = [run_dir]
+    while stack:
+        directory = stack.pop()
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError as exc:
+            yield directory, directory.relative_to(run_dir).as_posix(), None, exc
+            continue
+        for name in names:
+            path = directory / name
+            rel = path.relative_to(run_dir).as_posix()
+            try:
+                st = os.lstat(path)
+            except OSError as exc:
+                yield path, rel, None, exc
+                continue
+            yield path, rel, st, None
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(path)
+
+
+def describe_special(path: str | Path, st: os.stat_result) -> str | None:
+    """What a symlink or special file is, in a few words (``symlink -> /etc/passwd``, ``fifo``, ``socket``,
+    ``character device 1:3``); None for a regular file or a directory."""
+    mode = st.st_mode
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        try:
+            return f"symlink -> {os.readlink(path)}"
+        except OSError:
+            return "symlink (its target could not be read)"
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        kind = "character" if stat.S_ISCHR(mode) else "block"
+        return f"{kind} device {os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
+    return f"special file (mode {oct(stat.S_IFMT(mode))})"
+
+
+def read_special_files(run_dir: str | Path) -> dict[str, str]:
+    """The run directory's :data:`SPECIAL_FILES` entries; ``{}`` when it has none (or the file is damaged)."""
+    path = Path(run_dir) / SPECIAL_FILES
+    try:
+        return read_json(path) if path.exists() else {}
+    except DataError:
+        return {}
+
+
+def note_special_files(run_dir: str | Path, entries: dict[str, str]) -> None:
+    """Adds ``entries`` to the run directory's :data:`SPECIAL_FILES` (written whole or not at all)."""
+    if entries:
+        _write_json(Path(run_dir) / SPECIAL_FILES, {**read_special_files(run_dir), **entries})
+
+
+def record_special_files(run_dir: str | Path) -> dict[str, str]:
+    """Replaces every symlink and special file under ``run_dir`` by an entry of its :data:`SPECIAL_FILES`
+    (see the module docstring); returns the entries. Regular files and directories are left as they are;
+    nothing is ever followed or opened. The entries are written before anything is removed, so a failure
+    (a full disk) leaves the files where they were."""
+    found = {rel: what for path, rel, st, _ in walk_run_dir(run_dir)
+             if st is not None and (what := describe_special(path, st)) is not None}
+    note_special_files(run_dir, found)
+    left = {}
+    for rel in found:
+        try:
+            os.unlink(Path(run_dir) / rel)
+        except OSError as exc:
+            left[rel] = f"{found[rel]} (left in place: {exc.strerror})"
+    note_special_files(run_dir, left)
+    return {**found, **left}
+
+
 def finish_attempt(run_dir: str | Path, out: str | Path, trial_id: str) -> Path:
     """Moves an attempt that has ended into place: ``<out>/<trial_id>`` when it finished (see
     :func:`is_finished`), else ``<out>/<trial_id>.failed-<N>`` (N = 0, 1, ...). A finished trial already
     in place is never replaced: a second one is kept as an attempt, marked as the duplicate it is.
-    An attempt without a result.json gets one with status ``error`` first. Returns the new path."""
+    An attempt without a result.json gets one with status ``error`` first, and symlinks and special files
+    are recorded (:func:`record_special_files`). Returns the new path."""
     run_dir, out = Path(run_dir), Path(out)
+    try:
+        record_special_files(run_dir)
+    except OSError:  # e.g. a full disk: the files stay as they are, and the attempt still moves into place
+        pass
     try:
         payload = read_json(run_dir / RESULT_FILE)
     except DataError:

@@ -46,6 +46,31 @@ class TeamServer(FakeProvider):
             return [r["time"] for r in self.requests]
 
 
+LEAVE_SPECIAL_FILES = """import os, socket
+os.symlink("/etc/passwd", "passwd")
+os.symlink("signal_toolkit.py", "toolkit_link")
+os.mkfifo("pipe")
+sock = socket.socket(socket.AF_UNIX)
+sock.bind("sock")
+sock.close()
+print("left them")
+"""
+SPECIAL_FILES_LEFT = {"workspace/passwd": "symlink -> /etc/passwd", "workspace/pipe": "fifo",
+                      "workspace/sock": "socket", "workspace/toolkit_link": "symlink -> signal_toolkit.py"}
+
+
+class SpecialFilesServer(TeamServer):
+    """A :class:`TeamServer` whose worker, before fixing the module, runs a script leaving an absolute and a
+    relative symlink, a FIFO and a socket in the workspace (:data:`SPECIAL_FILES_LEFT`)."""
+
+    def default_body(self, path, body):
+        if "=== YOUR CURRENT TASK ===" not in body["messages"][-1]["content"]:
+            return super().default_body(path, body)
+        text = (f'<edit_file path="leave.py">{LEAVE_SPECIAL_FILES}</edit_file>\n<run_script path="leave.py" />\n'
+                f'<edit_file path="signal_toolkit.py">{self.solution}</edit_file>\n<complete_task id="t1" />')
+        return openai_body(text, model=body["model"], usage=self.usage)
+
+
 def start_script(code: str, *args: str, env: dict | None = None, new_session: bool = False) -> subprocess.Popen:
     """``python -c code args...`` with the test's environment (and ``env`` on top), output captured."""
     return subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

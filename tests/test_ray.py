@@ -1,26 +1,79 @@
 """Sweeps on Ray: a local 2-node cluster (``ray.cluster_utils.Cluster``), each node with its own temporary
 directory as its disk and its own response cache, gives the same rows as the local backend (the simulated
 model, and a loopback OpenAI server); every run directory lands on the driver, the driver's cache gets
-the calls, and resume needs only the driver."""
+the calls, and resume needs only the driver. Symlinks and special files an agent leaves are named, as on
+the local backend. A driver that started its own local cluster takes it along when it is killed."""
 
 from __future__ import annotations
 
+import json
+import signal
 import sqlite3
 import time
 
 import pytest
 import ray
 from ray.cluster_utils import Cluster
-from sweep_helpers import TeamServer
+from sweep_helpers import (
+    SPECIAL_FILES_LEFT,
+    SpecialFilesServer,
+    TeamServer,
+    alive,
+    descendants,
+    start_script,
+    wait_until,
+)
 
 import latte_lab as ll
-from latte_lab import rundir
+from latte_lab import rundir, sweepdir
 from latte_lab.sweep.distributed import pack, unpack
 from latte_lab.trial import comparable_row
 
 CLUSTER_START_ATTEMPTS = 3  # a raylet gives up when its agents take over 15 s to start, as on a loaded machine
 API_KEY = "sk-test-ray-nodes"
 pytestmark = pytest.mark.slow  # a two-node cluster starts in tens of seconds
+DRIVER_GONE_SECONDS = 10.0  # a killed driver's Ray processes must be gone within this
+
+RAY_DRIVER = """
+import sys
+import latte_lab as ll
+ll.run_sweep({"task": "debug", "team": ["latte", "leader_worker"], "replicates": 4, "max_rounds": 40},
+             out=sys.argv[1], backend="ray", progress=False)
+"""
+
+
+def _cmdline(proc) -> str:
+    try:
+        return " ".join(proc.cmdline())
+    except Exception:  # noqa: BLE001 - it has ended
+        return ""
+
+
+def test_a_driver_killed_with_sigkill_takes_its_local_cluster_along_within_10_s(tmp_path):
+    """Runs first in this file, before the module's cluster starts: the driver starts a local cluster of its
+    own (``ray.init()``), and its Ray processes (raylet, GCS, agents, workers running trials) must all end
+    within DRIVER_GONE_SECONDS of a SIGKILL; Ray alone left the raylet's two agents for about a minute."""
+    proc = start_script(RAY_DRIVER, str(tmp_path / "sweep"), env={"RAY_ADDRESS": ""})  # "": start a cluster
+    tree: dict[int, object] = {}
+
+    def trials_running() -> bool:
+        for p in descendants(proc.pid):
+            tree.setdefault(p.pid, p)
+        return sum(_cmdline(p).startswith("ray::remote_trial") for p in alive(list(tree.values()))) >= 1
+
+    wait_until(trials_running, "a trial runs on the driver's local cluster", proc=proc)
+    for p in descendants(proc.pid):  # the latest processes too
+        tree.setdefault(p.pid, p)
+    names = sorted({_cmdline(p).split()[0].rsplit("/", 1)[-1] for p in alive(list(tree.values())) if _cmdline(p)})
+    assert "ray::DashboardAgent" in names or "ray::RuntimeEnvAgent" in names, names
+    proc.send_signal(signal.SIGKILL)
+    killed = time.monotonic()
+    proc.communicate()
+    while alive(list(tree.values())) and time.monotonic() - killed < DRIVER_GONE_SECONDS:
+        time.sleep(0.1)
+    left = [(p.pid, _cmdline(p)[:60]) for p in alive(list(tree.values()))]
+    assert not left, f"alive {DRIVER_GONE_SECONDS} s after the driver was killed: {left}"
+    print(f"the driver's Ray processes ended {time.monotonic() - killed:.1f} s after its SIGKILL")
 
 
 def _keys(cache_path) -> set[str]:
@@ -48,6 +101,29 @@ def cluster(tmp_path_factory):
     finally:
         ray.shutdown()
         c.shutdown()
+
+
+def test_symlinks_and_special_files_left_on_a_node_are_named_on_the_driver_and_no_trial_is_lost(
+        cluster, tmp_path, monkeypatch):
+    """An agent leaves an absolute symlink, a relative one, a FIFO and a socket in its workspace (the local
+    sandbox): the trial lands finished, with special_files.json naming them as the local backend does."""
+    monkeypatch.setenv("OPENAI_API_KEY", API_KEY)
+    server = SpecialFilesServer().start()
+    try:
+        grid = {"task": "debug", "team": "latte", "replicates": 2, "model": "openai/gpt-4o-mini",
+                "base_url": server.openai_url, "sandbox": "local", "max_rounds": 4, "cache": "off"}
+        out = tmp_path / "ray"
+        df = ll.run_sweep(grid, out=out, backend="ray", progress=False)
+        assert list(df["status"]) == ["ok", "ok"], df[["trial_id", "status", "error"]].to_dict("records")
+        for trial_id in df["trial_id"]:
+            assert json.loads((out / trial_id / sweepdir.SPECIAL_FILES).read_text()) == SPECIAL_FILES_LEFT
+            assert (out / trial_id / rundir.WORKSPACE_DIR / "signal_toolkit.py").is_file()
+        assert not [p for p in out.rglob("*") if p.is_symlink() or not (p.is_file() or p.is_dir())]
+        hits = server.hits
+        again = ll.run_sweep(grid, out=out, backend="ray", progress=False)  # nothing runs twice
+        assert server.hits == hits and list(again["trial_id"]) == list(df["trial_id"])
+    finally:
+        server.stop()
 
 
 def test_ray_cluster_gives_the_local_rows_lands_every_run_dir_on_the_driver_and_resumes_there(
@@ -125,3 +201,4 @@ def test_a_run_dir_archive_round_trips_and_refuses_members_leaving_it(tmp_path):
     with pytest.raises((tarfile.TarError, ll.DataError)):
         unpack(evil.getvalue(), tmp_path / "evil")
     assert not (tmp_path / "escaped.txt").exists()
+

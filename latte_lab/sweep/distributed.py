@@ -6,6 +6,9 @@ returns its run directory as a gzip-compressed tar archive. The run directory's 
 fetched. The driver unpacks the archive in the sweep's running area, moves it into place like a local
 trial, and merges the calls into its own cache (:func:`latte_lab.models.cassette.import_cassettes`).
 So ``out`` on the driver holds every run directory: analysis and resume need nothing but the driver.
+Symlinks and special files an agent left do not travel: ``special_files.json`` says what they were, as
+on the local backend (:mod:`latte_lab.sweepdir`). An archive that cannot be unpacked is recorded as the
+trial's attempt with status ``error``, never as a finished trial, and the sweep goes on.
 
 Rate limits and the sweep's budget are shared through one small actor
 (:class:`latte_lab.models.ratelimit.RayState`). Teams and tasks registered in importable modules are
@@ -15,44 +18,128 @@ registered again on the nodes; the nodes need latte_lab and those modules instal
 from __future__ import annotations
 
 import io
+import json
+import os
+import posixpath
 import shutil
 import socket
+import stat
+import subprocess
+import sys
 import tarfile
 import tempfile
+import threading
 import time
+import zlib
 from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
 from latte_lab import rundir, sweepdir
 from latte_lab.config import TrialConfig
-from latte_lab.errors import ConfigError, DataError
+from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.sweep.local import GRACE_SECONDS, INTERRUPTED_ERROR, POLL_SECONDS, SweepSettings
 
 FREE_MODELS = ("simulated", "scripted")  # no provider calls, nothing to merge into a cache
 
 
 def pack(run_dir: Path) -> bytes:
-    """A run directory as a gzip-compressed tar archive (paths relative to the directory)."""
+    """A run directory as a gzip-compressed tar archive of its regular files and directories (paths relative
+    to the directory), ``result.json`` last. Symlinks and special files, and files that cannot be read, are
+    left out and named in the archive's ``special_files.json`` (see :mod:`latte_lab.sweepdir`)."""
+    run_dir = Path(run_dir)
+    notes: dict[str, str] = {}
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
-        tar.add(run_dir, arcname=".")
+        for path, rel, st, err in sweepdir.walk_run_dir(run_dir):
+            if rel in (rundir.RESULT_FILE, sweepdir.SPECIAL_FILES):
+                continue  # added last, and with this archive's notes
+            if err is not None:
+                notes[rel] = f"not copied from its Ray node: {err.strerror or err}"
+                continue
+            what = sweepdir.describe_special(path, st)
+            if what is not None:
+                notes[rel] = what
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                tar.addfile(_member(rel, st, tarfile.DIRTYPE))
+                continue
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                notes[rel] = f"not copied from its Ray node: {exc.strerror or exc}"
+                continue
+            tar.addfile(_member(rel, st, tarfile.REGTYPE, len(data)), io.BytesIO(data))
+        known = sweepdir.read_special_files(run_dir)
+        if known or notes:
+            data = json.dumps({**known, **notes}, indent=2).encode("utf-8")
+            tar.addfile(_member(sweepdir.SPECIAL_FILES, None, tarfile.REGTYPE, len(data)), io.BytesIO(data))
+        result = run_dir / rundir.RESULT_FILE
+        if result.is_file() and not result.is_symlink():
+            data = result.read_bytes()
+            tar.addfile(_member(rundir.RESULT_FILE, result.stat(), tarfile.REGTYPE, len(data)), io.BytesIO(data))
     return buffer.getvalue()
 
 
+def _member(name: str, st, kind: bytes, size: int = 0) -> tarfile.TarInfo:
+    info = tarfile.TarInfo(name)
+    info.type, info.size = kind, size
+    info.mode = stat.S_IMODE(st.st_mode) if st is not None else 0o644
+    info.mtime = st.st_mtime if st is not None else time.time()
+    return info
+
+
+def _what_member_is(member: tarfile.TarInfo) -> str:
+    if member.issym():
+        return f"symlink -> {member.linkname}"
+    if member.islnk():
+        return f"hard link -> {member.linkname}"
+    if member.isfifo():
+        return "fifo"
+    if member.ischr() or member.isblk():
+        return f"{'character' if member.ischr() else 'block'} device {member.devmajor}:{member.devminor}"
+    return f"special file (tar type {member.type!r})"
+
+
 def unpack(data: bytes, dest: Path) -> None:
-    """Unpacks :func:`pack`'s archive into ``dest`` (created); members that would leave it are refused."""
-    dest.mkdir(parents=True)
+    """Unpacks :func:`pack`'s archive into ``dest`` (created). A member that would leave ``dest`` makes the
+    whole archive a DataError before anything is written. Symlinks and special files are not made, nor hard
+    links but to a regular file of the archive: each becomes an entry of ``special_files.json``.
+    ``result.json`` comes last, so a directory unpacked part way (the driver killed meanwhile) never looks
+    like a finished trial."""
+    dest = Path(dest)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
-        if hasattr(tarfile, "data_filter"):
-            tar.extractall(dest, filter="data")
-            return
-        root = dest.resolve()  # Python before 3.11.4: the same refusal, by hand
-        for member in tar.getmembers():
-            target = (dest / member.name).resolve()
-            if not (target == root or root in target.parents) or member.issym() or member.islnk():
+        members = tar.getmembers()  # reads the whole archive: a damaged one fails before anything is written
+        root = dest.resolve()
+        files, last, notes, regular = [], [], {}, set()
+        for member in members:
+            rel = posixpath.normpath(member.name)
+            target = (root / rel).resolve()
+            leaves = member.name.startswith("/") or rel == ".." or rel.startswith("../")
+            if leaves or not (target == root or root in target.parents):
                 raise DataError(f"the archive of {dest.name} has a member leaving its directory: {member.name!r}")
-        tar.extractall(dest)
+            if rel == ".":
+                continue
+            if member.isreg() or member.isdir():
+                (last if rel == rundir.RESULT_FILE else files).append(member)
+                regular.add(rel)
+            elif member.islnk() and posixpath.normpath(member.linkname) in regular - {rundir.RESULT_FILE}:
+                files.append(member)  # a second name of a file already unpacked: a regular file too
+            else:
+                notes[rel] = _what_member_is(member)
+        dest.mkdir(parents=True)
+        for member in files:
+            _extract(tar, member, dest)
+        sweepdir.note_special_files(dest, notes)
+        for member in last:
+            _extract(tar, member, dest)
+
+
+def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
+    if hasattr(tarfile, "data_filter"):
+        tar.extract(member, dest, filter="data")
+    else:  # Python before 3.11.4: the members were checked by hand above
+        tar.extract(member, dest)
 
 
 def remote_trial(payload: str, settings: SweepSettings, entries: dict) -> dict:
@@ -101,6 +188,40 @@ def _entries(configs: list[TrialConfig]) -> dict:
     return entries
 
 
+WATCHDOG_SCRIPT = Path(__file__).with_name("_ray_watchdog.py")
+
+
+def _children() -> set:
+    import psutil
+
+    try:
+        return set(psutil.Process().children())
+    except psutil.Error:
+        return set()
+
+
+def _is_ray(proc) -> bool:
+    import psutil
+
+    try:
+        return any("ray" in part for part in proc.cmdline())
+    except psutil.Error:
+        return False
+
+
+def watch_local_cluster(processes: list) -> subprocess.Popen | None:
+    """Starts the watchdog that ends the local cluster whose head ``processes`` this process just started
+    once this process is gone, however it ends (:mod:`latte_lab.sweep._ray_watchdog`: within a second of a
+    SIGKILL, where Ray alone leaves its agents for a minute)."""
+    if not processes:
+        return None
+    proc = subprocess.Popen([sys.executable, str(WATCHDOG_SCRIPT), str(os.getpid()), *(str(p.pid) for p in processes)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    threading.Thread(target=proc.wait, name="latte-ray-watchdog-reaper", daemon=True).start()
+    return proc
+
+
 class RayRunner:
     """Runs a sweep's trials as Ray tasks and lands each run directory in ``out`` on the driver."""
 
@@ -111,7 +232,9 @@ class RayRunner:
         self.entries = _entries(configs)
         if not self.ray.is_initialized():
             if address is None:
+                before = _children()
                 self.ray.init(include_dashboard=False)
+                watch_local_cluster([p for p in _children() - before if _is_ray(p)])
             else:
                 self.ray.init(address=address)
         from latte_lab.models.ratelimit import RayState
@@ -178,7 +301,13 @@ class RayRunner:
             on_row(self._record_lost(cfg, "the trial left no run directory on its Ray node", "error"))
             return
         staging = sweepdir.running_dir(self.out) / cfg.trial_id
-        unpack(result["archive"], staging)
+        try:
+            unpack(result["archive"], staging)
+        except (LatteError, tarfile.TarError, EOFError, zlib.error, OSError) as exc:
+            why = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            on_row(self._record_lost(cfg, f"its run directory from Ray node {result.get('node', '?')} could not "
+                                          f"be unpacked ({why}); what was unpacked is kept", "error"))
+            return
         if result.get("interrupted") and not (staging / rundir.RESULT_FILE).exists():
             sweepdir.mark_failed(staging, INTERRUPTED_ERROR, reason="interrupted")
         final = sweepdir.finish_attempt(staging, self.out, cfg.trial_id)
