@@ -73,7 +73,7 @@ def on_config(config: MkDocsConfig) -> MkDocsConfig:
 def on_pre_build(config: MkDocsConfig) -> None:
     _cleanup()
     tmp = Path(tempfile.mkdtemp(prefix="latte-docs-"))
-    _build.update(tmp=tmp, drawings={}, namespaces={})
+    _build.update(tmp=tmp, drawings={})
     # The paper's figures are drawn in another process while this one runs the notebooks and the drawings.
     _build["figures"] = _start_paper_figures(tmp / PAPER_DIR)
 
