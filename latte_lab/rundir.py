@@ -12,6 +12,8 @@ A run directory ``<runs_dir>/<trial_id>/`` holds:
 - ``workspace/``: the shared files as the team left them.
 - ``result.json``: ``{"trial_id", "status", "error", "row", "metrics", "eval"}``; its ``row`` is the
   trial's line in the results schema (:data:`latte_lab.schema.TRIAL_COLUMNS`).
+- ``special_files.json`` (in a sweep directory, when the agents left any): the symlinks and special files
+  of the workspace, which the sweep replaced by what they were (:mod:`latte_lab.sweepdir`).
 
 >>> import tempfile
 >>> tmp = tempfile.TemporaryDirectory()

@@ -92,7 +92,11 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
     CPUs). ``max_dollars`` / ``max_billed_tokens``: what this call may bill in all; per-trial budgets are
     TrialConfig fields, so grid keys. ``rate_limits``: ``{provider or base URL: (rpm, tpm)}`` on top of
     the defaults (:mod:`latte_lab.models.ratelimit`). ``ray_address``: an existing cluster (``"auto"``,
-    ``"ray://host:10001"``); by default a running ``ray.init`` is used, else a local one is started.
+    ``"ray://host:10001"``); by default a running ``ray.init`` is used, else a local one is started, which
+    ends with this process however it ends (:mod:`latte_lab.sweep._ray_watchdog`).
+
+    Refused before any trial runs, in one line: an ``out`` where nothing can be written (a file, a
+    read-only file system), and a grid with an empty list or a value listed twice (:func:`expand_grid`).
     """
     import pandas as pd
 
