@@ -24,21 +24,30 @@ import psutil
 
 POLL_SECONDS = 0.2  # how often the driver is checked and the cluster's processes noted: well within the 10 s allowed
 KILL_ROUNDS = 3  # kills repeated for processes started while the first ones were being killed
+KILL_WAIT_SECONDS = 1.0  # a SIGKILLed process is gone within this (a zombie counts as gone)
+
+
+def _running(proc: psutil.Process) -> bool:
+    """Alive and still the process first seen under that pid (a killed one may linger as a zombie)."""
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
 
 
 def _kill(tracked: dict[int, psutil.Process]) -> None:
     for _ in range(KILL_ROUNDS):
         alive = []
         for proc in list(tracked.values()):
+            if not _running(proc):
+                continue
             try:
-                if not proc.is_running():  # also False when the pid now belongs to another process
-                    continue
                 for child in proc.children(recursive=True):
                     tracked.setdefault(child.pid, child)
                     alive.append(child)
-                alive.append(proc)
             except psutil.Error:
-                continue
+                pass
+            alive.append(proc)
         if not alive:
             return
         for proc in alive:
@@ -46,7 +55,9 @@ def _kill(tracked: dict[int, psutil.Process]) -> None:
                 proc.kill()
             except psutil.Error:
                 pass
-        psutil.wait_procs(alive, timeout=1.0)
+        deadline = time.monotonic() + KILL_WAIT_SECONDS
+        while any(_running(p) for p in alive) and time.monotonic() < deadline:
+            time.sleep(0.02)
 
 
 def main(argv: list[str]) -> int:
@@ -63,7 +74,7 @@ def main(argv: list[str]) -> int:
         alive_roots = [p for p in roots if p.is_running()]
         if not alive_roots:
             break
-        tracked = {pid: p for pid, p in tracked.items() if p.is_running()}  # a pid reused later is another process
+        tracked = {pid: p for pid, p in tracked.items() if _running(p)}  # a pid reused later is another process
         for root in alive_roots:
             try:
                 for child in root.children(recursive=True):
