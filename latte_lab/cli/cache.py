@@ -55,21 +55,29 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 def add_parser(subparsers) -> None:
     """Register ``cache stats``, ``cache import`` and ``cache check`` with the ``latte-lab`` command."""
-    cache = subparsers.add_parser("cache", help="inspect or fill the response cache")
+    cache = subparsers.add_parser(
+        "cache", help="inspect or fill the response cache",
+        description="The SQLite cache of model responses that makes trials replayable offline: its size, "
+        "importing run directories' cassettes into it, and checking (and repairing) a damaged file.")
     sub = cache.add_subparsers(dest="cache_command", metavar="ACTION")
     cache.set_defaults(func=lambda args: cache.print_help() or 2)
 
-    stats = sub.add_parser("stats", help="entries and size of the response cache")
+    stats = sub.add_parser("stats", help="entries and size of the response cache",
+                           description="Entries, tokens and size of the response cache, per provider and model.")
     _path_arg(stats)
     stats.set_defaults(func=cmd_stats)
 
-    imp = sub.add_parser("import", help="merge run directories' cassettes (calls.jsonl) into the cache")
+    imp = sub.add_parser("import", help="merge run directories' cassettes (calls.jsonl) into the cache",
+                         description="Merge the calls recorded in run directories' cassettes (calls.jsonl) into "
+                         "the response cache, so their trials replay from it on this machine.")
     imp.add_argument("run_dirs", nargs="+", metavar="RUN_DIR",
                      help="run or sweep directories, calls.jsonl files or globs")
     _path_arg(imp)
     imp.set_defaults(func=cmd_import)
 
-    check = sub.add_parser("check", help="report damage in the response cache; --repair keeps its readable rows")
+    check = sub.add_parser("check", help="report damage in the response cache; --repair keeps its readable rows",
+                           description="Report damaged pages and rows that do not decode in the response cache "
+                           "(exit status 1 when damaged); --repair copies every readable row into a fresh file.")
     check.add_argument("cache_file", nargs="?", metavar="PATH",
                        help=f"cache file (default: ${CACHE_ENV}, else {DEFAULT_CACHE_PATH})")
     _path_arg(check)

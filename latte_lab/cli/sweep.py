@@ -21,7 +21,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep", help="run a grid of trials (resumable; local processes or Ray)",
         description="Run every trial of tasks x teams x models x replicates not already finished in --out. "
-        "Rerun the same command to resume; Ctrl-C stops it cleanly. Lists take commas or spaces.")
+        "Rerun the same command to resume; Ctrl-C stops it cleanly. Lists take commas or spaces.",
+        epilog="examples:\n  latte-lab sweep --tasks debug,eda --teams latte,static --replicates 5 --jobs 2\n"
+        "  latte-lab sweep --tasks textproc --teams latte leader_worker --models openai/gpt-4o --dry-run\n"
+        "  latte-lab sweep --tasks debug --replicates 20 --backend ray --out runs/big")
     p.add_argument("--tasks", nargs="+", required=True, help="task ids: debug, eda, textproc")
     p.add_argument("--teams", nargs="+", default=["latte"], help="team ids (default: latte)")
     p.add_argument("--models", nargs="+", default=["simulated"],
@@ -30,13 +33,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the first replicate; replicate i gets seed + i")
     p.add_argument("--jobs", type=_jobs, default=None,
                    help="worker processes, 1 to 4 per CPU, or auto (default: 1); with Ray, trials in flight")
-    p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0])
-    p.add_argument("--ray-address", default=None, help="an existing Ray cluster (auto, ray://host:10001)")
+    p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],
+                   help=f"where trials run: local processes, or a Ray cluster (default: {BACKENDS[0]})")
+    p.add_argument("--ray-address", default=None,
+                   help="an existing Ray cluster (auto, ray://host:10001) (default: a local cluster started for "
+                   "the sweep)")
     p.add_argument("--out", default="runs/sweep", help="sweep directory (default: runs/sweep)")
-    p.add_argument("--max-dollars", type=float, default=None, help="stop once the sweep has billed this much")
+    p.add_argument("--max-dollars", type=float, default=None, help="stop once the sweep has billed this much (default: no limit)")
     p.add_argument("--max-rounds", type=int, default=None, help="round budget per trial (default: the task's)")
-    p.add_argument("--workers", type=int, default=None, dest="n_workers", help="workers besides the Lead")
-    p.add_argument("--base-url", default=None, help="OpenAI-compatible server (vLLM, Ollama, LM Studio)")
+    p.add_argument("--workers", type=int, default=None, dest="n_workers",
+                   help="workers besides the Lead (default: the config's, 4)")
+    p.add_argument("--base-url", default=None,
+                   help="OpenAI-compatible server (vLLM, Ollama, LM Studio) (default: the provider's own endpoint)")
     p.add_argument("--cache", default=DEFAULT_CACHE_MODE, choices=CACHE_MODES, help="response cache mode")
     p.add_argument("--dry-run", action="store_true",
                    help="print the grid, the trials already finished and the estimated cost, run nothing")

@@ -9,38 +9,55 @@ from latte_lab.config import CACHE_MODES, DEFAULT_CACHE_MODE
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    run = sub.add_parser("run", help="run one trial and print one line per round")
+    run = sub.add_parser(
+        "run", help="run one trial and print one line per round",
+        description="Run one trial of a team on a task: one line per round, then a summary with the run "
+        "directory (replay it offline with latte-lab replay). Success is the team's own claim, confirmed by "
+        "the hidden evaluation's run of the public tests as shipped; accuracy is the hidden pass rate (debug: "
+        "success).",
+        epilog="examples:\n  latte-lab run --task debug --team latte --seed 0\n"
+        "  latte-lab run --task eda --team static --model openai/gpt-4o\n"
+        "  latte-lab run --task debug --released --quiet")
     run.add_argument("--task", required=True, help="task id: debug, eda, textproc")
     run.add_argument("--team", default="latte", help="team id (see latte_lab.teams.names())")
     run.add_argument("--model", default="simulated",
                      help="simulated[/profile] (offline), openai/<model>, anthropic/<model>, or a model name "
                      "with --base-url")
-    run.add_argument("--base-url", default=None, help="OpenAI-compatible server (vLLM, Ollama, LM Studio)")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--workers", type=int, default=4, dest="n_workers")
-    run.add_argument("--max-rounds", type=int, default=None)
+    run.add_argument("--base-url", default=None,
+                     help="OpenAI-compatible server (vLLM, Ollama, LM Studio) (default: the provider's own endpoint)")
+    run.add_argument("--seed", type=int, default=0, help="seed of the trial (the simulated model's draws, names)")
+    run.add_argument("--workers", type=int, default=4, dest="n_workers", help="workers besides the Lead")
+    run.add_argument("--max-rounds", type=int, default=None,
+                     help="round budget (default: the task's own, Task.default_max_rounds)")
     run.add_argument("--cache", default=DEFAULT_CACHE_MODE, choices=CACHE_MODES,
                      help="response cache mode for provider models (replay: a miss is an error, no network)")
-    run.add_argument("--runs-dir", default="runs")
+    run.add_argument("--runs-dir", default="runs", help="where the trial's run directory is written")
     run.add_argument("--released", action="store_true",
                      help="reproduce the released code's behaviour (all paper-vs-code switches)")
     run.add_argument("--quiet", action="store_true", help="only print the result")
     run.set_defaults(func=_run)
 
-    rep = sub.add_parser("replay", help="rerun a trial from its cassette with zero model calls")
-    rep.add_argument("run_dir")
-    rep.add_argument("--runs-dir", default=None, help="where the replay's run directory goes")
-    rep.add_argument("--quiet", action="store_true")
+    rep = sub.add_parser("replay", help="rerun a trial from its cassette with zero model calls",
+                         description="Rerun a recorded trial from its cassette (calls.jsonl), offline and with zero "
+                         "model calls, and say whether it reproduced the original exactly.")
+    rep.add_argument("run_dir", help="the recorded trial's run directory")
+    rep.add_argument("--runs-dir", default=None,
+                     help="where the replay's run directory goes (default: beside the original)")
+    rep.add_argument("--quiet", action="store_true", help="only print the result")
     rep.set_defaults(func=_replay)
 
-    demo = sub.add_parser("demo", help="a LATTE team on the debug task with the simulated model (offline)")
-    demo.add_argument("--task", default="debug")
-    demo.add_argument("--team", default="latte")
-    demo.add_argument("--seed", type=int, default=0)
-    demo.add_argument("--runs-dir", default="runs/demo")
+    demo = sub.add_parser("demo", help="a LATTE team on the debug task with the simulated model (offline)",
+                          description="A whole trial offline, no key needed: a team on a task with the simulated "
+                          "model, one line per round, then the summary.")
+    demo.add_argument("--task", default="debug", help="task id: debug, eda, textproc")
+    demo.add_argument("--team", default="latte", help="team id (see latte-lab run --help)")
+    demo.add_argument("--seed", type=int, default=0, help="seed of the trial")
+    demo.add_argument("--runs-dir", default="runs/demo", help="where the run directory is written")
     demo.set_defaults(func=_demo)
 
-    gd = sub.add_parser("graph-demo", help="walk a small coordination graph through every operator")
+    gd = sub.add_parser("graph-demo", help="walk a small coordination graph through every operator",
+                        description="Walk a small coordination graph through the seven operators (Discover, "
+                        "Assign, Claim, Complete, Release, Close, Verify), printing its state after each.")
     gd.set_defaults(func=_graph_demo)
 
 
