@@ -19,7 +19,7 @@ def test_a_missing_test_runner_refuses_before_any_call(tmp_path, monkeypatch):
     assert not (tmp_path / "runs").exists()  # no run directory, no model call
 
 
-def test_every_test_run_an_infrastructure_error_is_an_error_not_a_zero(tmp_path, monkeypatch):
+def test_every_test_run_an_infrastructure_error_is_an_error_not_a_zero(tmp_path, monkeypatch, no_shared_memo):
     """pytest vanishing once the trial has started (say, uninstalled beneath it): every test run reports it,
     and the trial ends with status error instead of 'no success, accuracy 0%'."""
     real = sandbox_pytest.run_pytest
@@ -29,6 +29,7 @@ def test_every_test_run_an_infrastructure_error_is_an_error_not_a_zero(tmp_path,
             return real(cwd, args, **kw)
         return sandbox_pytest._pytest_missing(kw.get("timeout", 60))
 
+    sandbox_pytest.clear_memo()  # no stored run of these files may answer for the broken runner
     monkeypatch.setattr(sandbox_pytest, "run_pytest", broken)
     monkeypatch.setattr("latte_lab.workspace.files.run_pytest", broken, raising=False)
     cfg = ll.TrialConfig(task="debug", team="leader_worker", model="simulated", max_rounds=2, seed=0,

@@ -80,7 +80,7 @@ def scan(root: Path | str, task_files: Mapping[str, bytes | str] | None = None) 
 def scan_text(path: str, text: str) -> list[Finding]:
     """The findings of one file's text (as an agent wrote it at some point), by line.
 
-    >>> [f.kind for f in scan_text("tests/conftest.py", "def pytest_configure(config):\n    pass\n")]
+    >>> [f.kind for f in scan_text("tests/conftest.py", "def pytest_configure(config):\\n    pass\\n")]
     ['conftest']
     """
     return _file_findings(path, path.rsplit("/", 1)[-1], text, len(text) > MAX_SCAN_BYTES)
