@@ -55,20 +55,18 @@ SUITE  := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/browse
           --nbval-cell-timeout=$(CELL_TIMEOUT) \
           $(PYTEST_ARGS)
 
-# Three jobs at once: the documentation site, built strictly (a broken link or a missing docstring reference
-# fails it), and the doctests of every latte_lab module (conftest.py leaves the task payloads out), each in
-# the background with its output kept until the end, and the tests and the notebooks in the foreground.
-# The doctests run in a process of their own, so that what test modules register at import cannot show in
-# them. Every test has a time limit (pyproject's [tool.pytest.ini_options] timeout). The target fails if
-# any of the three fails, and prints the output of the ones that did.
+# Two jobs at once: the doctests of every latte_lab module (conftest.py leaves the task payloads out), in the
+# background with its output kept until the end, and the tests and the notebooks in the foreground. The
+# doctests run in a process of their own, so that what test modules register at import cannot show in them.
+# The documentation site is built strictly (a broken link or a missing docstring reference fails it), with
+# every notebook run, by tests/test_docs_site.py inside the suite. Every test has a time limit (pyproject's
+# [tool.pytest.ini_options] timeout). The target fails if either fails, and prints the doctests' output if
+# they did.
 test: $(STAMP)
-	@$(BIN)/mkdocs build --strict --quiet --site-dir $(VENV)/site-check > $(VENV)/site-check.log 2>&1 & docs=$$!; \
-	  $(PYTEST) --doctest-modules latte_lab > $(VENV)/doctests.log 2>&1 & doctests=$$!; \
+	@$(PYTEST) --doctest-modules latte_lab > $(VENV)/doctests.log 2>&1 & doctests=$$!; \
 	  $(PYTEST) $(SUITE); status=$$?; \
 	  if wait $$doctests; then echo "doctests: $$(tail -n 1 $(VENV)/doctests.log)"; \
 	  else cat $(VENV)/doctests.log >&2; echo "make: the doctests failed (see above)" >&2; status=1; fi; \
-	  if wait $$docs; then echo "mkdocs build --strict: the documentation site builds"; \
-	  else cat $(VENV)/site-check.log >&2; echo "make: mkdocs build --strict failed (see above)" >&2; status=1; fi; \
 	  exit $$status
 
 # The same suite without the tests marked slow (the notebooks, the browser test, the Ray cluster, the wheel

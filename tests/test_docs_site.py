@@ -4,9 +4,9 @@ reproduces the paper and the concept pages that draw something must show images:
 inline ``<svg>`` drawings in the page's content (the theme's icons are not counted). Every image a page
 links to must be in the site.
 
-``make test`` builds the site a second way in the background, strictly but without running the notebooks
-(a broken link fails it); this file is the check that what a reader sees is there. Marked slow: the build
-runs the six notebooks (about 40 s of CPU).
+This is ``make test``'s build of the site too: strict (a broken link or a missing docstring reference fails
+it), and the check that what a reader sees is there. Marked slow: the build runs the six notebooks (about
+40 s of CPU).
 """
 
 from __future__ import annotations
