@@ -7,7 +7,8 @@ message flow of teams without a graph, who did what when, scheduling plots, and 
 - :mod:`latte_lab.viz.flow`: ``flow`` (agents as lanes, broadcasts as arrows), ``round_lines``;
 - :mod:`latte_lab.viz.gantt`: ``gantt``, ``activity``;
 - :mod:`latte_lab.viz.scheduling`: workloads, makespan curves, straggler runs, ``explore``;
-- :mod:`latte_lab.viz.widgets`: ``trial_form`` (the trial explorer), ``compare``.
+- :mod:`latte_lab.viz.widgets`: ``trial_form`` (the trial explorer), ``compare``;
+- :mod:`latte_lab.viz.viewer`: ``build_page`` (a trial's, a sweep's or two trials' HTML page), ``transcript``.
 
 Every figure follows :mod:`latte_lab.analysis.style`. Names are resolved on first use and matplotlib,
 networkx drawing and ipywidgets are imported inside the functions, so importing latte_lab stays fast.
@@ -28,12 +29,13 @@ from latte_lab.viz.flow import flow, round_lines
 from latte_lab.viz.gantt import activity, gantt
 from latte_lab.viz.graph import STATUS_COLORS, GraphDrawing, draw, draw_graph, graph_panels, layout
 
-_LAZY = {"trial_form": "widgets", "compare": "widgets", "TrialForm": "widgets"}  # widgets pull in the config
-_SUBMODULES = {"graph", "scheduling", "widgets", "animation"}
+_LAZY = {"trial_form": "widgets", "compare": "widgets", "TrialForm": "widgets",  # widgets pull in the config
+         "transcript": "viewer", "build_page": "viewer"}
+_SUBMODULES = {"graph", "scheduling", "widgets", "animation", "viewer"}
 
-__all__ = ["STATUS_COLORS", "GraphDrawing", "TrialAnimation", "TrialForm", "activity", "animate", "compare",
-           "draw", "draw_graph", "flow", "gantt", "graph_panels", "layout", "round_lines", "scheduling",
-           "trial_form"]
+__all__ = ["STATUS_COLORS", "GraphDrawing", "TrialAnimation", "TrialForm", "activity", "animate", "build_page",
+           "compare", "draw", "draw_graph", "flow", "gantt", "graph_panels", "layout", "round_lines", "scheduling",
+           "transcript", "trial_form"]
 
 
 def __getattr__(name: str):
