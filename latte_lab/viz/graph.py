@@ -215,8 +215,14 @@ def draw(obj, round: int | None = None, *, mode: str | None = None, title: str |
          legend: bool = True) -> GraphDrawing:
     """The graph at ``round`` (default: the last) as a :class:`GraphDrawing`: titles beside the nodes up to
     40 nodes, small unlabelled nodes with hover tooltips and a node table beyond. Nodes added since the
-    previous snapshot are ringed."""
+    previous snapshot are ringed.
+
+    A trial of a team without a task graph (leader_worker, decentralized, pipeline) records no snapshots:
+    its message flow up to ``round`` (:func:`latte_lab.viz.flow`) is drawn instead and returned as a Figure,
+    so one notebook cell works for every team."""
     snaps = snapshots_of(obj)
+    if not snaps and _has_events(obj):
+        return _flow_instead(obj, upto=round, title=title)
     snap = at_round(snaps, round)
     i = next(i for i, s in enumerate(snaps) if s is snap)
     before = {n["id"] for n in snaps[i - 1]["graph"]["nodes"]} if i > 0 else None
@@ -237,8 +243,11 @@ def draw(obj, round: int | None = None, *, mode: str | None = None, title: str |
 def graph_panels(obj, rounds: Iterable[int] | None = None, *, ncols: int = 4):
     """Small multiples of the graph at several rounds with one fixed layout: short ids in the nodes,
     owners under them, nodes new since the previous panel ringed, and a key of titles below; returns the
-    Figure. ``rounds`` defaults to at most eight evenly spaced rounds."""
+    Figure. ``rounds`` defaults to at most eight evenly spaced rounds. A trial of a team without a task graph
+    gets its message flow instead (as :func:`draw` does)."""
     snaps = snapshots_of(obj)
+    if not snaps and _has_events(obj):
+        return _flow_instead(obj)
     if not snaps:
         raise DataError(NO_SNAPSHOTS)
     if rounds is None:
@@ -248,3 +257,24 @@ def graph_panels(obj, rounds: Iterable[int] | None = None, *, ncols: int = 4):
         if rounds[-1] != available[-1]:
             rounds = rounds[:7] + [available[-1]]
     return style.finish(gd.panels(snaps, list(rounds), ncols=ncols))
+
+
+def _has_events(obj) -> bool:
+    return getattr(obj, "event_list", None) is not None or getattr(obj, "events", None) is not None
+
+
+def _flow_instead(obj, *, upto: int | None = None, title: str | None = None):
+    """The message flow of a graphless team's trial, as a closed Figure (a notebook shows it once)."""
+    from latte_lab.viz.flow import flow
+
+    events = getattr(obj, "event_list", None)
+    if events is None:
+        events = obj.events
+    config = getattr(obj, "config", None)
+    team = getattr(config, "team", None) or "this team"
+    ax = flow(events, upto=upto)
+    fig = ax.figure
+    when = f" up to round {upto}" if upto is not None else ""
+    ax.set_title(title or f"{team} keeps no task graph: what its agents did{when}", fontsize=style.TITLE_PT)
+    style.pyplot().close(fig)
+    return fig
