@@ -101,7 +101,7 @@ def action_spans(text: str) -> list[tuple[int, int, str]]:
     """``(start, end, tag)`` of each action tag in a reply, for highlighting (body tags span to their close).
 
     >>> action_spans('ok <claim_task id="a" /> then <broadcast>hi</broadcast>')
-    [(3, 24, 'claim_task'), (30, 56, 'broadcast')]
+    [(3, 24, 'claim_task'), (30, 55, 'broadcast')]
     """
     from latte_lab.actions import _BODY_TAGS, ACTION_TAGS
 
@@ -286,10 +286,13 @@ def trial_data(run_dir: str | Path, texts: _Texts | None = None) -> dict:
 # --- pages --------------------------------------------------------------------------------------------------
 
 def _json_for_html(payload: Any) -> str:
-    """JSON that cannot end its <script> element: ``</`` is written ``<\\/`` and ``<!--`` as ``\\u003c!--``."""
+    """JSON that cannot end or confuse its <script> element: ``</`` is written ``<\\/``, and ``<!--`` and
+    ``<script`` (any case) start with ``\\u003c`` (either could put the HTML parser in a state where the
+    element's own end tag no longer ends it)."""
     text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    return (text.replace("</", "<\\/").replace("<!--", "\\u003c!--")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    text = text.replace("</", "<\\/").replace("<!--", "\\u003c!--")
+    text = re.sub(r"<(?=script)", r"\\u003c", text, flags=re.I)
+    return text.replace("\u2028", "\\u2028").replace("\u2029", "\\u2029")
 
 
 def _pack(texts: list[str]) -> str:
