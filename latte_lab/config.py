@@ -18,6 +18,36 @@ from latte_lab.errors import ConfigError
 # registries in latte_lab.teams and latte_lab.tasks resolve them; the loaders map published rows with them).
 TEAM_ALIASES = {"dynamic": "latte", "no_graph": "leader_worker", "fixed": "static"}
 TASK_ALIASES = {"simple_eda": "eda", "debug_sprint": "debug"}
+# The built-in tasks and teams by name, with the module that defines each. Names are checked against these
+# (and against what a user registered, once a registry exists) without importing any task or team: the
+# registries in latte_lab.tasks and latte_lab.teams import a module when its class is first needed.
+BUILTIN_TASKS = {"debug": "latte_lab.tasks.debug", "eda": "latte_lab.tasks.eda", "textproc": "latte_lab.tasks.textproc"}
+BUILTIN_TEAMS = {"latte": "latte_lab.teams.latte", "static": "latte_lab.teams.static",
+                 "leader_worker": "latte_lab.teams.leader_worker", "decentralized": "latte_lab.teams.decentralized",
+                 "pipeline": "latte_lab.teams.pipeline"}
+REGISTRY_MODULES = {"task": "latte_lab.tasks", "team": "latte_lab.teams"}  # where each kind's registry lives
+
+
+def resolve_name(kind: str, name: str) -> str:
+    """The registered name of a ``kind`` ("task" or "team") given by its name or an alias, found without
+    importing any task or team; an unknown name is a ConfigError listing the known ones.
+
+    A name a user registered is known once its registry's module is imported (registering imports it).
+
+    >>> resolve_name("task", "debug_sprint"), resolve_name("team", "dynamic")
+    ('debug', 'latte')
+    """
+    import sys
+
+    registry_module = sys.modules.get(REGISTRY_MODULES[kind])
+    if registry_module is not None and hasattr(registry_module, "REGISTRY"):
+        return registry_module.REGISTRY.resolve(name)
+    builtin, aliases = (BUILTIN_TASKS, TASK_ALIASES) if kind == "task" else (BUILTIN_TEAMS, TEAM_ALIASES)
+    key = aliases.get(name, name) if isinstance(name, str) else name
+    if key in builtin:
+        return key
+    raise ConfigError(f"unknown {kind} {name!r}; known {kind}s: {', '.join(builtin)} "
+                      f"(aliases: {', '.join(sorted(aliases))})")
 
 # --- defaults of the model layer (models/ imports them from here) ---
 CacheMode = Literal["read_write", "replay", "off"]
@@ -220,21 +250,16 @@ class TrialConfig(BaseModel):
     @field_validator("task")
     @classmethod
     def _known_task(cls, value: str) -> str:
-        from latte_lab import tasks
-        from latte_lab.errors import TaskError
-
         try:
-            return tasks.get(value).id
-        except TaskError as exc:  # its message lists the known tasks
+            return resolve_name("task", value)
+        except ConfigError as exc:  # its message lists the known tasks
             raise ValueError(str(exc)) from None
 
     @field_validator("team")
     @classmethod
     def _known_team(cls, value: str) -> str:
-        from latte_lab import teams
-
         try:
-            return teams.REGISTRY.resolve(value)
+            return resolve_name("team", value)
         except ConfigError as exc:  # its message lists the known teams
             raise ValueError(str(exc)) from None
 
@@ -263,9 +288,9 @@ class TrialConfig(BaseModel):
         """The round budget in effect."""
         if self.max_rounds is not None:
             return self.max_rounds
-        from latte_lab import tasks
+        from latte_lab import tasks  # a registry lookup: the task's own default, from its class
 
-        return tasks.get(self.task).default_max_rounds
+        return tasks.REGISTRY.get(self.task).default_max_rounds
 
     @property
     def lead_idle_limit(self) -> int:
@@ -281,12 +306,10 @@ class TrialConfig(BaseModel):
     @classmethod
     def released(cls, **overrides) -> TrialConfig:
         """A config reproducing the released code's behaviour (reference §5.5 and §12)."""
-        from latte_lab import tasks
-
         task = overrides.get("task")
         values = {name: extra["released"] for name, extra in _switches().items()}
         values.update(max_tokens=8192, read_file_cap=4000)
-        if task is not None and tasks.get(task).id == "debug":
+        if task is not None and resolve_name("task", task) == "debug":
             values["max_rounds"] = 35  # the released dispatcher's default for debug_sprint
         values.update(overrides)
         return cls(**values)

@@ -49,17 +49,19 @@ class Registry:
         What is registered ("team", "task"): used in messages and as the registry's key.
     name_attr:
         The class attribute that holds an entry's name (``name`` for teams, ``id`` for tasks).
-    builtin_modules:
-        Modules imported on the first lookup; importing them registers the built-in entries.
+    builtin:
+        The built-in entries' names, each with the module that defines it (imported on the first lookup that
+        needs a class; importing it registers the entry). A built-in name resolves without importing anything.
     aliases:
         Other names accepted for an entry (the released code's names), alias -> name.
     """
 
-    def __init__(self, kind: str, *, name_attr: str = "name", builtin_modules: Iterable[str] = (),
+    def __init__(self, kind: str, *, name_attr: str = "name", builtin: Mapping[str, str] | None = None,
                  aliases: Mapping[str, str] | None = None):
         self.kind = kind
         self.name_attr = name_attr
-        self._builtin_modules = tuple(builtin_modules)
+        self._builtin_names = dict(builtin or {})
+        self._builtin_modules = tuple(dict.fromkeys(self._builtin_names.values()))
         self._loaded = not self._builtin_modules
         self._entries: dict[str, type] = {}
         self._aliases: dict[str, str] = dict(aliases or {})
@@ -133,9 +135,12 @@ class Registry:
         return dict(self._aliases)
 
     def resolve(self, name: str) -> str:
-        """The registered name for ``name`` or one of its aliases; unknown names list the known ones."""
-        self._load()
+        """The registered name for ``name`` or one of its aliases; unknown names list the known ones. A
+        built-in name resolves without importing its module."""
         key = self._aliases.get(name, name) if isinstance(name, str) else name
+        if key in self._builtin_names or key in self._entries:
+            return key
+        self._load()
         if key not in self._entries:
             alias_note = f" (aliases: {', '.join(sorted(self._aliases))})" if self._aliases else ""
             raise ConfigError(f"unknown {self.kind} {name!r}; known {self.kind}s: "
@@ -144,12 +149,17 @@ class Registry:
 
     def get(self, name: str) -> type:
         """The class registered under ``name`` (or an alias of it)."""
-        return self._entries[self.resolve(name)]
+        key = self.resolve(name)
+        if key not in self._entries:
+            self._load()
+        return self._entries[key]
 
     def is_builtin(self, name: str) -> bool:
         return self._builtin(self.get(name))
 
     def __contains__(self, name: object) -> bool:
+        if isinstance(name, str) and self._aliases.get(name, name) in self._builtin_names:
+            return True
         self._load()
         return isinstance(name, str) and self._aliases.get(name, name) in self._entries
 

@@ -1,10 +1,12 @@
 """Layering: lower layers never import higher ones, and the core imports no models, teams, analysis or viz.
 
 Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy import of a
-higher layer is still a dependency on it. One kind is not: a lookup in a registry of plug-ins. TrialConfig
-checks a team or task name against ``latte_lab.teams`` / ``latte_lab.tasks`` (the registries, which users
-extend from a notebook) inside its validators; that import, inside a function and of exactly the
-registry module, finds what was registered and does not make config depend on any team or task.
+higher layer is still a dependency on it. One kind is not: a lookup in a registry of plug-ins, inside a
+function and of exactly the registry module (``latte_lab.teams`` / ``latte_lab.tasks``, which users extend
+from a notebook): ``TrialConfig.rounds`` reads a task's own default round budget from its class that way.
+Checking names does not: TrialConfig resolves them against the built-in names config declares, and a
+registry only if one is already imported, so making a config loads no task, team, sandbox or workspace
+module (a test below runs it in a fresh interpreter).
 """
 
 from __future__ import annotations
@@ -174,3 +176,27 @@ def test_the_layer_check_catches_an_upward_import(tmp_path):
     assert {"analysis", "analysis.loaders", "viz", "tasks"} <= found  # a module-level registry import counts
     assert "teams" not in found  # a lookup in the team registry from inside a function does not
     assert max(layer_of(t) for t in found) > layer_of("metrics")
+
+
+def test_a_config_loads_no_sandbox_workspace_task_or_team():
+    """TrialConfig checks task and team names against the built-in names config declares (and a registry a user
+    filled, if one was imported): making a config loads nothing above config."""
+    code = ("import sys, latte_lab.config as c\n"
+            "c.TrialConfig(task='debug_sprint', team='dynamic', seed=3); c.TrialConfig.released(task='eda')\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith('latte_lab'))))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert loaded == ["latte_lab", "latte_lab.config", "latte_lab.errors"], loaded
+
+
+def test_user_registrations_are_known_to_the_config():
+    import latte_lab as ll
+
+    @ll.tasks.register("layers_probe_task")
+    class Probe(ll.tasks.Task):
+        default_max_rounds = 7
+
+    try:
+        cfg = ll.TrialConfig(task="layers_probe_task")
+        assert cfg.task == "layers_probe_task" and cfg.rounds == 7
+    finally:
+        ll.tasks.REGISTRY._entries.pop("layers_probe_task", None)

@@ -14,12 +14,11 @@ cell; ``TrialConfig(task="mine")``, sweeps, replay and the analysis then accept 
 
 from __future__ import annotations
 
-from latte_lab.config import TASK_ALIASES
+from latte_lab.config import BUILTIN_TASKS, TASK_ALIASES
 from latte_lab.registry import Registry
 from latte_lab.tasks.base import EvalResult, Task, WorkUnit
 
-REGISTRY = Registry("task", name_attr="id", aliases=TASK_ALIASES,
-                    builtin_modules=("latte_lab.tasks.debug", "latte_lab.tasks.eda", "latte_lab.tasks.textproc"))
+REGISTRY = Registry("task", name_attr="id", aliases=TASK_ALIASES, builtin=BUILTIN_TASKS)
 
 
 def register(cls=None, /, **kw):

@@ -19,12 +19,10 @@ from __future__ import annotations
 
 import importlib
 
-from latte_lab.config import TEAM_ALIASES
+from latte_lab.config import BUILTIN_TEAMS, TEAM_ALIASES
 from latte_lab.registry import Registry
 
-REGISTRY = Registry("team", name_attr="name", aliases=TEAM_ALIASES, builtin_modules=(
-    "latte_lab.teams.latte", "latte_lab.teams.static", "latte_lab.teams.leader_worker",
-    "latte_lab.teams.decentralized", "latte_lab.teams.pipeline"))
+REGISTRY = Registry("team", name_attr="name", aliases=TEAM_ALIASES, builtin=BUILTIN_TEAMS)
 
 # Classes to subclass, resolved on first use so that `import latte_lab.teams` stays light.
 _LAZY = {
