@@ -185,6 +185,16 @@ def _calls(run_dir: Path, texts: _Texts) -> list[dict]:
     return calls
 
 
+def _starting_files(task: str) -> dict[str, str]:
+    try:
+        from latte_lab import tasks
+
+        files = tasks.get(task).starting_files()
+    except Exception:  # noqa: BLE001 - a task not registered here: first edits show whole
+        return {}
+    return {str(k): v for k, v in files.items() if isinstance(v, str)}
+
+
 def trial_data(run_dir: str | Path, texts: _Texts | None = None) -> dict:
     """Everything a trial page shows, JSON-ready; texts go into ``texts`` (a new table when None, returned
     under ``"T"``)."""
@@ -219,7 +229,7 @@ def trial_data(run_dir: str | Path, texts: _Texts | None = None) -> dict:
         if c["agent"] and c["agent"] not in agents:
             agents.append(c["agent"])
     # events, compacted; edits become diffs
-    files: dict[str, str] = {}
+    files = _starting_files(result.config.task)  # the first edit of a file is diffed against its start
     out_events = []
     for ev in events:
         e = {k: v for k, v in ev.items() if k not in DROP_FIELDS}
@@ -623,6 +633,7 @@ const fmt = (v, d) => v === null || v === undefined ? "n/a" : (typeof v === "num
 const COLORS = {pending:"#d0d7de", assigned:"#a5d6ff", in_progress:"#f2cc60", done:"#4ac26b", verified:"#1a7f37",
                 closed:"#8c959f", failed:"#ff8182", blocked:"#ff8182"};
 const BAD = /blocked|skipped|error|fail/;
+let expandAll = false;
 function outcomeText(e) {
   const skip = new Set(["type","seq","round","t","who","diff","failed_tests","added","removed","first"]);
   const parts = [];
@@ -641,7 +652,7 @@ function diffView(id) {
 function eventBlock(tr, e) {
   const d = el("div", {class: "outcome" + (BAD.test(e.type) || e.failed > 0 ? " fail" : ""), "data-seq": e.seq});
   if (e.type === "edit_file" && e.diff !== undefined) {
-    const det = el("details", {class: "edit"}, el("summary", {}, `edit ${e.path}: +${e.added} −${e.removed}` + (e.first ? " (first recorded edit)" : "")));
+    const det = el("details", {class: "edit"}, el("summary", {}, `edit ${e.path}: +${e.added} −${e.removed}` + (e.first ? " (new file)" : "")));
     det.addEventListener("toggle", () => { if (det.open && det.children.length < 2) det.append(diffView(e.diff)); });
     d.append(det);
   } else if (e.type === "run_tests") {
@@ -745,7 +756,9 @@ function lanes(tr, r) {
     const paired = new Set();
     for (const c of calls) {
       lane.append(promptView(c));
-      const rep = el("details", {class: "reply-box", open: ""}, el("summary", {}, `reply: ${c.acts.length} actions · ${c.out} tokens out`));
+      const tags = c.acts.map(a => a[2]);
+      const rep = el("details", {class: "reply-box"}, el("summary", {}, `reply (${c.out} tokens): ` + (tags.length ? tags.join(", ") : "no actions")));
+      if (expandAll) rep.open = true;
       rep.append(replyView(tr, c));
       const acts = el("div", {class: "actions"});
       for (const [s, e, tag, ev] of c.acts) {
@@ -780,7 +793,8 @@ function trialApp(trials) {
   const label = el("span", {id: "round-label"});
   const prev = el("button", {id: "prev", title: "previous round (←)"}, "◀"), next = el("button", {id: "next", title: "next round (→)"}, "▶");
   const flagged = new Set(); trials.forEach(t => t.events.forEach(e => { if (e.type === "heartbeat_alert") flagged.add(e.round); }));
-  const bar = el("div", {class: "bar"}, prev, slider, next, label,
+  const expand = el("button", {id: "expand", title: "open every reply (e)"}, "expand replies");
+  const bar = el("div", {class: "bar"}, prev, slider, next, label, expand,
     el("span", {class: "muted"}, `← → step · Home/End · heartbeats in rounds ${[...flagged].join(", ") || "none"}`));
   const cols = el("div", {class: "cols"});
   const views = trials.map(tr => { const col = el("div", {class: "trial", "data-trial": tr.id}); cols.append(col); return col; });
@@ -797,13 +811,16 @@ function trialApp(trials) {
       if (nodeSel && tr.graph && tr.graph.nodes.some(n => n.id === nodeSel)) col.append(nodeEvents(tr, nodeSel, go));
     });
   }
+  const toggle = () => { expandAll = !expandAll; expand.textContent = expandAll ? "collapse replies" : "expand replies"; render(); };
+  expand.addEventListener("click", toggle);
+  window.addEventListener("hashchange", () => { const m = /round=(\d+)/.exec(location.hash); if (m) go(+m[1]); });
   slider.addEventListener("input", () => go(+slider.value));
   prev.addEventListener("click", () => go(r - 1)); next.addEventListener("click", () => go(r + 1));
   document.addEventListener("keydown", ev => {
     if (ev.target.tagName === "INPUT" && ev.target !== slider) return;
     if (ev.key === "ArrowRight" || ev.key === "j") { ev.preventDefault(); go(r + 1); }
     else if (ev.key === "ArrowLeft" || ev.key === "k") { ev.preventDefault(); go(r - 1); }
-    else if (ev.key === "Home") go(first); else if (ev.key === "End") go(last);
+    else if (ev.key === "Home") go(first); else if (ev.key === "End") go(last); else if (ev.key === "e") toggle();
   });
   const hash = /round=(\d+)/.exec(location.hash); if (hash) r = +hash[1];
   render();
