@@ -12,7 +12,7 @@ UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
-.PHONY: demo test test-fast lint bench compare-waits figures docs lock lab sensitivity clean
+.PHONY: demo test test-fast lint bench compare-waits figures docs lock lab sensitivity clean class
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -114,6 +114,27 @@ SENSITIVITY_GRID_TASKS ?= eda,textproc
 sensitivity: $(STAMP)
 	$(BIN)/python -m latte_lab.analysis.sensitivity --seeds $(SENSITIVITY_SEEDS) --grid-seeds $(SENSITIVITY_GRID_SEEDS) \
 		--grid-tasks $(SENSITIVITY_GRID_TASKS) --jobs 2 --out runs/sensitivity --markdown
+
+# A zip a teacher hands out (build/class/latte-lab-class.zip): the student notebooks (04's student edition is
+# written from teaching/04_teaching_scheduling.ipynb first, without its solution and teacher cells), the
+# latte_lab wheel and a requirements.txt that installs it with the core dependencies only (no Ray, no docs or
+# test tooling), for a plain Jupyter or a hosted notebook service: pip install -r requirements.txt.
+# The teacher's edition, with solutions and the guide, goes to build/class/teacher/, outside the zip.
+CLASS_DIR := build/class
+CLASS_NOTEBOOKS := 01_quickstart 02_trial_explorer 04_teaching_scheduling 05_when_does_latte_help
+class: $(STAMP)
+	$(BIN)/python -m latte_lab.teaching teaching/04_teaching_scheduling.ipynb notebooks/04_teaching_scheduling.ipynb \
+	  $(CLASS_DIR)/teacher/04_teaching_scheduling_teacher.ipynb
+	rm -rf $(CLASS_DIR)/latte-lab-class $(CLASS_DIR)/latte-lab-class.zip
+	mkdir -p $(CLASS_DIR)/latte-lab-class
+	$(BIN)/python -m pip wheel -q --no-deps --no-build-isolation --disable-pip-version-check . -w $(CLASS_DIR)/latte-lab-class
+	for nb in $(CLASS_NOTEBOOKS); do cp notebooks/$$nb.ipynb $(CLASS_DIR)/latte-lab-class/; done
+	cd $(CLASS_DIR)/latte-lab-class && ls latte_lab-*.whl | sed 's|^|./|' > requirements.txt
+	printf '%s\n' "latte_lab notebooks for a class. Install (Python 3.11+): pip install -r requirements.txt" \
+	  "(in a hosted notebook: %pip install -r requirements.txt), then open the notebooks with Jupyter." \
+	  "Everything runs offline on the simulated model; no API key is needed." > $(CLASS_DIR)/latte-lab-class/README.txt
+	cd $(CLASS_DIR) && $(abspath $(BIN))/python -m zipfile -c latte-lab-class.zip latte-lab-class
+	@ls -l $(CLASS_DIR)/latte-lab-class.zip; echo "teacher's edition: $(CLASS_DIR)/teacher/"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis site

@@ -2,7 +2,12 @@
 
 Each exercise owns its material (``setup``), computes its reference answer from the library (never typed
 in), and grades an answer: ``check`` returns a one-line verdict, with a hint when the answer is wrong, and
-never the answer itself.
+never the answer itself. A cell whose output would show an answer opens only once the student has answered
+(``if ll.teaching.answered("ex4"): ...``).
+
+The lesson has one source, ``teaching/04_teaching_scheduling.ipynb``: cells tagged ``solution`` (worked
+answers) and ``teacher`` (the guide) are kept only in the teacher's edition; :func:`write_editions` (``make
+class``) writes the student edition to ``notebooks/`` and the teacher's edition apart from it.
 
 >>> import latte_lab as ll
 >>> spec = ll.teaching.setup("ex2")        # the workload of exercise 2
@@ -26,12 +31,15 @@ from typing import Any
 
 from latte_lab.errors import LatteError
 
-__all__ = ["EXERCISES", "Exercise", "Verdict", "check", "exercises", "setup"]
+__all__ = ["EXERCISES", "Exercise", "Verdict", "answered", "check", "editions", "exercises", "setup",
+           "write_editions"]
 
 BOUND_WORKERS = 2  # ex3: team size
 TRIAL_SEEDS = range(10)  # ex7: seeds averaged over
 DISCOVERY_RATE = 0.6  # ex7: the discovery probability asked about
 NUMBER_TOLERANCE = 0.051  # answers asked "to one decimal" or "to two decimals" may round either way
+TEACHER_TAGS = ("solution", "teacher")  # cells the student edition leaves out: worked answers, the guide
+_ATTEMPTED: set[str] = set()  # exercises given an answer in this kernel (answered() opens their reveal cells)
 
 
 @dataclass(frozen=True)
@@ -330,5 +338,57 @@ def check(exercise_id: str, answer: Any, **context: Any) -> Verdict:
     ex = _exercise(exercise_id)
     if answer is None:
         return Verdict(ex.id, ex.title, None)
+    _ATTEMPTED.add(ex.id)
     hint = ex.grade(answer, ex.answer(**context))
     return Verdict(ex.id, ex.title, hint is None, hint or "")
+
+
+def answered(*exercise_ids: str) -> bool:
+    """True once every one of these exercises was given an answer in :func:`check`; otherwise prints which
+    to answer first and returns False. Guards a cell whose output shows an answer.
+
+    >>> answered("ex5")
+    (this cell shows the answer to ex5: answer it above first, then run this cell again)
+    False
+    """
+    missing = [_exercise(e).id for e in exercise_ids if e not in _ATTEMPTED]
+    if missing:
+        print(f"(this cell shows the answer to {' and '.join(missing)}: answer it above first, then run this "
+              "cell again)")
+    return not missing
+
+
+def editions(source) -> tuple[Any, Any]:
+    """The (student, teacher) editions of a lesson notebook (a path or an nbformat notebook): the student's
+    leaves out the cells tagged ``solution`` or ``teacher``; both have their outputs cleared."""
+    import copy
+
+    import nbformat
+
+    nb = nbformat.read(str(source), as_version=4) if not hasattr(source, "cells") else source
+    teacher = copy.deepcopy(nb)
+    for cell in teacher.cells:
+        if cell.cell_type == "code":
+            cell.outputs, cell.execution_count = [], None
+    student = copy.deepcopy(teacher)
+    student.cells = [c for c in student.cells if not set(c.metadata.get("tags", ())) & set(TEACHER_TAGS)]
+    for cell in student.cells:
+        cell.metadata.pop("tags", None)
+    return student, teacher
+
+
+def write_editions(source, student, teacher) -> None:
+    """Writes the two editions of ``source`` (see :func:`editions`) to the paths ``student`` and ``teacher``."""
+    from pathlib import Path
+
+    import nbformat
+
+    for nb, path in zip(editions(source), (student, teacher)):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        nbformat.write(nb, str(path))
+
+
+if __name__ == "__main__":  # python -m latte_lab.teaching SOURCE STUDENT TEACHER (make class)
+    import sys
+
+    write_editions(*sys.argv[1:4])

@@ -96,10 +96,10 @@ def round_title(snap: dict) -> str:
 _legend_rows = gd.legend_rows
 
 
-def _plan_of(snaps: list[dict], pos, mode: str | None) -> gd.GraphPlan:
-    if isinstance(pos, Layout):
+def _plan_of(snaps: list[dict], pos, mode: str | None, short: dict[str, str] | None = None) -> gd.GraphPlan:
+    if isinstance(pos, Layout) and not short:
         return pos.plan
-    plan = gd.plan(snaps, mode=mode)
+    plan = gd.plan(snaps, mode=mode, short=short)
     if pos:  # positions of the caller's own: keep the labels, move the nodes
         plan.pos = {**plan.pos, **{n: tuple(map(float, xy)) for n, xy in pos.items()}}
         w = {n: plan.label_end[n] - plan.pos[n][0] for n in plan.label_end}
@@ -129,18 +129,20 @@ def graph_figure(plan: gd.GraphPlan, *, extra_bottom: float = 0.0, legend_entrie
 
 
 def draw_graph(obj, round: int | None = None, *, ax=None, pos=None, labels: bool = True, title: str | None = None,
-               legend: bool = True, mode: str | None = None, new: Iterable[str] = ()):
+               legend: bool = True, mode: str | None = None, new: Iterable[str] = (), ids: bool = False):
     """Draws the coordination graph at ``round`` (default: the last one) and returns the Axes.
 
     Without ``ax`` the figure is sized to the graph, so labels keep their point size. ``labels=False`` (or
     ``mode="none"``) draws small unlabelled nodes; ``mode="compact"`` writes only short ids and owners.
-    ``new``: node ids to ring (added since the previous picture).
+    ``new``: node ids to ring (added since the previous picture). ``ids=True`` writes each node's own id in
+    it instead of a short T1, T2, ... (for graphs whose ids a reader types, as in the scheduling lesson).
     """
     snaps = snapshots_of(obj)
     snap = at_round(snaps, round)
     if not labels:
         mode = "none"
-    plan = _plan_of(snaps, pos, mode)
+    short = {n["id"]: str(n["id"]) for s in snaps for n in s["graph"]["nodes"]} if ids else None
+    plan = _plan_of(snaps, pos, mode, short)
     handles = gd.legend_handles(plan, new=bool(new)) if legend else []
     if ax is None:
         fig, ax, ncol = graph_figure(plan, legend_entries=len(handles), legend_labels=[h.get_label() for h in handles])

@@ -38,21 +38,27 @@ TEAM_STYLE = {  # team -> (colour, line style): Discovering teams solid, planned
 
 
 def draw_workload(spec: WorkloadSpec, *, ax=None, title: str | None = None, critical_path: bool = True):
-    """The workload as a coordination graph (``ll.viz.draw_graph``) with each node's duration under it, its
-    duration-weighted critical path in red (unless ``critical_path=False``, e.g. for an exercise), the
-    initial frontier outlined, and hidden nodes ringed with a dashed line; returns the Axes."""
+    """The workload as a coordination graph (``ll.viz.draw_graph``): each node's own id in it (the id that
+    ``spec`` and the exercises use) and its duration beside it, its duration-weighted critical path in red
+    (unless ``critical_path=False``, e.g. for an exercise), the initial frontier outlined, and hidden nodes
+    ringed with a dashed line; returns the Axes."""
     import matplotlib.pyplot as plt
     import networkx as nx
 
-    g = spec.to_graph(known_only=False)
-    pos = layout([{"round": 0, "graph": g.snapshot()}])
+    snapshot = spec.to_graph(known_only=False).snapshot()
+    duration = dict(zip(spec.ids, spec.durations))
+    for node in snapshot["nodes"]:  # the duration beside the node, where the id would be repeated
+        d = duration[node["id"]]
+        node["title"] = f"{d} round" + ("s" if d != 1 else "")
+    snaps = [{"round": 0, "graph": snapshot}]
+    pos = layout(snaps)
     if ax is None:
         depth = max(p[0] for p in pos.values())
         _, ax = plt.subplots(figsize=(min(14, max(5, 1.1 * (depth + 2))), 4))
     if title is None:
         title = (f"{spec.name}: critical path {spec.critical_path_length} rounds (red), frontier outlined"
-                 if critical_path else f"{spec.name}: rounds under each node, frontier outlined")
-    draw_graph(g, ax=ax, pos=pos, legend=False, title=title)
+                 if critical_path else f"{spec.name}: rounds beside each node, frontier outlined")
+    draw_graph(snaps, ax=ax, pos=pos, legend=False, title=title, ids=True)
     if critical_path:
         path = spec.critical_path()
         G = nx.DiGraph(list(zip(path, path[1:])))
@@ -67,10 +73,6 @@ def draw_workload(spec: WorkloadSpec, *, ax=None, title: str | None = None, crit
         H.add_nodes_from(spec.hidden)
         nx.draw_networkx_nodes(H, pos, ax=ax, node_color="none", node_size=620, edgecolors="#7c3aed",
                                linewidths=1.4).set_linestyle("--")
-    for nid, d in zip(spec.ids, spec.durations):
-        x, y = pos[nid]
-        ax.annotate(str(d), (x, y), xytext=(0, -21), textcoords="offset points", ha="center", fontsize=7,
-                    color="#1f2937")  # below the frontier ring
     return ax
 
 
