@@ -71,138 +71,197 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     actions, tests); a callable receives that state as a dict after every round instead
     (``progress=print_round`` prints it as one line per round).
     A trial that fails (API errors after retries, a bug) still returns a result with ``status="error"``
-    and keeps its partial events. A model that cannot be built (a missing API key) raises before any
-    run directory is created.
+    and keeps its partial events. A model that cannot be built (a missing API key), or a machine where no
+    test can run, raises before any run directory is created.
     """
     from latte_lab import tasks
-    from latte_lab.models.cassette import Cassette, RecordingModel
     from latte_lab.sandbox.pytest import runner_missing
-    from latte_lab.workspace import Workspace
 
-    if isinstance(config, dict):
-        config = TrialConfig(**config)
-    trial_id = config.trial_id
+    config = config if isinstance(config, TrialConfig) else TrialConfig(**config)
     task = tasks.get(config.task)
     missing = runner_missing()
     if missing:  # before any model call or run directory: a trial whose tests cannot run measures nothing
         raise ConfigError(missing)
     if model is None:  # before the run directory exists: a missing key is an error, not an empty run
         model = _default_model(config)
-    run_dir = rundir.new_run_dir(runs_dir if runs_dir is not None else config.runs_dir, run_name or trial_id)
-    try:
-        writer = rundir.RunWriter(run_dir)
-        writer.write_config(config)
-    except rundir.DiskFullError:  # nothing ran: leave no directory that looks like a trial
-        shutil.rmtree(run_dir, ignore_errors=True)
-        raise
-    cassette = Cassette(writer.calls_path)
-    recorder = budget.guard(RecordingModel(model, cassette), config)  # budgets checked before each call
-    team_obj: Team | None = None
-    start = time.perf_counter()
-    clock_box = {"team": None}
-    log = EventLog(writer.append_event, lambda: clock_box["team"].vclock if clock_box["team"] else 0.0)
-    status, error, stopped, end_reason = "ok", None, None, None
-    bar = None
-    with _sigterm_stops_the_trial() as sigterm, _older_objects_frozen():
+    recorder = TrialRecorder(config, task, model, runs_dir=runs_dir, run_name=run_name, progress=progress)
+    with recorder:
+        team = recorder.start_team()
+        play_rounds(team, recorder)
+    return recorder.result
+
+
+def play_rounds(team: Team, recorder: TrialRecorder) -> None:
+    """The trial itself: the team's planning, then round after round until it finishes or the budget of
+    rounds is spent. Everything around it (files, signals, errors, the final record) is the recorder's."""
+    started = team.planning()
+    recorder.after_round(None)
+    if not started:
+        return
+    for r in range(1, recorder.config.rounds + 1):
+        mark = len(recorder.log.events)
+        finished = team.run_round(r)
+        recorder.after_round(r, mark)
+        if finished:
+            return
+    team.outcome.reason = "max_rounds"
+    team.outcome.success = False
+
+
+class TrialRecorder:
+    """Everything a trial writes and guards while :func:`play_rounds` runs it, as a context manager.
+
+    It owns the run directory's writer, the cassette every model call goes through (under the trial's
+    budgets), the event log, the snapshots flushed after each round, progress, SIGTERM (raised in the trial
+    once, then held until the record is written) and the collector's freeze. On leaving it records how the
+    trial ended: an error, Ctrl-C, SIGTERM or a spent budget is a result with its status, never a lost trial;
+    it evaluates the workspace and writes ``result.json`` (:attr:`result`), then re-raises an interruption.
+    """
+
+    def __init__(self, config: TrialConfig, task, model, *, runs_dir=None, run_name: str | None = None,
+                 progress: bool | Callable[[dict], None] | None = False):
+        from latte_lab.models.cassette import Cassette, RecordingModel
+
+        self.config, self.task, self.progress = config, task, progress
+        self.trial_id = config.trial_id
+        self.run_dir = rundir.new_run_dir(runs_dir if runs_dir is not None else config.runs_dir,
+                                          run_name or self.trial_id)
         try:
-            ws = Workspace(writer.workspace, sandbox=config.sandbox)
-            task.setup(ws)
-            team_obj = team_class(config.team)(config, task, ws, recorder, log, seed=config.seed, trial_id=trial_id)
-            clock_box["team"] = team_obj
-            log.emit("run_start", trial_id=trial_id, task=task.id, team=config.team, model=config.model,
-                     seed=config.seed, n_workers=config.n_workers)
-            team_obj.setup()
-            n_snap = 0
+            self.writer = rundir.RunWriter(self.run_dir)
+            self.writer.write_config(config)
+        except rundir.DiskFullError:  # nothing ran: leave no directory that looks like a trial
+            shutil.rmtree(self.run_dir, ignore_errors=True)
+            raise
+        self.cassette = Cassette(self.writer.calls_path)
+        self.model = budget.guard(RecordingModel(model, self.cassette), config)  # budgets checked before each call
+        self.team: Team | None = None
+        self.log = EventLog(self.writer.append_event, lambda: self.team.vclock if self.team is not None else 0.0)
+        self.result: TrialResult | None = None
+        self._bar = None
+        self._snapshots = 0
+        self._start = 0.0
+        self._stack = contextlib.ExitStack()
+        self._sigterm: dict | None = None
 
-            def flush_snapshots() -> None:
-                nonlocal n_snap
-                records = team_obj.snapshots.records
-                writer.append_snapshots(records[n_snap:])
-                n_snap = len(records)
+    def __enter__(self) -> TrialRecorder:
+        self._sigterm = self._stack.enter_context(_sigterm_stops_the_trial())
+        self._stack.enter_context(_older_objects_frozen())
+        self._start = time.perf_counter()
+        return self
 
-            started = team_obj.planning()
-            flush_snapshots()
-            if started:
-                if progress is True:
-                    from tqdm.auto import tqdm
+    def start_team(self) -> Team:
+        """The workspace set up by the task and the team built on it, announced with ``run_start``."""
+        from latte_lab.workspace import Workspace
 
-                    bar = tqdm(total=config.rounds, desc=trial_id, unit="round", leave=True)
-                for r in range(1, config.rounds + 1):
-                    mark = len(log.events)
-                    finished = team_obj.run_round(r)
-                    flush_snapshots()
-                    if progress:
-                        info = _round_info(team_obj, log.events[mark:], r)
-                        if bar is not None:
-                            bar.set_postfix_str(round_line(info), refresh=False)
-                            bar.update(1)
-                        else:
-                            progress(info)
-                    if finished:
-                        break
-                else:
-                    team_obj.outcome.reason = "max_rounds"
-                    team_obj.outcome.success = False
-        except KeyboardInterrupt as exc:  # the keyboard, a notebook's stop button or SIGTERM: record it, then stop
-            stopped = exc
-            status, error = "error", str(exc) if isinstance(exc, TrialTerminated) else "interrupted by the user"
-            log.emit("trial_error", error=error, traceback="")
-        except budget.BudgetExceeded as exc:  # its own budget, or its sweep's: a result, not a failure
-            status, error = "budget", str(exc)
-            end_reason = "budget" if exc.scope == "trial" else "sweep_budget"
-        except Exception as exc:  # noqa: BLE001 - a failed trial keeps its partial record
-            status = "error"
-            if isinstance(exc, rundir.DiskFullError) or rundir.is_disk_full(exc):
-                error = str(exc) if isinstance(exc, rundir.DiskFullError) else rundir.disk_full_message(run_dir, exc)
-                writer.disk_full = writer.disk_full or error  # no more appends: the files stay whole
-                log.emit("trial_error", error=error, traceback="")
-                warnings.warn(f"trial {trial_id} stopped: {error}", RuntimeWarning, stacklevel=2)
-            else:
-                from latte_lab.models.keys import redact
+        config = self.config
+        ws = Workspace(self.writer.workspace, sandbox=config.sandbox)
+        self.task.setup(ws)
+        self.team = team_class(config.team)(config, self.task, ws, self.model, self.log, seed=config.seed,
+                                            trial_id=self.trial_id)
+        self.log.emit("run_start", trial_id=self.trial_id, task=self.task.id, team=config.team, model=config.model,
+                      seed=config.seed, n_workers=config.n_workers)
+        self.team.setup()
+        return self.team
 
-                error = redact(f"{type(exc).__name__}: {exc}")
-                log.emit("trial_error", error=error, traceback=redact(traceback.format_exc(limit=8)))
-                if not isinstance(exc, LatteError):
-                    warnings.warn(f"trial {trial_id} failed with an unexpected error: {error}", RuntimeWarning,
-                                  stacklevel=2)
+    def after_round(self, r: int | None, mark: int = 0) -> None:
+        """Flush the graph's new snapshots; report round ``r`` (None: planning) to the progress bar or callback."""
+        records = self.team.snapshots.records
+        self.writer.append_snapshots(records[self._snapshots:])
+        self._snapshots = len(records)
+        if r is None or not self.progress:
+            return
+        if self.progress is True and self._bar is None:
+            from tqdm.auto import tqdm
+
+            self._bar = tqdm(total=self.config.rounds, desc=self.trial_id, unit="round", leave=True)
+        info = _round_info(self.team, self.log.events[mark:], r)
+        if self._bar is not None:
+            self._bar.set_postfix_str(round_line(info), refresh=False)
+            self._bar.update(1)
+        else:
+            self.progress(info)
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        try:
+            status, error, reason = self._how_it_ended(exc)
+            self._close_parts()
+            self._record(status, error, reason)
         finally:
-            if bar is not None:
-                bar.total = bar.n  # a trial that ends early is complete, not stalled
-                bar.close()
-            cassette.close()
-            if team_obj is not None:
-                team_obj.close()
+            self._stack.close()  # SIGTERM's handler is the one from before the trial again
+        pending = self._sigterm is not None and self._sigterm["pending"]
+        if isinstance(exc, KeyboardInterrupt) or pending:
+            if isinstance(exc, TrialTerminated) or not isinstance(exc, KeyboardInterrupt):
+                signal.raise_signal(signal.SIGTERM)  # to whoever handled it before (by default: the process ends)
+                raise TrialTerminated(f"trial {self.trial_id} terminated by SIGTERM; its record is in {self.run_dir}")
+            raise KeyboardInterrupt(f"trial {self.trial_id} interrupted; its partial record is in {self.run_dir}")
+        return exc is None or isinstance(exc, Exception)
+
+    def _how_it_ended(self, exc: BaseException | None) -> tuple[str, str | None, str | None]:
+        """(status, one-line error, reason) for the exception that ended the trial (None: it ran to its end)."""
+        if exc is None:
+            return "ok", None, None
+        if isinstance(exc, KeyboardInterrupt):  # the keyboard, a notebook's stop button or SIGTERM
+            error = str(exc) if isinstance(exc, TrialTerminated) else "interrupted by the user"
+            self.log.emit("trial_error", error=error, traceback="")
+            return "error", error, "interrupted"
+        if isinstance(exc, budget.BudgetExceeded):  # its own budget, or its sweep's: a result, not a failure
+            return "budget", str(exc), "budget" if exc.scope == "trial" else "sweep_budget"
+        if isinstance(exc, rundir.DiskFullError) or rundir.is_disk_full(exc):
+            error = str(exc) if isinstance(exc, rundir.DiskFullError) else rundir.disk_full_message(self.run_dir, exc)
+            self.writer.disk_full = self.writer.disk_full or error  # no more appends: the files stay whole
+            self.log.emit("trial_error", error=error, traceback="")
+            warnings.warn(f"trial {self.trial_id} stopped: {error}", RuntimeWarning, stacklevel=3)
+            return "error", error, None
+        from latte_lab.models.keys import redact
+
+        error = redact(f"{type(exc).__name__}: {exc}")
+        self.log.emit("trial_error", error=error,
+                      traceback=redact("".join(traceback.format_exception(exc, limit=8))))
+        if not isinstance(exc, LatteError):
+            warnings.warn(f"trial {self.trial_id} failed with an unexpected error: {error}", RuntimeWarning,
+                          stacklevel=3)
+        return "error", error, None
+
+    def _close_parts(self) -> None:
+        if self._bar is not None:
+            self._bar.total = self._bar.n  # a trial that ends early is complete, not stalled
+            self._bar.close()
+        self.cassette.close()
+        if self.team is not None:
+            self.team.close()
+
+    def _record(self, status: str, error: str | None, reason: str | None) -> None:
+        """Evaluate the workspace and write the result, whatever happens while doing so."""
+        sigterm = self._sigterm
         if sigterm is not None:
             sigterm["raise"] = False  # from here on a SIGTERM waits until the record is written
-        real_seconds = time.perf_counter() - start
         try:
-            result = _finish(config, task, team_obj, log, writer, status, error, real_seconds,
-                             reason="interrupted" if stopped is not None else end_reason)
-        except BaseException as exc:  # a Ctrl-C during the evaluation, or a bug: the trial still ends recorded
-            from latte_lab.models.keys import redact
-
-            if not (run_dir / rundir.RESULT_FILE).exists():
-                if isinstance(exc, KeyboardInterrupt):
-                    failed = sweepdir.failed_result(run_dir, "interrupted by the user while its record was being "
-                                                    "written", reason="interrupted")
-                else:
-                    failed = sweepdir.failed_result(run_dir, redact(f"the trial's record could not be completed: "
-                                                                    f"{type(exc).__name__}: {exc}"))
-                with contextlib.suppress(OSError):  # a full disk uses the reserved space; beyond that, the error
-                    writer.write_result(failed)
-            if isinstance(exc, KeyboardInterrupt) and not isinstance(exc, TrialTerminated):
-                raise KeyboardInterrupt(f"trial {trial_id} interrupted; its partial record is in {run_dir}") from None
+            self.result = _finish(self.config, self.task, self.team, self.log, self.writer, status, error,
+                                  time.perf_counter() - self._start, reason=reason)
+        except BaseException as failure:  # a Ctrl-C during the evaluation, or a bug: the trial still ends recorded
+            self._write_failed_result(failure)
+            if isinstance(failure, KeyboardInterrupt) and not isinstance(failure, TrialTerminated):
+                raise KeyboardInterrupt(f"trial {self.trial_id} interrupted; its partial record is in "
+                                        f"{self.run_dir}") from None
             raise
         finally:
-            log.close()
-            writer.close()
-            warm.release(writer.workspace)  # the workspace's warm sandbox, if its test runs had one
-    if stopped is not None or (sigterm is not None and sigterm["pending"]):
-        if isinstance(stopped, TrialTerminated) or stopped is None:
-            signal.raise_signal(signal.SIGTERM)  # to whoever handled it before (by default: the process ends)
-            raise TrialTerminated(f"trial {trial_id} terminated by SIGTERM; its record is in {run_dir}")
-        raise KeyboardInterrupt(f"trial {trial_id} interrupted; its partial record is in {run_dir}")
-    return result
+            self.log.close()
+            self.writer.close()
+            warm.release(self.writer.workspace)  # the workspace's warm sandbox, if its test runs had one
+
+    def _write_failed_result(self, failure: BaseException) -> None:
+        from latte_lab.models.keys import redact
+
+        if (self.run_dir / rundir.RESULT_FILE).exists():
+            return
+        if isinstance(failure, KeyboardInterrupt):
+            failed = sweepdir.failed_result(self.run_dir, "interrupted by the user while its record was being "
+                                            "written", reason="interrupted")
+        else:
+            failed = sweepdir.failed_result(self.run_dir, redact(f"the trial's record could not be completed: "
+                                                                 f"{type(failure).__name__}: {failure}"))
+        with contextlib.suppress(OSError):  # a full disk uses the reserved space; beyond that, the error
+            self.writer.write_result(failed)
 
 
 _FROZEN = {"trials": 0, "mine": False}

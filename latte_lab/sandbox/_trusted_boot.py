@@ -319,9 +319,9 @@ def main(argv):
     """``argv``: the trusted test files (relative paths) up to a ``--``, then pytest's arguments."""
     global _ROOT, _TRUSTED_FILES
     channel = _Channel()
-    import pytest  # from site-packages: the working directory is not on sys.path yet (-P)
     import _pytest.config  # noqa: F401
     import pluggy  # noqa: F401
+    import pytest  # from site-packages: the working directory is not on sys.path yet (-P)
 
     split = argv.index("--")
     root = os.getcwd()
