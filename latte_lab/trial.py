@@ -248,6 +248,8 @@ class TrialRecorder:
             self.log.close()
             self.writer.close()
             warm.release(self.writer.workspace)  # the workspace's warm sandbox, if its test runs had one
+            with contextlib.suppress(OSError):  # links and FIFOs agents left: named in special_files.json, removed
+                sweepdir.record_special_files(self.run_dir)
 
     def _write_failed_result(self, failure: BaseException) -> None:
         from latte_lab.models.keys import redact

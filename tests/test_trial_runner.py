@@ -40,3 +40,21 @@ def test_every_test_run_an_infrastructure_error_is_an_error_not_a_zero(tmp_path,
     assert res.status == "error" and res.accuracy is None and res.success is False
     assert res.error.startswith("every test run failed to start: pytest is not installed")
     assert res.row["status"] == "error"
+
+
+def test_links_and_fifos_an_agent_leaves_are_named_in_a_plain_trials_record(tmp_path):
+    """Outside a sweep too: what an agent's script leaves that is not a file is recorded as what it was and
+    removed from the run directory (so nothing that reads it later follows a link or blocks on a FIFO)."""
+    import json
+
+    from trial_helpers import script
+
+    code = "import os\nos.symlink('/etc/passwd', 'passwd')\nos.mkfifo('pipe')\n"
+    model = script({"Dev1": {0: f'<edit_file path="leave.py">{code}</edit_file><run_script path="leave.py" />'}})
+    cfg = ll.TrialConfig(task="debug", team="leader_worker", model="scripted", max_rounds=1, sandbox="local",
+                         runs_dir=str(tmp_path / "runs"))
+    res = run_trial(cfg, model=model)
+    assert res.status == "ok", res.error
+    found = json.loads((res.run_dir / "special_files.json").read_text())
+    assert found == {"workspace/passwd": "symlink -> /etc/passwd", "workspace/pipe": "fifo"}
+    assert not (res.run_dir / "workspace" / "passwd").is_symlink() and not (res.run_dir / "workspace" / "pipe").exists()
