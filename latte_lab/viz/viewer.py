@@ -591,7 +591,7 @@ h1{font-size:16px;margin:0 0 4px}
 .graph{flex:0 0 auto;max-width:45%;overflow:auto;border:1px solid #d0d7de;border-radius:6px;padding:4px}
 .graph svg text{font-size:10px;pointer-events:none}.graph g.node{cursor:pointer}
 .lanes{flex:1;display:flex;gap:8px;overflow-x:auto;align-items:flex-start}
-.lane{flex:1 0 240px;max-width:520px;border:1px solid #d0d7de;border-radius:6px;padding:6px;background:#fff}
+.lane{flex:1 0 220px;max-width:520px;border:1px solid #d0d7de;border-radius:6px;padding:6px;background:#fff}
 .lane h3{margin:0 0 4px;font-size:13px}.lane.idle{opacity:.55}
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;font:12px/1.35 ui-monospace,monospace}
 .reply{background:#f6f8fa;border-radius:4px;padding:4px}
@@ -601,7 +601,8 @@ pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;font:12px/1.35 ui-mo
 .msg{border-left:3px solid #d0d7de;padding-left:6px;margin:4px 0}.msg.new{border-left-color:#bf8700;background:#fff8c5}
 .diff .add{color:#1a7f37;background:#dafbe1}.diff .del{color:#cf222e;background:#ffebe9}.diff .hunk{color:#8250df}
 details>summary{cursor:pointer;color:#0969da}
-.events{padding:6px 14px}.events li{cursor:pointer}.events li:hover{background:#f6f8fa}
+.events{padding:4px;max-height:320px;overflow:auto;border-top:1px solid #d0d7de}.events h3{margin:2px 0;font-size:13px}
+.events ol{margin:0;padding-left:22px}.events li{cursor:pointer;font-size:12px}.more{font-size:11px;margin-left:4px}.events li:hover{background:#f6f8fa}
 table{border-collapse:collapse;margin:8px 14px}th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left}
 th{cursor:pointer;background:#f6f8fa;user-select:none}th.asc::after{content:" \\25B2"}th.desc::after{content:" \\25BC"}
 .spark{cursor:pointer}.muted{color:#6e7781}
@@ -634,6 +635,7 @@ const COLORS = {pending:"#d0d7de", assigned:"#a5d6ff", in_progress:"#f2cc60", do
                 closed:"#8c959f", failed:"#ff8182", blocked:"#ff8182"};
 const BAD = /blocked|skipped|error|fail/;
 let expandAll = false;
+const LONG_ACTION = 600;  // characters of an action shown before "show all"
 function outcomeText(e) {
   const skip = new Set(["type","seq","round","t","who","diff","failed_tests","added","removed","first"]);
   const parts = [];
@@ -670,7 +672,13 @@ function replyView(tr, c) {
   for (const [s, e, tag, ev] of c.acts) {
     pre.append(text.slice(pos, s));
     const out = ev >= 0 ? tr.events[ev] : null;
-    const span = el("span", {class: "act" + (out && BAD.test(out.type) ? " fail" : ""), title: out ? outcomeText(out) : "no outcome recorded"}, text.slice(s, e));
+    const body = text.slice(s, e);
+    const span = el("span", {class: "act" + (out && BAD.test(out.type) ? " fail" : ""), title: out ? outcomeText(out) : "no outcome recorded"});
+    if (body.length > LONG_ACTION) {  // a whole file in an edit: its first lines, the rest on demand
+      const more = el("button", {class: "more"}, `… ${body.split("\n").length} lines, show all`);
+      more.addEventListener("click", () => { span.replaceChildren(body); });
+      span.append(body.slice(0, LONG_ACTION / 2), more);
+    } else span.append(body);
     pre.append(span); pos = e;
   }
   pre.append(text.slice(pos));
@@ -795,7 +803,8 @@ function trialApp(trials) {
   const flagged = new Set(); trials.forEach(t => t.events.forEach(e => { if (e.type === "heartbeat_alert") flagged.add(e.round); }));
   const expand = el("button", {id: "expand", title: "open every reply (e)"}, "expand replies");
   const bar = el("div", {class: "bar"}, prev, slider, next, label, expand,
-    el("span", {class: "muted"}, `← → step · Home/End · heartbeats in rounds ${[...flagged].join(", ") || "none"}`));
+    el("span", {class: "muted", title: [...flagged].join(", ")}, "← → step · Home/End · e expands · heartbeats: " +
+      (flagged.size ? `${flagged.size} (rounds ${[...flagged].slice(0, 6).join(", ")}${flagged.size > 6 ? ", …" : ""})` : "none")));
   const cols = el("div", {class: "cols"});
   const views = trials.map(tr => { const col = el("div", {class: "trial", "data-trial": tr.id}); cols.append(col); return col; });
   app.append(bar, cols);
@@ -804,11 +813,12 @@ function trialApp(trials) {
     label.textContent = `round ${r} of ${first}–${last}`;
     trials.forEach((tr, k) => {
       const col = views[k]; col.replaceChildren();
-      const onNode = id => { nodeSel = id; render(); document.getElementById("node-events")?.scrollIntoView(); };
+      const onNode = id => { nodeSel = id; render(); };
       col.append(header(tr), el("div", {class: "bar2 kv", style: "padding:4px 14px"}, el("span", {class: "muted"}, "tokens over rounds"), spark(tr, r, go), roundFlags(tr, r)),
-        el("div", {class: "main"}, el("div", {class: "graph"}, graphView(tr, r, onNode)), trials.length === 1 ? lanes(tr, r) : null));
+        el("div", {class: "main"}, el("div", {class: "graph"}, graphView(tr, r, onNode),
+          nodeSel && tr.graph && tr.graph.nodes.some(n => n.id === nodeSel) ? nodeEvents(tr, nodeSel, go) : null),
+          trials.length === 1 ? lanes(tr, r) : null));
       if (trials.length > 1) col.append(el("div", {class: "main"}, lanes(tr, r)));
-      if (nodeSel && tr.graph && tr.graph.nodes.some(n => n.id === nodeSel)) col.append(nodeEvents(tr, nodeSel, go));
     });
   }
   const toggle = () => { expandAll = !expandAll; expand.textContent = expandAll ? "collapse replies" : "expand replies"; render(); };

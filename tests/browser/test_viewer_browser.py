@@ -122,11 +122,12 @@ def test_edit_diff_and_node_events(page, pages, shots):
     page.screenshot(path=shots / "edit_diff.png")
     # follow a node to its events, then an event back to its round
     node = edit.get("task") or next(e["task"] for e in tr["events"] if e["type"] == "claim_task")
+    page.click("#expand")
     page.evaluate("window.scrollTo(0, 0)")
     page.click(f"g.node[data-node='{node}'] circle")
     items = page.locator("#node-events li")
     assert items.count() >= 1 and node in page.inner_text("#node-events h3")
-    page.screenshot(path=shots / "node_events.png", full_page=True)
+    page.screenshot(path=shots / "node_events.png")
     target = items.first.inner_text().split(":")[0]  # "round N"
     items.first.click()
     assert _label(page).startswith(target + " ")
