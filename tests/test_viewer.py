@@ -142,6 +142,13 @@ def test_flat_team_page(runs):
     assert tr["graph"] is None and tr["calls"] and tr["config"]["team"] == "decentralized"
 
 
+def test_page_without_cassette(runs, tmp_path):
+    run = shutil.copytree(runs["flat"], tmp_path / "flat")
+    (run / rundir.CALLS_FILE).unlink()
+    tr = _data(viewer.trial_html(run))["trials"][0]
+    assert tr["calls"] and all(c["msgs"] == [] and c["reply"] is not None for c in tr["calls"])
+
+
 def test_agent_text_is_escaped(runs):
     page = viewer.trial_html(runs["latte"])
     assert SCRIPT not in page and "<script>alert" not in page

@@ -204,6 +204,11 @@ def trial_data(run_dir: str | Path, texts: _Texts | None = None) -> dict:
     result = rundir.load_trial(run_dir)
     events = result.event_list
     calls = _calls(run_dir, texts)
+    if not calls:  # no cassette (removed, or never written): the replies the event log holds, without prompts
+        calls = [{"agent": ev.get("agent"), "ci": ev.get("call_index"), "sys": None, "msgs": [],
+                  "reply": texts.add(ev["text"]), "in": ev.get("input_tokens") or 0,
+                  "out": ev.get("output_tokens") or 0}
+                 for ev in events if ev.get("type") == "agent_reply" and isinstance(ev.get("text"), str)]
     row = result.row
     agents: list[str] = []
     for ev in events:
