@@ -353,8 +353,8 @@ def answered(*exercise_ids: str) -> bool:
     """
     missing = [_exercise(e).id for e in exercise_ids if e not in _ATTEMPTED]
     if missing:
-        print(f"(this cell shows the answer to {' and '.join(missing)}: answer it above first, then run this "
-              "cell again)")
+        print(f"(this cell shows the answer to {' and '.join(missing)}: answer {'it' if len(missing) == 1 else 'them'} "
+              "above first, then run this cell again)")
     return not missing
 
 

@@ -172,9 +172,10 @@ class TrialForm:
             self._say(f"Cannot run: {one_line(exc)}", error=True)
             return None
         self.results = []
-        areas = [w.Output(layout=w.Layout(width=f"{100 // len(configs)}%", overflow="auto")) for _ in configs]
+        # compare mode: one trial above the other, each at full width, so its row is read whole
+        areas = [w.Output(layout=w.Layout(width="100%")) for _ in configs]
         with self.output:
-            display(w.HBox(areas) if len(areas) > 1 else areas[0])
+            display(w.VBox(areas, layout=w.Layout(width="100%")) if len(areas) > 1 else areas[0])
         self.button.disabled = True
         try:
             for cfg, area in zip(configs, areas):
