@@ -589,7 +589,8 @@ h1{font-size:16px;margin:0 0 4px}
 .ok{color:#1a7f37}.bad{color:#cf222e}
 .cols{display:flex;gap:10px}.cols>.trial{flex:1 1 0;min-width:0;border-right:1px solid #d0d7de}
 .bar{position:sticky;top:0;z-index:2;display:flex;align-items:center;gap:10px}
-#round{flex:1}.ticks{position:relative;height:8px;flex:1}
+.slider-box{flex:1;display:flex;flex-direction:column}#round{width:100%;margin:0}
+.ticks{height:8px;width:calc(100% - 16px);margin:0 8px}
 .flag{display:inline-block;background:#fff3bf;border:1px solid #e3b341;border-radius:3px;padding:0 5px;margin:2px}
 .flag.hb{background:#ffe2e0;border-color:#e5534b}
 .main{display:flex;gap:10px;padding:8px 14px;align-items:flex-start}
@@ -807,7 +808,16 @@ function trialApp(trials) {
   const prev = el("button", {id: "prev", title: "previous round (←)"}, "◀"), next = el("button", {id: "next", title: "next round (→)"}, "▶");
   const flagged = new Set(); trials.forEach(t => t.events.forEach(e => { if (e.type === "heartbeat_alert") flagged.add(e.round); }));
   const expand = el("button", {id: "expand", title: "open every reply (e)"}, "expand replies");
-  const bar = el("div", {class: "bar"}, prev, slider, next, label, expand,
+  // the Lead's invocations (amber) and heartbeat alerts (red) as ticks under the slider
+  const ticks = sv("svg", {class: "ticks", viewBox: `0 0 ${Math.max(1, last - first)} 10`, preserveAspectRatio: "none"});
+  trials.forEach(t => t.events.forEach(e => {
+    const color = e.type === "heartbeat_alert" ? "#cf222e" : e.type === "lead_invoked" ? "#bf8700" : null;
+    if (!color || e.round === null || e.round === undefined) return;
+    const y = color === "#cf222e" ? 0 : 5;
+    ticks.append(sv("rect", {x: e.round - first - 0.2, y, width: 0.4, height: 5, fill: color}));
+  }));
+  const sliderBox = el("div", {class: "slider-box"}, slider, ticks);
+  const bar = el("div", {class: "bar"}, prev, sliderBox, next, label, expand,
     el("span", {class: "muted", title: [...flagged].join(", ")}, "← → step · Home/End · e expands · heartbeats: " +
       (flagged.size ? `${flagged.size} (rounds ${[...flagged].slice(0, 6).join(", ")}${flagged.size > 6 ? ", …" : ""})` : "none")));
   const cols = el("div", {class: "cols"});

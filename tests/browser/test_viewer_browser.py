@@ -147,6 +147,9 @@ def test_sweep_sorts_and_filters(page, pages, shots):
     assert teams() == ["decentralized"]
     href = rows.first.locator("a").get_attribute("href")
     assert (pages["sweep"].parent / href).is_file()
+    rows.first.locator("a").click()  # the trial's own page, from disk
+    page.wait_for_selector("body[data-ready='1']")
+    assert "decentralized" in page.inner_text("header h1")
 
 
 def test_compare_same_round(page, pages, shots):
