@@ -230,6 +230,7 @@ def trial_data(run_dir: str | Path, texts: _Texts | None = None) -> dict:
         for m in c["msgs"]:
             m.append(0 if m[1] in old else 1)  # 1: new in this call (this round's view)
         old.update(m[1] for m in c["msgs"])
+        old.add(c["reply"])  # the agent's own reply comes back in its next prompt: not new there
         c["acts"] = [list(s) for s in action_spans(texts.items[c["reply"]])] if c["reply"] is not None else []
         if c["agent"] and c["agent"] not in agents:
             agents.append(c["agent"])
