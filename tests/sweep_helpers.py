@@ -13,6 +13,7 @@ import psutil
 from conftest_models import FakeProvider, Reply, openai_body
 
 import latte_lab as ll
+from latte_lab import prompts
 
 WAIT_SECONDS = 180  # a loaded 2-core machine may take this long to get a sweep going
 
@@ -33,9 +34,9 @@ class TeamServer(FakeProvider):
         last = body["messages"][-1]["content"]
         if "PLANNING" in last:
             text = 'Plan.\n<discover_task id="t1" title="Fix the module">Fix every bug.</discover_task>'
-        elif "AVAILABLE TASKS" in last:
+        elif prompts.READY_HEADER in last:
             text = 'Taking it. <claim_task id="t1" />'
-        elif "=== YOUR CURRENT TASK ===" in last:
+        elif prompts.TASK_HEADER in last:
             text = f'<edit_file path="signal_toolkit.py">{self.solution}</edit_file>\n<complete_task id="t1" />'
         else:
             text = "Nothing to change."
@@ -64,7 +65,7 @@ class SpecialFilesServer(TeamServer):
     relative symlink, a FIFO and a socket in the workspace (:data:`SPECIAL_FILES_LEFT`)."""
 
     def default_body(self, path, body):
-        if "=== YOUR CURRENT TASK ===" not in body["messages"][-1]["content"]:
+        if prompts.TASK_HEADER not in body["messages"][-1]["content"]:
             return super().default_body(path, body)
         text = (f'<edit_file path="leave.py">{LEAVE_SPECIAL_FILES}</edit_file>\n<run_script path="leave.py" />\n'
                 f'<edit_file path="signal_toolkit.py">{self.solution}</edit_file>\n<complete_task id="t1" />')

@@ -27,13 +27,13 @@ PACKAGE = Path(latte_lab.__file__).parent
 # registry sit with the errors.
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "config", "registry", "data"),
-    ("graph", "dag", "actions", "events", "schema", "history"),
+    ("graph", "dag", "actions", "prompts", "events", "schema", "history"),
     ("sandbox",),
     ("workspace",),
     ("tasks", "metrics", "rundir", "sweepdir"),
     ("models",),
     ("teams",),
-    ("trial",),
+    ("trial", "fork"),
     ("sweep", "analysis", "scheduling", "teaching"),
     ("viz",),
     ("cli",),

@@ -11,7 +11,7 @@ import pytest
 from trial_helpers import by_round, discover, of, requests_of, rounds_run
 
 import latte_lab as ll
-from latte_lab import metrics
+from latte_lab import metrics, prompts
 from latte_lab.trial import run_trial
 
 SOLUTION = ll.tasks.get("debug").reference_solution()["signal_toolkit.py"]
@@ -142,7 +142,7 @@ def test_dispatch_paper_counts_a_change_of_its_task_in_the_graph_as_new_context(
     res = run(tmp_path, model, rounds=5, heartbeat=10)
     assert rounds_run(res, "Dev1") == [1, 2, 3]
     dev1_r3 = [r for r in requests_of(model, "Dev1") if r.view.round == 3][0]
-    assert dev1_r3.messages[-1].content.endswith("Your task 'a' is now in_progress.")
+    assert dev1_r3.messages[-1].content.endswith(prompts.render_task_update("a", "in_progress"))
 
 
 def test_dispatch_busy_every_round_adds_a_continue_message(tmp_path):
@@ -220,7 +220,7 @@ def test_worker_sees_its_task_and_direct_predecessors(tmp_path):
     assert (pred["id"], pred["status"], pred["done_by"]) == ("a", "done", "Dev1")
     assert "rms" in pred["files"]["signal_toolkit.py"]  # what a's worker changed for it
     text = req.messages[-1].content
-    assert "=== ITS PREREQUISITES (direct predecessors) ===" in text
+    assert prompts.PREDECESSORS_HEADER in text
     assert "• a: Task a [done, done by Dev1]" in text and "changed: signal_toolkit.py (" in text
 
 
@@ -228,7 +228,7 @@ def test_worker_context_own_task_shows_no_predecessor(tmp_path):
     model = by_round(D4)
     run(tmp_path, model, rounds=4, worker_context="own_task")
     req = [r for r in requests_of(model, "Dev1") if r.view.round == 4][0]
-    assert "predecessors" not in req.view.current_task and "PREREQUISITES" not in texts(model, "Dev1")
+    assert "predecessors" not in req.view.current_task and prompts.PREDECESSORS_HEADER not in texts(model, "Dev1")
 
 
 # ------------------------------------------------------------------------ graph details

@@ -14,6 +14,7 @@ from dataclasses import fields
 import pytest
 
 import latte_lab as ll
+from latte_lab import prompts
 from latte_lab.models import view as view_module
 from latte_lab.models.base import AgentView, Message
 from latte_lab.models.sim import SimulatedModel
@@ -74,8 +75,8 @@ def test_the_view_is_read_from_the_prompt_text_only(tmp_path, team):
 
 def test_what_leaves_the_window_leaves_the_view():
     frame = AgentView(task="debug", role="worker", agent="Dev1")
-    read = Message("user", "[From System]: === a.py ===\nx = 1")
-    later = [Message("assistant", "Working on task t1."), Message("user", "[From System]: Continue.")]
+    read = Message("user", prompts.render_turn([("System", prompts.render_file("a.py", "x = 1"))]))
+    later = [Message("assistant", "Working on task t1."), Message("user", prompts.render_turn([]))]
     assert view_from_prompt(frame, "s", [read, *later]).files_read == {"a.py": "x = 1"}
     assert view_from_prompt(frame, "s", later).files_read == {}  # the read fell out of the window
     own = Message("assistant", 'Done.\n\n<edit_file path="b.py">\ny = 2\n</edit_file>')
@@ -88,19 +89,22 @@ def test_what_leaves_the_window_leaves_the_view():
 
 def test_a_cut_test_output_names_only_the_failures_it_shows():
     frame = AgentView(task="debug", role="worker", agent="Dev1")
-    tail = "❌ Tests failed:\n...\nFAILED test_suite.py::TestRms::test_a - x\n30 failed, 3 passed"
-    view = view_from_prompt(frame, "s", [Message("user", f"[From System]: {tail}")])
+    tail = prompts.render_tests(False, "...\nFAILED test_suite.py::TestRms::test_a - x\n30 failed, 3 passed")
+    view = view_from_prompt(frame, "s", [Message("user", prompts.render_turn([("System", tail)]))])
     assert view.test_failures == ("test_suite.py::TestRms::test_a",) and view.tests_passed is False
 
 
 def test_views_of_one_prompt_share_nothing_a_model_could_change():
     frame = AgentView(task="debug", role="lead", agent="Lead")
-    graph = ("[From System]: === CURRENT TASKS ===\n⏳ t1: First (Unassigned)\n📌 t2: Second (Owner: Dev1) "
-             "[Requires: t1]\n=== READY TO ASSIGN ===\n• t1: First\n=== TEAM ===\nDev1: working on t2")
-    task = ("[From System]: === YOUR CURRENT TASK ===\nID: t2\nStatus: assigned\nTitle: Second\nDo it.\n"
-            "=== ITS PREREQUISITES (direct predecessors) ===\n• t1: First [completed, done by Dev2]\n"
-            "  changed: a.py (f, g)")
-    messages = [Message("user", f"{graph}\n\n{task}")]
+    graph = prompts.render_graph({
+        "done_count": 0, "ready": [{"id": "t1", "title": "First"}], "workers": {"Dev1": "t2"}, "critical_path": [],
+        "nodes": [{"id": "t1", "title": "First", "status": "pending", "owner": None, "deps": []},
+                  {"id": "t2", "title": "Second", "status": "assigned", "owner": "Dev1", "deps": ["t1"]}]})
+    task = prompts.render_task({"id": "t2", "status": "assigned", "title": "Second", "description": "Do it.",
+                                "predecessors": [{"id": "t1", "title": "First", "status": "completed",
+                                                  "done_by": "Dev2", "files": {"a.py": ["f", "g"]},
+                                                  "description": ""}]})
+    messages = [Message("user", prompts.render_turn([("System", graph), ("System", task)]))]
     first = view_from_prompt(frame, "s", messages)
     assert first.graph[1]["deps"] == ["t1"] and first.current_task["predecessors"][0]["files"] == {"a.py": ["f", "g"]}
     expected = view_from_prompt(frame, "s", messages)

@@ -10,6 +10,7 @@ import pytest
 from trial_helpers import WAIT, by_round, discover, of, requests_of, script
 
 import latte_lab as ll
+from latte_lab import prompts
 from latte_lab.models.scripted import ScriptedModel
 from latte_lab.trial import VOLATILE_ROW_FIELDS, comparable_events, comparable_row, load_trial, replay, run_trial
 
@@ -239,7 +240,7 @@ def test_worker_sees_only_its_own_task(tmp_path):
     dev1 = requests_of(model, "Dev1")
     assert dev1[0].view.current_task is None and [n["id"] for n in dev1[0].view.frontier] == ["a", "b"]
     assert dev1[1].view.current_task["id"] == "a" and dev1[1].view.frontier == []
-    assert "=== YOUR CURRENT TASK ===" in last_user_text(dev1[1])
+    assert prompts.TASK_HEADER in last_user_text(dev1[1])
     assert all("Task b" not in m.content for m in dev1[1].messages[-1:])
 
 

@@ -10,6 +10,7 @@ import pytest
 from conftest_models import FakeProvider, Reply, anthropic_body, openai_body
 
 import latte_lab as ll
+from latte_lab import prompts
 from latte_lab.trial import comparable_events, comparable_row, run_trial
 
 
@@ -24,9 +25,9 @@ class ProtocolServer(FakeProvider):
             last = "".join(b.get("text", "") for b in last)
         if "PLANNING" in last:
             text = 'Plan.\n<discover_task id="t1" title="Fix the module">Fix every bug.</discover_task>'
-        elif "AVAILABLE TASKS" in last:
+        elif prompts.READY_HEADER in last:
             text = 'Taking it. <claim_task id="t1" />'
-        elif "=== YOUR CURRENT TASK ===" in last:
+        elif prompts.TASK_HEADER in last:
             text = f'<edit_file path="signal_toolkit.py">{self.solution}</edit_file>\n<complete_task id="t1" />'
         else:
             text = "Nothing to change."

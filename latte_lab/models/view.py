@@ -7,9 +7,9 @@ latest test result and the failures it names, script outputs, its task, the read
 the graph the Lead is shown, heartbeat alerts, published documents and the messages new this turn.
 What fell out of the window is gone, and a test output cut to its tail names only the failures in it.
 
-The texts recognised are the ones latte_lab's teams and tools write (``latte_lab.teams.replies`` and
-the team modules); a team with its own formats gets the generic parts (files, tests, scripts,
-messages).
+The texts recognised are the blocks of :mod:`latte_lab.prompts`, read by its parse functions: the
+teams render them with its render functions, so the two sides share one wording. A team with its own
+formats gets the generic parts (files, tests, scripts, messages).
 
 >>> from latte_lab.models.base import AgentView, Message
 >>> frame = AgentView(task="demo", role="worker", agent="Dev1")
@@ -22,181 +22,53 @@ messages).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import replace
 
-from latte_lab.graph import SYSTEM_AGENT as SYSTEM  # the sender of the engine's own messages
+from latte_lab import prompts
 from latte_lab.models.base import AgentView, Message
-
-SEGMENT = re.compile(r"\[From ([^\]\n]+)\]: ")  # how the engine joins the messages of one turn
-_FAILED_LINE = re.compile(r"^(?:FAILED|ERROR)\s+(\S+)", re.MULTILINE)
-_FILE_HEADER = re.compile(r"^=== (\S+) ===\n")
-_CAP_NOTE = re.compile(r"\n\[\.\.\. \d+ more characters not shown \.\.\.\]$")
-_NOT_FOUND = re.compile(r"^\[file not found: ([^\]]+)\]")
-_TEST_HEADERS = ("✅ Tests passed!", "❌ Tests failed:", "⏱️ Tests timed out")
-_SCRIPT_HEADERS = ("✅ Script completed:", "❌ Script exited", "⏱️ Script timed out", "❌ Could not run")
-_STATUS_HEADER = re.compile(r"^=== CURRENT TEST STATUS \(round \d+\) ===\n")
-_FIX_NOTE = "All tasks are done but the tests still fail"
-_NOT_ACCEPTED = "⚠️ Completion not accepted: the tests still fail.\n"
-_TASK_BLOCK = "=== YOUR CURRENT TASK ==="
-_ASSIGNED = re.compile(r"^You have been assigned task '([^']+)': ([^\n]*)\n?(.*)$", re.DOTALL)
-_TASK_NOW = re.compile(r"^Your task '([^']+)' is now (\w+)")
-_TASK_GONE = re.compile(r"^Task '([^']+)' was (released|closed) by")
-_READY_BLOCK = "=== AVAILABLE TASKS (ready to claim) ==="
-_NO_READY = "No tasks are currently available"
-_READY_LINE = re.compile(r"^• ([^:\n]+): ([^\n]*?)(?: — (.*))?$")
-_GRAPH_BLOCK = "=== CURRENT TASKS ==="
-_GRAPH_LINE = re.compile(r"^(\S+) ([^:\s]+): (.*?) \((?:Owner: ([^)]+)|Unassigned)\)(?: \[Requires: ([^\]]*)\])?$")
-_DONE_COUNT = re.compile(r"^\[(\d+) completed task")
-_TEAM_LINE = re.compile(r"^(\S+): (?:working on (\S+)|idle)$")
-_ICON_STATUS = {"⏳": "pending", "📌": "assigned", "🔨": "in_progress"}
-_HEARTBEAT = re.compile(r"^⚠️ Heartbeat: (\S+) (.*?)(\d+) rounds.*?<release_task id=\"([^\"]+)\"", re.DOTALL)
-_DOC = re.compile(r"^\[([a-z_]+)\]\n(.*)$", re.DOTALL)
-_NEXT_FILE = re.compile(r"^Next file of the task list: (\S+)")
-_EDIT_REFUSED = re.compile(r"^⚠️ Edit to (?:existing file )?'([^']+)' (?:refused|blocked|was not written)")
-
-
-def segments(content: str) -> list[tuple[str, str]]:
-    """(sender, text) of every message joined into one user turn, in order (text before the first
-    marker is the System's)."""
-    parts = SEGMENT.split(content)
-    out = []
-    if parts[0].strip():
-        out.append((SYSTEM, parts[0].strip()))
-    for i in range(1, len(parts) - 1, 2):
-        out.append((parts[i], parts[i + 1].strip("\n")))
-    return out
-
-
-def failures_in(text: str | None) -> tuple[str, ...]:
-    """Failing test ids named in a test output (``FAILED``/``ERROR`` lines), in order, once each."""
-    if not text:
-        return ()
-    return tuple(dict.fromkeys(m.group(1) for m in _FAILED_LINE.finditer(text)))
-
-
-def _test_text(text: str) -> tuple[str, bool] | None:
-    """(output, passed) when the segment is a test result of any form the teams send."""
-    m = _STATUS_HEADER.match(text)
-    body = text[m.end():] if m else text
-    if body.startswith(_TEST_HEADERS):
-        return text, body.startswith(_TEST_HEADERS[0])
-    if text.startswith(_FIX_NOTE) or text.startswith(_NOT_ACCEPTED):
-        return text, False
-    return None
-
-
-_PREDECESSORS = "=== ITS PREREQUISITES (direct predecessors) ==="
-_PRED_LINE = re.compile(r"^• ([^:\s]+): (.*) \[(\w+)(?:, done by ([^\]]+))?\]$")
-_CHANGED_FILE = re.compile(r"^([^\s(;]+)(?: \(([^)]*)\))?$")
-
-
-def _predecessors(lines: list[str]) -> list[dict]:
-    """The direct predecessors a worker is shown with its task (D4): what they were and produced."""
-    out: list[dict] = []
-    for line in lines:
-        if m := _PRED_LINE.match(line):
-            out.append({"id": m.group(1), "title": m.group(2), "status": m.group(3), "done_by": m.group(4),
-                        "files": {}, "description": ""})
-        elif out and line.startswith("  changed: "):
-            for part in line[len("  changed: "):].split("; "):
-                if fm := _CHANGED_FILE.match(part.strip()):
-                    syms = [x.strip() for x in (fm.group(2) or "").split(",") if x.strip()]
-                    out[-1]["files"][fm.group(1)] = syms
-        elif out and line.startswith("  "):
-            out[-1]["description"] = (out[-1]["description"] + "\n" + line[2:]).strip()
-    return out
-
-
-def _task_block(text: str) -> dict:
-    lines = text.split("\n")
-    fields = {"id": "", "status": "", "title": ""}
-    rest: list[str] = []
-    preds: list[str] | None = None
-    for line in lines[1:]:
-        key, sep, value = line.partition(": ")
-        if preds is not None:
-            preds.append(line)
-        elif line.strip() == _PREDECESSORS:
-            preds = []
-        elif sep and key in ("ID", "Status", "Title") and not rest:
-            fields[{"ID": "id", "Status": "status", "Title": "title"}[key]] = value.strip()
-        else:
-            rest.append(line)
-    block = {**fields, "description": "\n".join(rest).strip()}
-    if preds is not None:
-        block["predecessors"] = _predecessors(preds)
-    return block
-
-
-def _graph_block(text: str) -> tuple[list[dict], dict]:
-    nodes, extra = [], {"done_count": 0, "ready": [], "workers": {}, "critical_path": []}
-    section = "tasks"
-    for line in text.split("\n")[1:]:
-        if line.startswith("=== READY TO ASSIGN"):
-            section = "ready"
-        elif line.startswith("=== TEAM ==="):
-            section = "team"
-        elif line.startswith("Critical path: "):
-            extra["critical_path"] = [x.strip() for x in line[len("Critical path: "):].split("→")]
-        elif section == "tasks":
-            if m := _DONE_COUNT.match(line):
-                extra["done_count"] = int(m.group(1))
-            elif m := _GRAPH_LINE.match(line):
-                deps = [d.strip() for d in (m.group(5) or "").split(",") if d.strip()]
-                nodes.append({"id": m.group(2), "title": m.group(3), "status": _ICON_STATUS.get(m.group(1), "pending"),
-                              "owner": m.group(4), "deps": deps})
-        elif section == "ready" and line.startswith("• "):
-            extra["ready"].append(line[2:].split(":", 1)[0].strip())
-        elif section == "team" and (m := _TEAM_LINE.match(line)):
-            extra["workers"][m.group(1)] = m.group(2)
-    return nodes, extra
+from latte_lab.prompts import SYSTEM, failures_in, segments  # noqa: F401  (re-exported: the readers use them)
 
 
 def _segment_op(sender: str, text: str) -> tuple:
     """What one segment of a user turn tells the reader, as ``(kind, *payload)``: a pure function of
-    the text, so a message's segments are read once however many prompts show it."""
+    the text, so a message's segments are read once however many prompts show it. Each block is read by
+    its parse function in :mod:`latte_lab.prompts`; the order decides between texts that two could read."""
+    P = prompts
     if sender != SYSTEM:
-        if m := _DOC.match(text):
-            return ("doc", m.group(1), m.group(2))
-        if m := _ASSIGNED.match(text):
-            return ("assigned", {"id": m.group(1), "title": m.group(2), "description": m.group(3).strip(),
-                                 "status": "assigned"})
+        if doc := P.parse_document(text):
+            return ("doc", *doc)
+        if task := P.parse_assigned(text):
+            return ("assigned", {**task, "status": "assigned"})
         return ("",)
-    if tested := _test_text(text):
+    if tested := P.parse_tests(text):
         return ("test", *tested)
-    if text.startswith(_SCRIPT_HEADERS):
+    if P.parse_script(text) is not None:
         return ("script", text)
-    if m := _NOT_FOUND.match(text):
-        return ("file", m.group(1), "")
-    if m := _EDIT_REFUSED.match(text):
-        return ("unfile", m.group(1))
-    if text.startswith(_TASK_BLOCK):
-        return ("task", _task_block(text))
-    if m := _TASK_NOW.match(text):
-        return ("task_now", m.group(1), m.group(2))
-    if m := _TASK_GONE.match(text):
-        return ("task_gone", m.group(1))
-    if text.startswith(_READY_BLOCK):
-        frontier = []
-        for line in text.split("\n")[1:]:
-            if m := _READY_LINE.match(line):
-                frontier.append({"id": m.group(1).strip(), "title": m.group(2).strip(),
-                                 "description": (m.group(3) or "").strip()})
+    if (path := P.parse_file_not_found(text)) is not None:
+        return ("file", path, "")
+    if (path := P.parse_edit_refused(text)) is not None:
+        return ("unfile", path)
+    if (task := P.parse_task(text)) is not None:
+        return ("task", task)
+    if now := P.parse_task_update(text):
+        return ("task_now", *now)
+    if gone := P.parse_task_gone(text):
+        return ("task_gone", gone[0])
+    if (frontier := P.parse_ready(text)) is not None:
         return ("ready", frontier)
-    if text.startswith(_NO_READY):
-        return ("ready", [])
-    if text.startswith(_GRAPH_BLOCK):
-        return ("graph", *_graph_block(text))
-    if m := _HEARTBEAT.match(text):
-        return ("alert", {"agent": m.group(1), "task": m.group(4), "rounds": int(m.group(3))})
-    if m := _NEXT_FILE.match(text):
-        return ("next_file", m.group(1))
-    if m := _FILE_HEADER.match(text):
-        return ("file", m.group(1), _CAP_NOTE.sub("", text[m.end():]))
-    if m := _DOC.match(text):
-        return ("doc", m.group(1), m.group(2))
+    if graph := P.parse_graph(text):
+        extra = {"done_count": graph["done_count"], "ready": [t["id"] for t in graph["ready"]],
+                 "workers": graph["workers"], "critical_path": graph["critical_path"]}
+        return ("graph", graph["nodes"], extra)
+    if alert := P.parse_heartbeat(text):
+        return ("alert", alert)
+    if (path := P.parse_next_file(text)) is not None:
+        return ("next_file", path)
+    if file := P.parse_file(text):
+        return ("file", *file)
+    if doc := P.parse_document(text):
+        return ("doc", *doc)
     return ("",)
 
 

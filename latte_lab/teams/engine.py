@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from latte_lab import actions as A
+from latte_lab import prompts
 from latte_lab.errors import LatteError, WorkspaceError
 from latte_lab.events import REPLY_LOG_CHARS, EventLog
 from latte_lab.graph import SYSTEM_AGENT
@@ -238,7 +239,7 @@ class Team:
         history = agent.history[-agent.window:] if agent.window else []
         while history and history[0].role == "assistant":
             history = history[1:]
-        new_text = "\n\n".join(f"[From {s}]: {t}" for s, t in agent.buffer) or "[From System]: Continue."
+        new_text = prompts.render_turn(agent.buffer)
         messages = list(history)
         if messages and messages[-1].role == "user":  # never send two user turns in a row
             messages[-1] = Message("user", messages[-1].content + "\n\n" + new_text)
@@ -366,14 +367,13 @@ class Team:
             owner = self.written_this_round.get(path)
             if owner is not None and owner != agent.name:
                 self.log.emit("edit_blocked", agent=agent.name, path=path, reason=f"file_locked_by_{owner}")
-                agent.receive(f"⚠️ Edit to '{path}' blocked: {owner} already wrote this file this round. "
-                              "Retry next round.")
+                agent.receive(prompts.render_edit_locked(path, owner))
                 return None
         try:
             record = self.ws.write(path, action.content, agent=agent.name, round=self.round)
         except WorkspaceError as exc:
             self.log.emit("edit_blocked", agent=agent.name, path=path, reason=str(exc))
-            agent.receive(f"⚠️ Edit to '{path}' refused: {exc}")
+            agent.receive(prompts.render_edit_refused(path, str(exc)))
             return None
         self.written_this_round.setdefault(path, agent.name)
         agent.files_read[record.path] = action.content  # it knows what it wrote
@@ -387,20 +387,19 @@ class Team:
             text = self.ws.read(action.path, agent=agent.name)
         except WorkspaceError as exc:
             self.log.emit("read_file", agent=agent.name, path=action.path, ok=False)
-            agent.receive(f"[file not found: {action.path}] {exc}")
+            agent.receive(prompts.render_file_not_found(action.path, str(exc)))
             return
         cap = self.config.read_file_cap
         shown = text[:cap]
         agent.files_read[action.path] = shown
-        note = f"\n[... {len(text) - cap} more characters not shown ...]" if len(text) > cap else ""
         self.log.emit("read_file", agent=agent.name, path=action.path, ok=True)
-        agent.receive(f"=== {action.path} ===\n{shown}{note}")
+        agent.receive(prompts.render_file(action.path, shown, len(text) - cap))
 
     def do_run_script(self, agent: Agent, action) -> None:
         try:
             run = self.ws.run_script(action.path)
         except WorkspaceError as exc:
-            agent.receive(f"❌ Could not run '{action.path}': {exc}")
+            agent.receive(prompts.render_script_error(action.path, str(exc)))
             self.log.emit("run_script", agent=agent.name, path=action.path, returncode=None, error=str(exc))
             return
         self._round_tool_time += VIRTUAL_SCRIPT_SECONDS

@@ -8,6 +8,7 @@ each round the orchestrator runs the public tests. Success needs green tests and
 
 from __future__ import annotations
 
+from latte_lab import prompts
 from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.teams.engine import TEST_STATUS_TAIL, Agent, Outcome, Team
 
@@ -40,7 +41,7 @@ class FlatTeam(Team):
         run = self.last_tests
         if run is None:
             return
-        text = f"=== CURRENT TEST STATUS (round {self.round}) ===\n" + self.tests_text(run, TEST_STATUS_TAIL)
+        text = prompts.render_test_status(self.round, self.tests_text(run, TEST_STATUS_TAIL))
         agent.receive(text)
         agent.see_tests(run, text)
 
@@ -58,7 +59,7 @@ class FlatTeam(Team):
             self._certified_by = self._certified_by or agent.name
             agent.receive("Completion recorded: the tests pass.")
         else:
-            agent.receive("⚠️ Completion not accepted: the tests still fail.\n" + self.tests_text(run))
+            agent.receive(prompts.render_not_accepted(self.tests_text(run)))
 
     def end_of_round_check(self) -> bool:
         run = self.run_tests(by=SYSTEM_AGENT)

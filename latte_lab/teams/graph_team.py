@@ -9,6 +9,7 @@ planning, runs every worker every round and ends on red tests.
 
 from __future__ import annotations
 
+from latte_lab import prompts
 from latte_lab.errors import OperatorError
 from latte_lab.graph import LEAD, SYSTEM_AGENT, CoordinationGraph
 from latte_lab.teams.engine import (
@@ -25,7 +26,6 @@ from latte_lab.teams.prompt_text import prompt
 
 EXPLORE_ACTIONS = ("run_tests", "read_file", "run_script")
 PREDECESSOR_PREVIEW_CHARS = 300  # description characters shown per predecessor (D4 context; keeps it scoped)
-_STATUS_ICON = {"pending": "⏳", "assigned": "📌", "in_progress": "🔨"}
 
 
 class GraphTeam(Team):
@@ -144,46 +144,30 @@ class GraphTeam(Team):
         """The graph as the Lead sees it each time it is invoked (reference §5.1)."""
         g = self.graph
         done = [n for n in g.nodes() if str(g.status(n)) in ("done", "verified")]
-        lines = ["=== CURRENT TASKS ==="]
-        if done:
-            lines.append(f"[{len(done)} completed task(s) — not shown]")
+        nodes = []
         for nid in g.nodes():
             st = str(g.status(nid))
             if st in ("done", "verified"):
                 continue
             node = g.node(nid)
-            owner = f"(Owner: {node['agent']})" if node["agent"] else "(Unassigned)"
-            deps = f" [Requires: {', '.join(node['deps'])}]" if node["deps"] else ""
-            lines.append(f"{_STATUS_ICON.get(st, '•')} {nid}: {node['title']} {owner}{deps}")
-        lines.append("=== READY TO ASSIGN (deps satisfied) ===")
-        lines += [f"• {nid}: {g.node(nid)['title']}" for nid in g.frontier()] or ["(none)"]
-        lines.append("=== TEAM ===")
-        for w in self.workers:
-            cur = self.agents[w].current_task
-            lines.append(f"{w}: " + (f"working on {cur}" if cur else "idle"))
-        path = g.critical_path()
-        if path:
-            lines.append("Critical path: " + " → ".join(path))
-        return "\n".join(lines)
+            nodes.append({"id": nid, "title": node["title"], "status": st, "owner": node["agent"],
+                          "deps": node["deps"]})
+        return prompts.render_graph({
+            "done_count": len(done), "nodes": nodes,
+            "ready": [{"id": nid, "title": g.node(nid)["title"]} for nid in g.frontier()],
+            "workers": {w: self.agents[w].current_task for w in self.workers},
+            "critical_path": g.critical_path(),
+        })
 
     def worker_context(self, agent: Agent) -> None:
         if agent.current_task is None:
-            ready = self.graph.frontier()
-            if ready:
-                bullets = []
-                for nid in ready:
-                    node = self.graph.node(nid)
-                    bullets.append(f"• {nid}: {node['title']} — {(node['description'] or '')[:READY_PREVIEW_CHARS]}")
-                agent.receive("=== AVAILABLE TASKS (ready to claim) ===\n" + "\n".join(bullets))
-            else:
-                agent.receive("No tasks are currently available. Wait for dependencies to complete.")
+            ready = [self._node_dict(nid, READY_PREVIEW_CHARS) for nid in self.graph.frontier()]
+            agent.receive(prompts.render_ready(ready))
         elif agent.task_shown != agent.current_task:
-            node = self.graph.node(agent.current_task)
-            text = (f"=== YOUR CURRENT TASK ===\nID: {agent.current_task}\nStatus: {node['status']}\n"
-                    f"Title: {node['title']}\n{node['description'] or ''}")
+            task = self._node_dict(agent.current_task)
             if self.config.worker_context == "paper":
-                text += self.predecessors_text(agent.current_task)
-            agent.receive(text)
+                task["predecessors"] = self.predecessors(agent.current_task)
+            agent.receive(prompts.render_task(task))
             agent.task_shown = agent.current_task
         elif self.config.dispatch == "paper" and self._task_state(agent) != self._seen_state.get(agent.name):
             agent.receive(self._task_update(agent))
@@ -202,11 +186,8 @@ class GraphTeam(Team):
     def _task_update(self, agent: Agent) -> str:
         nid, status, _, deps = self._task_state(agent)
         seen = self._seen_state.get(agent.name)
-        text = f"Your task '{nid}' is now {status}."
         new_deps = [d for d in deps if seen is None or seen[0] != nid or d not in seen[3]]
-        if new_deps:
-            text += f" It now also waits for: {', '.join(new_deps)}."
-        return text
+        return prompts.render_task_update(nid, status, new_deps)
 
     def predecessors(self, nid: str) -> list[dict]:
         """The direct predecessors of a node as its worker sees them (D4): what they were and produced."""
@@ -220,19 +201,7 @@ class GraphTeam(Team):
         return out
 
     def predecessors_text(self, nid: str) -> str:
-        preds = self.predecessors(nid)
-        if not preds:
-            return ""
-        lines = ["", "=== ITS PREREQUISITES (direct predecessors) ==="]
-        for p in preds:
-            who = f", done by {p['done_by']}" if p["done_by"] else ""
-            lines.append(f"• {p['id']}: {p['title']} [{p['status']}{who}]")
-            if p["files"]:
-                lines.append("  changed: " + "; ".join(f"{path} ({', '.join(syms)})" if syms else path
-                                                        for path, syms in p["files"].items()))
-            if p["description"]:
-                lines.append("  " + p["description"].replace("\n", "\n  "))
-        return "\n".join(lines)
+        return prompts.render_predecessors(self.predecessors(nid))
 
     # ----- the round -----
     def run_round(self, r: int) -> bool:
@@ -271,22 +240,20 @@ class GraphTeam(Team):
                 silent = r - 1 - last
                 if silent < H or silent % H:
                     continue
-                why = f"has emitted no action for {silent} rounds (last action: round {w.last_action_round})"
+                alert = prompts.render_heartbeat(name, w.current_task, silent, w.last_action_round, rule="paper")
             else:
                 last = w.last_activity_round
                 silent = r - last
                 if w.current_task in self._alerted or rounds_active < H or silent < H:
                     continue
                 self._alerted.add(w.current_task)
-                why = (f"has been on task '{w.current_task}' for {rounds_active} rounds without editing any files "
-                       f"or running any scripts (last activity: round {last})")
+                alert = prompts.render_heartbeat(name, w.current_task, rounds_active, last, rule="activity")
             fired = True
             self.log.emit("heartbeat_alert", agent=name, task=w.current_task, rounds_active=rounds_active,
                           last_activity_round=last, rounds_without_activity=silent, rule=self.config.heartbeat_rule)
             self.lead.alerts.append({"agent": name, "task": w.current_task, "rounds_active": rounds_active,
                                      "rounds_silent": silent})
-            self.lead.receive(f"⚠️ Heartbeat: {name} {why}. They may be stuck — check in with them or use "
-                              f"<release_task id=\"{w.current_task}\" /> to reassign.")
+            self.lead.receive(alert)
         return fired
 
     def invoke_lead(self, r: int, fired: bool) -> bool:
@@ -428,8 +395,7 @@ class GraphTeam(Team):
             return
         node = self.graph.node(action.id)
         worker = self.agents[to]
-        worker.receive(f"You have been assigned task '{action.id}': {node['title']}\n{node['description'] or ''}",
-                       sender=agent.name)
+        worker.receive(prompts.render_assigned(action.id, node["title"], node["description"]), sender=agent.name)
         if worker.current_task is None:
             self._take(worker, action.id)
         else:
@@ -473,7 +439,7 @@ class GraphTeam(Team):
                              blocked="release_task_blocked"):
             return
         self.log.emit("release_task", task=nid, prev_owner=prev, requester=agent.name, reason="lead_requested")
-        self._free(prev, nid, note=f"Task '{nid}' was released by {agent.name}; it is back in the pool.")
+        self._free(prev, nid, note=prompts.render_task_released(nid, agent.name))
 
     def do_close_task(self, agent: Agent, action) -> None:
         nid = action.id
@@ -483,7 +449,7 @@ class GraphTeam(Team):
             return
         self.log.emit("close_task", task=nid, prev_owner=prev, agent=agent.name)
         self._log_verified(nid)
-        self._free(prev, nid, note=f"Task '{nid}' was closed by {agent.name}.")
+        self._free(prev, nid, note=prompts.render_task_closed(nid, agent.name))
 
     def do_verify_task(self, agent: Agent, action) -> None:
         nid = action.id
@@ -503,8 +469,7 @@ class GraphTeam(Team):
         if self.config.edit_requires_task and agent.role != "lead" and agent.current_task is None \
                 and self.ws.exists(action.path):
             self.log.emit("edit_blocked", agent=agent.name, path=action.path, reason="no_active_task")
-            agent.receive(f"⚠️ Edit to existing file '{action.path}' blocked: claim a task before modifying "
-                          "project files.")
+            agent.receive(prompts.render_edit_needs_task(action.path))
             return None
         record = super().do_edit_file(agent, action)
         if record is not None and agent.current_task is not None:  # what the node produced (D4 context)

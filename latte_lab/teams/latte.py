@@ -8,6 +8,7 @@ node (so it is ready at once) and tells the team; the trial goes on.
 
 from __future__ import annotations
 
+from latte_lab import prompts
 from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.teams import register
 from latte_lab.teams.graph_team import EXPLORE_ACTIONS, GraphTeam
@@ -47,8 +48,7 @@ class LatteTeam(GraphTeam):
         self.log.emit("discover_task", agent=SYSTEM_AGENT, task=fid, title="Fix failing tests",
                       dependencies=list(self.graph.node(fid)["deps"]))
         self.log.emit("fix_task_injected", task=fid)
-        note = (f"All tasks are done but the tests still fail; a fix task '{fid}' was added.\n"
-                + self.stable_tail(run.stdout, FIX_BROADCAST_TAIL))
+        note = prompts.render_fix_note(fid, self.stable_tail(run.stdout, FIX_BROADCAST_TAIL))
         for agent in self.agents.values():
             agent.receive(note)
             agent.see_tests(run, note)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 
+from latte_lab import prompts
 from latte_lab.graph import SYSTEM_AGENT
 from latte_lab.teams import register
 from latte_lab.teams.engine import WORKER_WINDOW, Agent, Outcome, Team
@@ -93,7 +94,7 @@ class PipelineTeam(Team):
         self.log.emit("publish", sender=agent.name, topic=topic, text=action.text)
         for other in self.agents.values():
             if other.name != agent.name and topic in SUBSCRIPTIONS[other.role]:
-                other.receive(f"[{topic}]\n{action.text}", sender=agent.name)
+                other.receive(prompts.render_document(topic, action.text), sender=agent.name)
         if topic == "tasks":
             files = []
             for f in _FILE_RE.findall(action.text):
@@ -132,9 +133,8 @@ class PipelineTeam(Team):
                 if nxt:  # each file is written against the design and the task list, as MetaGPT's WriteCode
                     for topic in ("design", "tasks"):
                         if topic in self.documents:
-                            agent.receive(f"[{topic}]\n{self.documents[topic]}")
-                agent.receive(f"Next file of the task list: {nxt}" if nxt else "Every file of the task list is "
-                              "written; publish <publish topic=\"code_complete\">summary</publish>.")
+                            agent.receive(prompts.render_document(topic, self.documents[topic]))
+                agent.receive(prompts.render_next_file(nxt))
             [(_, resp)] = self.call([agent])
             self.apply(agent, resp.text)
             ran.append(name)

@@ -1,4 +1,4 @@
-"""The text agents get back from tools, rendered here and only here (reference §4.1 and §6).
+"""The text agents get back from tools (reference §4.1 and §6), worded by :mod:`latte_lab.prompts`.
 
 Every tail length of tool output that reaches an agent or an event is defined in this module. Text is
 normalised by :func:`stable_output` first, so that prompts, events, cached responses and replays never
@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from latte_lab import prompts
 from latte_lab.sandbox.pytest import TestRun
 from latte_lab.sandbox.run import RunResult
 
@@ -97,15 +98,9 @@ def run_script_reply(run: RunResult, roots: Iterable[str] = ()) -> str:
     >>> run_script_reply(RunResult(0, "hi\\n", "", 0.1, False, False))
     '✅ Script completed:\\nhi\\n'
     """
-    if run.timed_out:
-        header = f"⏱️ Script timed out after {_seconds(run.timeout)} and was stopped:"
-    elif run.returncode == 0:
-        header = "✅ Script completed:"
-    else:
-        header = f"❌ Script exited with code {run.returncode}:"
-    text = "\n".join([header, *run.notes]) + "\n" + _tail(run.stdout, SCRIPT_STDOUT_TAIL)
-    if run.stderr:
-        text += f"\n[stderr]\n{_tail(run.stderr, SCRIPT_STDERR_TAIL)}"
+    text = prompts.render_script(_tail(run.stdout, SCRIPT_STDOUT_TAIL), run.returncode, run.notes,
+                                 _tail(run.stderr, SCRIPT_STDERR_TAIL) if run.stderr else "",
+                                 timed_out=_seconds(run.timeout) if run.timed_out else None)
     return stable_output(text, roots)
 
 
@@ -118,11 +113,5 @@ def run_tests_reply(run: TestRun, tail: int = TESTS_REPLY_TAIL, roots: Iterable[
     """
     output = run.stdout + ("\n" + run.stderr if run.stderr.strip() else "")
     out = stable_tail(output, tail, roots).strip()
-    if run.ok:
-        return "✅ Tests passed!\n" + out
-    if run.timed_out:
-        header = f"⏱️ Tests timed out after {_seconds(run.timeout)} and were stopped:"
-    else:
-        header = "❌ Tests failed:"
-    return "\n".join([header, *run.notes, out])
+    return prompts.render_tests(run.ok, out, run.notes, _seconds(run.timeout) if run.timed_out else None)
 
