@@ -38,10 +38,12 @@ MIN_FRAME_WIDTH_IN = 7.5
 
 class TrialAnimation:
     """Frames of a trial; displays itself once (an HTML/JS player), ``save()`` writes GIF, MP4 or HTML,
-    ``save_frame(i, path)`` one frame as an image."""
+    ``save_frame(i, path)`` one frame as an image. The players start at frame ``start`` (a team without a
+    graph: the first round in which an agent acted, not an empty round 0)."""
 
-    def __init__(self, fig, draw_frame, rounds: list[int], interval_ms: int = INTERVAL_MS):
+    def __init__(self, fig, draw_frame, rounds: list[int], interval_ms: int = INTERVAL_MS, start: int = 0):
         self.fig, self._draw_frame, self.rounds, self.interval_ms = fig, draw_frame, rounds, interval_ms
+        self.start = start
         self._html: str | None = None
 
     def __len__(self) -> int:
@@ -53,8 +55,8 @@ class TrialAnimation:
     def _animation(self):
         from matplotlib.animation import FuncAnimation
 
-        return FuncAnimation(self.fig, self._draw_frame, frames=len(self.rounds), interval=self.interval_ms,
-                             repeat=False)
+        return FuncAnimation(self.fig, self._draw_frame, frames=range(self.start, len(self.rounds)),
+                             interval=self.interval_ms, repeat=False)
 
     def to_jshtml(self) -> str:
         """The HTML/JavaScript player with every frame embedded (rendered once, then reused)."""
@@ -112,10 +114,10 @@ class TrialAnimation:
                 cache[i] = buf.getvalue()
             return cache[i]
 
-        image = w.Image(value=png(0), format="png", layout=w.Layout(max_width="100%"))
-        play = w.Play(min=0, max=len(self) - 1, interval=self.interval_ms, description="play")
-        slider = w.IntSlider(min=0, max=len(self) - 1, description="frame", readout=False)
-        label = w.Label(value=f"round {self.rounds[0]}")
+        image = w.Image(value=png(self.start), format="png", layout=w.Layout(max_width="100%"))
+        play = w.Play(value=self.start, min=0, max=len(self) - 1, interval=self.interval_ms, description="play")
+        slider = w.IntSlider(value=self.start, min=0, max=len(self) - 1, description="frame", readout=False)
+        label = w.Label(value=f"round {self.rounds[self.start]}")
         w.jslink((play, "value"), (slider, "value"))
 
         def show(change) -> None:
@@ -257,18 +259,25 @@ def _graph_animation(snaps: list[dict], events: list[dict], interval_ms: int) ->
     return TrialAnimation(fig, draw_frame, rounds, interval_ms)
 
 
+LANE_LABEL_CHAR_IN = 0.06  # width of one character of a lane label (7 pt) in the message-flow frames
+LANE_LABEL_PAD_IN = 0.25  # from the figure's left edge to the longest lane label
+SYSTEM_LANE = "System"
+
+
 def _flow_animation(events: list[dict], interval_ms: int) -> TrialAnimation:
     agents = flowmod.agents_of(events)
     tokens = flowmod.tokens_by_round(events)
     last = max(tokens) if tokens else 0
     n_lines = max(len(agents) + 1, 3)
     lanes = len(agents) + 1
-    top_w = 1.0 + flowmod.ROUND_IN * (last + 1) + 2.2  # lanes, rounds and the legend at the right
+    left = LANE_LABEL_PAD_IN + LANE_LABEL_CHAR_IN * max(len(a) for a in [*agents, SYSTEM_LANE])  # whole lane names
+    top_w = left + 0.25 + flowmod.ROUND_IN * (last + 1) + 2.2  # lanes, rounds and the legend at the right
     top_h = 0.45 + flowmod.LANE_IN * lanes
     rounds = list(range(last + 1))
     with style.theme():
         fig, ev_ax, tok_ax, width, height, bottom_h = _frame_figure(top_w, top_h, n_lines)
-        f_ax = fig.add_axes((0.75 / width, (bottom_h + 0.4) / height, (width - 3.2) / width, (top_h - 0.4) / height))
+        f_ax = fig.add_axes((left / width, (bottom_h + 0.4) / height, (width - left - 2.45) / width,
+                             (top_h - 0.4) / height))
         flowmod.flow(events, ax=f_ax, rounds=last)  # every mark once; a frame hides the future ones
         future = f_ax.axvspan(0, last + 0.6, color="white", zorder=5, lw=0)
         now = f_ax.axvspan(-0.45, 0.45, color="#fef0c7", zorder=0, lw=0)
@@ -285,5 +294,7 @@ def _flow_animation(events: list[dict], interval_ms: int) -> TrialAnimation:
         tok.show(r)
         return []
 
-    draw_frame(0)
-    return TrialAnimation(fig, draw_frame, rounds, interval_ms)
+    acted = [r for r in rounds if any(line for line in flowmod.round_lines(events, r))]
+    start = rounds.index(acted[0]) if acted else 0
+    draw_frame(start)
+    return TrialAnimation(fig, draw_frame, rounds, interval_ms, start=start)

@@ -228,7 +228,8 @@ class TrialForm:
                 display(style.png_image(gantt(res, title="", pyplot=False).figure))
             except Exception as exc:  # noqa: BLE001 - a result too broken to draw still shows its row
                 display(HTML(f'<span style="{ERROR_STYLE}">cannot draw: {html.escape(one_line(exc))}</span>'))
-            display(compare([res]))
+            # headers with spaces wrap, so the whole row fits the output area instead of running off it
+            display(compare([res]).rename(columns=lambda c: c.replace("_", " ")).round(3))
 
     def _ipython_display_(self):
         from IPython.display import display
