@@ -136,6 +136,9 @@ _NON_IDENTITY_FIELDS = {"runs_dir", "cache", "max_retries", "timeout_s", "cache_
                         "max_billed_tokens", "sandbox"}
 
 
+_LINEAGE_FIELDS = ("parent", "fork_round", "fork_changes")  # set on forks only (latte_lab.fork)
+
+
 class TrialConfig(BaseModel):
     """One trial: a team of agents on a task with a model, a seed and protocol switches."""
 
@@ -191,6 +194,13 @@ class TrialConfig(BaseModel):
     read_file_cap: int = Field(12000, ge=100)
     """Characters of a file returned by read_file. The released code returned 4,000, which cut the
     debug module in half; 12,000 shows every task file whole."""
+    parent: str | None = None
+    """A fork's parent run (its run directory), None for a trial run from round 0 (``latte_lab.fork``)."""
+    fork_round: int | None = Field(None, ge=0)
+    """The round after which a fork left its parent (0: after planning); the rounds up to it are the parent's,
+    replayed from its cassette."""
+    fork_changes: dict[str, object] | None = None
+    """What a fork changed from its parent's config (field -> new value)."""
 
     # --- protocol switches: the paper's reading by default; every other reading is a value here, with the
     # released code's value in `released` (TrialConfig.released() sets them all; docs/fidelity.md has one
@@ -299,7 +309,8 @@ class TrialConfig(BaseModel):
     @property
     def trial_id(self) -> str:
         """A stable id from the config and the seed: ``<task>-<team>-s<seed>-<hash>``."""
-        ident = {k: v for k, v in self.model_dump().items() if k not in _NON_IDENTITY_FIELDS}
+        ident = {k: v for k, v in self.model_dump().items() if k not in _NON_IDENTITY_FIELDS
+                 and not (k in _LINEAGE_FIELDS and v is None)}  # a trial from round 0 keeps the id it always had
         digest = hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:10]
         return f"{self.task}-{self.team}-s{self.seed}-{digest}"
 

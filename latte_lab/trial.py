@@ -119,10 +119,13 @@ class TrialRecorder:
     """
 
     def __init__(self, config: TrialConfig, task, model, *, runs_dir=None, run_name: str | None = None,
-                 progress: bool | Callable[[dict], None] | None = False):
+                 progress: bool | Callable[[dict], None] | None = False, replayed: TrialConfig | None = None):
         from latte_lab.models.cassette import Cassette, RecordingModel
 
         self.config, self.task, self.progress = config, task, progress
+        # a fork: the team runs under its parent's config (the calls replayed from the parent's cassette must be
+        # the very calls it made) until the end of round config.fork_round, then under its own
+        self._replayed = replayed
         self.trial_id = config.trial_id
         self.run_dir = rundir.new_run_dir(runs_dir if runs_dir is not None else config.runs_dir,
                                           run_name or self.trial_id)
@@ -156,8 +159,9 @@ class TrialRecorder:
         config = self.config
         ws = Workspace(self.writer.workspace, sandbox=config.sandbox)
         self.task.setup(ws)
-        self.team = team_class(config.team)(config, self.task, ws, self.model, self.log, seed=config.seed,
-                                            trial_id=self.trial_id)
+        first = self._replayed or config
+        self.team = team_class(config.team)(first, self.task, ws, self.model, self.log, seed=first.seed,
+                                            trial_id=first.trial_id)
         self.log.emit("run_start", trial_id=self.trial_id, task=self.task.id, team=config.team, model=config.model,
                       seed=config.seed, n_workers=config.n_workers)
         self.team.setup()
@@ -168,6 +172,8 @@ class TrialRecorder:
         records = self.team.snapshots.records
         self.writer.append_snapshots(records[self._snapshots:])
         self._snapshots = len(records)
+        if self._replayed is not None and (r or 0) == self.config.fork_round:
+            self._take_over()
         if r is None or not self.progress:
             return
         if self.progress is True and self._bar is None:
@@ -180,6 +186,16 @@ class TrialRecorder:
             self._bar.update(1)
         else:
             self.progress(info)
+
+    def _take_over(self) -> None:
+        """The fork point: from the next call on the team runs under the fork's own config (its model, seed,
+        switches and round budget), and the replayed parent hands over."""
+        team, config = self.team, self.config
+        team.config, team.seed, team.trial_id = config, config.seed, config.trial_id
+        team._provider = config.model.partition("/")[0]
+        self._replayed = None
+        self.log.emit("fork_point", parent=config.parent, fork_round=config.fork_round,
+                      changes=dict(config.fork_changes or {}))
 
     def __exit__(self, kind, exc, tb) -> bool:
         try:
@@ -394,7 +410,8 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     row.update({
         "task": task.id, "team": config.team, "model": config.model, "seed": config.seed, "trial": config.trial,
         "trial_id": config.trial_id, "status": status, "error": error, "success": success, "accuracy": accuracy,
-        "claimed_success": claimed, "tampered": bool(tampering),
+        "claimed_success": claimed, "tampered": bool(tampering), "parent": config.parent,
+        "fork_round": config.fork_round,
         "tasks_done": done, "total_tasks": total, "task_completion_rate": done / total if total else 0.0,
         "wall_clock_seconds": team.vclock - metrics["planning_seconds"] if team else 0.0,
         "wall_clock_with_planning_seconds": team.vclock if team else 0.0, "real_seconds": real_seconds,

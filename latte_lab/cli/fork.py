@@ -1,0 +1,60 @@
+"""``latte-lab fork``: continue a recorded trial from round k under a change."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "fork", help="continue a recorded trial from round K under a change (what if ...)",
+        description="Replay a recorded trial to the end of round K from its cassette, with no model call, then "
+        "let it run on as a new trial under the changes given with --set: another model or profile, another "
+        "seed for what follows, a protocol switch, another round budget. Another team, task or team size is "
+        "refused: those are new trials from round 0.",
+        epilog="examples:\n  latte-lab fork runs/debug-latte-s0-033bd68aea --at 20 --set seed=7\n"
+        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 10 --set heartbeat_rule=released\n"
+        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 5 --set model=simulated/careful --set max_rounds=30")
+    p.add_argument("run_dir", metavar="RUN", help="the recorded trial's run directory")
+    p.add_argument("--at", type=int, required=True, dest="at_round",
+                   help="the round after which the fork leaves its parent (0: right after planning)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="changes",
+                   help="a change (a TrialConfig field; the value is read as JSON when it parses, else as text); "
+                   "repeat for several (default: none: the parent's own continuation)")
+    p.add_argument("--runs-dir", default=None, help="where the fork's run directory goes (default: forks/ beside RUN)")
+    p.add_argument("--quiet", action="store_true", help="only print the result")
+    p.set_defaults(func=_fork)
+
+
+def parse_changes(items: list[str]) -> dict[str, object]:
+    """``["seed=7", "heartbeat_rule=released"]`` -> ``{"seed": 7, "heartbeat_rule": "released"}``.
+
+    >>> parse_changes(["seed=7", "model=simulated/careful", "file_lock=true"])
+    {'seed': 7, 'model': 'simulated/careful', 'file_lock': True}
+    """
+    from latte_lab.cli._common import UsageError
+
+    changes: dict[str, object] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--set takes KEY=VALUE, got {item!r}")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        changes[key.strip()] = value
+    return changes
+
+
+def _fork(args) -> int:
+    from latte_lab.fork import fork
+    from latte_lab.trial import print_round
+
+    res = fork(args.run_dir, args.at_round, runs_dir=args.runs_dir, progress=None if args.quiet else print_round,
+               **parse_changes(args.changes))
+    print(res.summary())
+    print(f"forked from {res.config.parent} after round {res.config.fork_round}"
+          + (f" with {res.config.fork_changes}" if res.config.fork_changes else " with no change"))
+    return 0 if res.status == "ok" else 1

@@ -1,0 +1,129 @@
+"""What if: fork a recorded trial at round k and let it run on under a change.
+
+:func:`fork` replays a recorded trial to the end of round ``k`` from its cassette, with no model call: the
+graph, the workspace, every agent's history, the memo, the ledger and the clocks are what the parent's were
+there, because the same calls get the same replies and every tool runs again on the same files. From the
+next round on it is a new trial, in its own run directory, under the changes: another model or profile (a
+real model can take over a simulated trial, and the reverse), another seed for what follows, any protocol
+switch of ``TrialConfig.switches()``, another round budget. What the parent did before round ``k`` is shared
+by every fork of it, so a difference between forks is the change's (and chance's after ``k``), never the
+past's. Changes that cannot apply mid-trial (another team, task or team size) are refused in one line.
+
+>>> fork("runs/debug-latte-s0-033bd68aea", at_round=20, seed=7)          # doctest: +SKIP
+>>> fork("runs/debug-latte-s0-033bd68aea", at_round=20, heartbeat_rule="released")   # doctest: +SKIP
+
+A fork's ``config.json`` names its parent, the round and the changes (``parent``, ``fork_round``,
+``fork_changes``); its events hold a ``fork_point`` event; its results row has ``parent`` and
+``fork_round``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from latte_lab import rundir
+from latte_lab.config import TrialConfig
+from latte_lab.errors import ConfigError, DataError
+
+# What may change at a fork point: what the agents are (the model and its sampling), the randomness of what
+# follows, the protocol's switches and the round budget. Everything else is the trial's identity.
+MODEL_FIELDS = ("model", "base_url", "temperature", "max_tokens", "top_p")
+BUDGET_FIELDS = ("max_rounds", "max_dollars", "max_billed_tokens")
+RUN_FIELDS = ("runs_dir", "cache", "cache_path", "max_retries", "timeout_s")
+FIXED_REASONS = {
+    "task": "a fork continues its parent's workspace, which belongs to its task",
+    "team": "a fork continues its parent's team on its graph; another team structure is a new trial from round 0",
+    "n_workers": "a fork continues its parent's agents; another team size is a new trial from round 0",
+    "sandbox": "the replayed rounds must run their tools where the parent's did",
+    "planning_turns": "planning is over at any fork point",
+    "read_file_cap": "the replayed rounds must show files as the parent's did",
+    "trial": "the replicate index is the parent's",
+}
+
+
+def changeable() -> tuple[str, ...]:
+    """Every field a fork may change."""
+    return (*MODEL_FIELDS, "seed", *BUDGET_FIELDS, *TrialConfig.switches(), *RUN_FIELDS)
+
+
+def fork_config(parent: TrialConfig, at_round: int, parent_dir: str | Path, **changes) -> TrialConfig:
+    """The fork's config: the parent's with ``changes`` and its lineage; a change that cannot apply mid-trial
+    is a ConfigError of one line saying why."""
+    if isinstance(at_round, bool) or not isinstance(at_round, int) or at_round < 0:
+        raise ConfigError(f"at_round must be a round number >= 0 (0: right after planning), got {at_round!r}")
+    allowed = set(changeable())
+    for name in changes:
+        if name in FIXED_REASONS:
+            raise ConfigError(f"cannot change {name} at a fork: {FIXED_REASONS[name]}")
+        if name not in allowed:
+            raise ConfigError(f"cannot change {name!r} at a fork; what can change: {', '.join(sorted(allowed))}")
+    if changes.get("max_rounds") is not None and changes["max_rounds"] < at_round:
+        raise ConfigError(f"max_rounds={changes['max_rounds']} ends before the fork point (round {at_round})")
+    values = parent.model_dump()
+    values.update(changes)
+    values.update(parent=str(Path(parent_dir)), fork_round=at_round,
+                  fork_changes={k: v for k, v in sorted(changes.items()) if k not in RUN_FIELDS} or None)
+    return TrialConfig(**values)
+
+
+def fork(run_dir: str | Path, at_round: int, *, model=None, runs_dir: str | Path | None = None,
+         progress: bool | Callable[[dict], None] | None = False, run_name: str | None = None, **changes):
+    """Fork the recorded trial in ``run_dir`` at the end of round ``at_round`` under ``changes`` (fields of
+    :class:`~latte_lab.config.TrialConfig`: see :func:`changeable`); a :class:`~latte_lab.rundir.TrialResult`.
+
+    ``model`` overrides the model built from the fork's config for the rounds after the fork point (a
+    scripted one, in tests). No call reaches it, or any model, before then: those replies come from the
+    parent's cassette. The fork's run directory goes beside the parent's, in ``forks/`` (or ``runs_dir``).
+    """
+    from latte_lab import tasks
+    from latte_lab.models.cassette import CassetteModel
+    from latte_lab.trial import TrialRecorder, _default_model, play_rounds
+
+    run_dir = Path(run_dir)
+    for path in (run_dir / rundir.CONFIG_FILE, run_dir / rundir.CALLS_FILE):
+        if not path.exists():
+            raise DataError(f"cannot fork {run_dir}: {path.name} is missing")
+    parent = rundir.read_config(run_dir)
+    recorded = _recorded_rounds(run_dir)
+    if recorded is not None and at_round > recorded:
+        raise ConfigError(f"cannot fork {run_dir.name} at round {at_round}: it ended after round {recorded}")
+    config = fork_config(parent, at_round, run_dir, **changes)
+    task = tasks.get(config.task)
+    after = model if model is not None else _default_model(config)
+    forked = ForkModel(CassetteModel(run_dir / rundir.CALLS_FILE), at_round, after)
+    target = Path(runs_dir) if runs_dir is not None else run_dir.parent / "forks"
+    name = run_name or f"{run_dir.name}-fork{at_round}-{config.trial_id.rsplit('-', 1)[-1]}"
+    recorder = TrialRecorder(config, task, forked, runs_dir=target, run_name=name, progress=progress,
+                             replayed=parent)
+    with recorder:
+        team = recorder.start_team()
+        play_rounds(team, recorder)
+    return recorder.result
+
+
+def _recorded_rounds(run_dir: Path) -> int | None:
+    try:
+        row = rundir.read_json(run_dir / rundir.RESULT_FILE).get("row", {})
+        return int(row["total_rounds"])
+    except (OSError, DataError, KeyError, TypeError, ValueError):
+        return None  # no result (an interrupted parent): the cassette says how far it can go
+
+
+class ForkModel:
+    """Replies from the parent's cassette for calls up to the end of round ``at_round``, from ``after`` beyond."""
+
+    def __init__(self, cassette, at_round: int, after):
+        self.cassette, self.at_round, self.after = cassette, at_round, after
+        self.provider = getattr(after, "provider", "fork")
+        self.base_url = getattr(after, "base_url", None)
+        self.model = getattr(after, "model", "")
+
+    def __repr__(self) -> str:
+        return f"ForkModel(until round {self.at_round}: {self.cassette!r}; then {self.after!r})"
+
+    def generate(self, request):
+        frame = request.frame if request.frame is not None else request.view
+        if frame is not None and frame.round <= self.at_round:
+            return self.cassette.generate(request)
+        return self.after.generate(request)

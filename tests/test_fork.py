@@ -1,0 +1,137 @@
+"""Forking a recorded trial at round k: the rounds up to k are the parent's, replayed with no model call;
+from there it is a trial of its own under the changes, with its lineage recorded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+import latte_lab as ll
+from latte_lab.errors import ConfigError
+from latte_lab.fork import fork
+from latte_lab.models.cassette import read_cassette
+from latte_lab.trial import comparable_events, comparable_row
+
+LINEAGE = ("trial_id", "parent", "fork_round", "billed_tokens", "replayed_tokens", "dollars")
+
+
+class NoCalls:
+    """A model that fails the test if it is ever asked for anything."""
+
+    provider, base_url, model = "simulated", None, "none"
+
+    def generate(self, request):
+        raise AssertionError(f"a model call in round {request.frame.round} by {request.scope.agent}")
+
+
+@pytest.fixture(scope="module")
+def parent(tmp_path_factory):
+    """A LATTE trial on debug (34 rounds, a success) to fork."""
+    cfg = ll.TrialConfig(task="debug", team="latte", model="simulated", seed=0, sandbox="local",
+                         runs_dir=str(tmp_path_factory.mktemp("runs")))
+    res = ll.run_trial(cfg)
+    assert res.status == "ok" and res.rounds > 20
+    return res
+
+
+def _events(res, after: int | None = None) -> list[dict]:
+    skip = ("run_start", "fork_point")
+    events = [{k: v for k, v in e.items() if k != "seq"} for e in comparable_events(res.event_list)
+              if e["type"] not in skip]
+    return [e for e in events if after is None or (e.get("round") or 0) > after]
+
+
+def test_a_fork_with_no_change_continues_exactly_as_its_parent(parent, tmp_path):
+    child = fork(parent.run_dir, 20, runs_dir=tmp_path)
+    assert child.status == "ok" and child.config.parent == str(parent.run_dir) and child.config.fork_round == 20
+    assert _events(child) == _events(parent)  # every event, the rounds after 20 included
+    assert child.snapshots == parent.snapshots
+    assert (child.success, child.rounds, child.tokens, child.accuracy) == (
+        parent.success, parent.rounds, parent.tokens, parent.accuracy)
+    drop = lambda row: {k: v for k, v in comparable_row(row).items() if k not in LINEAGE}  # noqa: E731
+    assert drop(child.row) == drop(parent.row)
+    files = lambda res: {p.relative_to(res.run_dir / "workspace"): p.read_bytes()  # noqa: E731
+                         for p in (res.run_dir / "workspace").rglob("*") if p.is_file()}
+    assert files(child) == files(parent)
+    texts = lambda res: sorted((c["scope"]["agent"], c["scope"]["call_index"], c["response"]["text"])  # noqa: E731
+                               for c in read_cassette(res.run_dir) if c.get("type") == "call")
+    assert texts(child) == texts(parent)  # the cassette: the same replies to the same calls (written as they end)
+    (point,) = [e for e in child.event_list if e["type"] == "fork_point"]
+    assert point["fork_round"] == 20 and point["changes"] == {}
+    assert child.row["parent"] == str(parent.run_dir) and child.row["fork_round"] == 20
+
+
+def test_no_model_is_called_up_to_the_fork_point(parent, tmp_path):
+    child = fork(parent.run_dir, 12, model=NoCalls(), max_rounds=12, runs_dir=tmp_path)
+    assert child.status == "ok", child.error  # every call up to round 12 came from the parent's cassette
+    assert child.rounds == 12
+    with pytest.warns(RuntimeWarning, match="a model call in round 13"):
+        beyond = fork(parent.run_dir, 12, model=NoCalls(), max_rounds=13, runs_dir=tmp_path / "beyond")
+    assert beyond.status == "error" and "a model call in round 13" in beyond.error  # and the next one is new
+
+
+@pytest.mark.parametrize("team", ["latte", "static", "leader_worker", "decentralized", "pipeline"])
+def test_graph_and_workspace_at_the_fork_point_are_the_parents(team, tmp_path):
+    cfg = ll.TrialConfig(task="debug", team=team, model="simulated", seed=1, max_rounds=6, sandbox="local",
+                         runs_dir=str(tmp_path / "runs"))
+    parent = ll.run_trial(cfg)
+    at = min(3, parent.rounds)
+    child = fork(parent.run_dir, at, model=NoCalls(), max_rounds=at, runs_dir=tmp_path / "forks")
+    assert child.status == "ok", child.error
+    upto = [r for r in parent.snapshots.records if r["round"] <= at]
+    assert child.snapshots.records == upto  # the graph, round by round, to the fork point
+    # the parent's workspace at round k: the same trial stopped there (trials are deterministic)
+    stopped = ll.run_trial(cfg.model_copy(update={"max_rounds": at, "runs_dir": str(tmp_path / "stopped")}))
+    files = lambda res: {p.relative_to(res.run_dir / "workspace"): p.read_bytes()  # noqa: E731
+                         for p in (res.run_dir / "workspace").rglob("*") if p.is_file()}
+    assert files(child) == files(stopped)
+    assert _events(child) == _events(stopped)
+
+
+def test_a_change_applies_from_the_fork_point_on(parent, tmp_path):
+    child = fork(parent.run_dir, 10, seed=5, heartbeat_rule="released", runs_dir=tmp_path)
+    assert child.status == "ok"
+    assert _events(child) != _events(parent)  # it went its own way after round 10, and only then
+    assert [e for e in _events(child) if (e.get("round") or 0) <= 10] == [
+        e for e in _events(parent) if (e.get("round") or 0) <= 10]
+    saved = json.loads((child.run_dir / "config.json").read_text())
+    assert saved["parent"] == str(parent.run_dir) and saved["fork_round"] == 10
+    assert saved["fork_changes"] == {"heartbeat_rule": "released", "seed": 5} and saved["seed"] == 5
+    trials = ll.load_runs(tmp_path).trials
+    assert trials["fork_round"].tolist() == [10] and trials["parent"].tolist() == [str(parent.run_dir)]
+
+
+@pytest.mark.parametrize(("changes", "message"), [
+    ({"team": "static"}, "cannot change team at a fork: a fork continues its parent's team on its graph"),
+    ({"task": "eda"}, "cannot change task at a fork: a fork continues its parent's workspace"),
+    ({"n_workers": 2}, "cannot change n_workers at a fork: a fork continues its parent's agents"),
+    ({"colour": "red"}, "cannot change 'colour' at a fork; what can change: "),
+    ({"max_rounds": 3}, "max_rounds=3 ends before the fork point (round 5)"),
+    ({"heartbeat_rule": "sometimes"}, "heartbeat_rule"),
+])
+def test_every_refused_change_is_one_line(parent, tmp_path, changes, message):
+    with pytest.raises(ConfigError) as caught:
+        fork(parent.run_dir, 5, runs_dir=tmp_path, **changes)
+    assert message in str(caught.value) and "\n" not in str(caught.value)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())  # refused before any run directory
+
+
+def test_a_round_the_parent_never_reached_is_refused(parent, tmp_path):
+    with pytest.raises(ConfigError, match=f"cannot fork .* at round 99: it ended after round {parent.rounds}"):
+        fork(parent.run_dir, 99, runs_dir=tmp_path)
+    with pytest.raises(ConfigError, match="at_round must be a round number >= 0"):
+        fork(parent.run_dir, -1, runs_dir=tmp_path)
+
+
+def test_the_command_line(parent, tmp_path):
+    cmd = [sys.executable, "-m", "latte_lab.cli", "fork", str(parent.run_dir), "--at", "30", "--set", "seed=3",
+           "--runs-dir", str(tmp_path), "--quiet"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode in (0, 1), out.stderr
+    assert f"forked from {parent.run_dir} after round 30 with {{'seed': 3}}" in out.stdout
+    bad = subprocess.run([*cmd[:-4], "team=static"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 1 and bad.stderr.strip().count("\n") == 0
+    assert bad.stderr.startswith("latte-lab: error: cannot change team at a fork")
