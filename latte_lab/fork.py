@@ -47,12 +47,53 @@ def changeable() -> tuple[str, ...]:
     return (*MODEL_FIELDS, "seed", *BUDGET_FIELDS, *TrialConfig.switches(), *RUN_FIELDS)
 
 
+LEAD_OPERATORS = ("discover_task", "assign_task", "release_task", "close_task", "verify_task")
+
+
+def check_intervention(run_dir: str | Path, at_round: int, intervene: str | list[str]) -> str:
+    """The Lead's actions to apply at the fork point (``<release_task id="t5" />`` and the like), as one text,
+    once each has been applied, as the Lead would apply it, to the parent's graph at the end of round
+    ``at_round``: a violated precondition (or an action the Lead cannot take) is a ConfigError of one line."""
+    from latte_lab.actions import parse_actions
+    from latte_lab.errors import OperatorError
+    from latte_lab.graph import LEAD
+
+    text = intervene if isinstance(intervene, str) else "\n".join(intervene)
+    parsed = parse_actions(text)
+    if parsed.errors or not parsed.actions:
+        why = parsed.errors[0] if parsed.errors else "no action in it"
+        raise ConfigError(f"intervention {text.strip()!r} does not parse: {getattr(why, 'message', why)}")
+    history = rundir.read_snapshots(run_dir)
+    upto = [i for i, r in enumerate(history.rounds()) if r <= at_round]
+    if not upto:
+        raise ConfigError(f"cannot intervene at round {at_round}: {Path(run_dir).name}'s team keeps no coordination "
+                          "graph (only graph teams' Lead applies these operators)")
+    graph = history.graph(upto[-1])
+    for action in parsed.actions:
+        tag = type(action).tag
+        if tag not in LEAD_OPERATORS:
+            raise ConfigError(f"intervention <{tag}> is not an operator the Lead applies; use one of "
+                              f"{', '.join(LEAD_OPERATORS)}")
+        try:
+            if tag == "discover_task":
+                graph.discover(action.id, deps=list(action.dependencies), title=action.title,
+                               description=action.description, by=LEAD)
+            elif tag == "assign_task":
+                graph.assign(action.id, action.to, by=LEAD)
+            else:
+                getattr(graph, tag.removesuffix("_task"))(action.id, by=LEAD)
+        except OperatorError as exc:
+            raise ConfigError(f"intervention <{tag} id={action.id!r}> cannot apply at round {at_round}: "
+                              f"{exc.reason}") from None
+    return text
+
+
 def fork_config(parent: TrialConfig, at_round: int, parent_dir: str | Path, **changes) -> TrialConfig:
     """The fork's config: the parent's with ``changes`` and its lineage; a change that cannot apply mid-trial
     is a ConfigError of one line saying why."""
     if isinstance(at_round, bool) or not isinstance(at_round, int) or at_round < 0:
         raise ConfigError(f"at_round must be a round number >= 0 (0: right after planning), got {at_round!r}")
-    allowed = set(changeable())
+    allowed = set(changeable()) | {"intervene"}
     for name in changes:
         if name in FIXED_REASONS:
             raise ConfigError(f"cannot change {name} at a fork: {FIXED_REASONS[name]}")
@@ -61,7 +102,7 @@ def fork_config(parent: TrialConfig, at_round: int, parent_dir: str | Path, **ch
     if changes.get("max_rounds") is not None and changes["max_rounds"] < at_round:
         raise ConfigError(f"max_rounds={changes['max_rounds']} ends before the fork point (round {at_round})")
     values = parent.model_dump()
-    values.update(changes)
+    values.update({k: v for k, v in changes.items() if k != "intervene"})
     values.update(parent=str(Path(parent_dir)), fork_round=at_round,
                   fork_changes={k: v for k, v in sorted(changes.items()) if k not in RUN_FIELDS} or None)
     return TrialConfig(**values)
@@ -71,6 +112,11 @@ def fork(run_dir: str | Path, at_round: int, *, model=None, runs_dir: str | Path
          progress: bool | Callable[[dict], None] | None = False, run_name: str | None = None, **changes):
     """Fork the recorded trial in ``run_dir`` at the end of round ``at_round`` under ``changes`` (fields of
     :class:`~latte_lab.config.TrialConfig`: see :func:`changeable`); a :class:`~latte_lab.rundir.TrialResult`.
+
+    ``intervene``: the Lead's operators to apply at the fork point, as action text
+    (``'<release_task id="fix-rms" />'``, or a list of such): checked first against the parent's graph at
+    that round with the operators' own preconditions, then applied through the team as the Lead's own
+    reply would be.
 
     ``model`` overrides the model built from the fork's config for the rounds after the fork point (a
     scripted one, in tests). No call reaches it, or any model, before then: those replies come from the
@@ -88,6 +134,8 @@ def fork(run_dir: str | Path, at_round: int, *, model=None, runs_dir: str | Path
     recorded = _recorded_rounds(run_dir)
     if recorded is not None and at_round > recorded:
         raise ConfigError(f"cannot fork {run_dir.name} at round {at_round}: it ended after round {recorded}")
+    if changes.get("intervene") is not None:
+        changes["intervene"] = check_intervention(run_dir, at_round, changes["intervene"])
     config = fork_config(parent, at_round, run_dir, **changes)
     task = tasks.get(config.task)
     after = model if model is not None else _default_model(config)

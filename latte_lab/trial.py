@@ -194,8 +194,10 @@ class TrialRecorder:
         team.config, team.seed, team.trial_id = config, config.seed, config.trial_id
         team._provider = config.model.partition("/")[0]
         self._replayed = None
-        self.log.emit("fork_point", parent=config.parent, fork_round=config.fork_round,
-                      changes=dict(config.fork_changes or {}))
+        changes = dict(config.fork_changes or {})
+        self.log.emit("fork_point", parent=config.parent, fork_round=config.fork_round, changes=changes)
+        if changes.get("intervene"):  # the Lead's operators, applied as its own reply's would be
+            team.apply(team.lead, changes["intervene"])
 
     def __exit__(self, kind, exc, tb) -> bool:
         try:

@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import latte_lab as ll
+import latte_lab.rundir  # noqa: F401 - ll.rundir below
 from latte_lab.errors import ConfigError
 from latte_lab.fork import fork
 from latte_lab.models.cassette import read_cassette
@@ -135,3 +136,28 @@ def test_the_command_line(parent, tmp_path):
     bad = subprocess.run([*cmd[:-4], "team=static"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and bad.stderr.strip().count("\n") == 0
     assert bad.stderr.startswith("latte-lab: error: cannot change team at a fork")
+
+
+def test_an_intervention_is_applied_by_the_lead_at_the_fork_point(parent, tmp_path):
+    graph = ll.rundir.read_snapshots(parent.run_dir)
+    at8 = graph.graph([i for i, r in enumerate(graph.rounds()) if r <= 8][-1])
+    busy = next(n for n in at8.nodes() if at8.status(n) == ll.Status.IN_PROGRESS)
+    child = fork(parent.run_dir, 8, intervene=f'<release_task id="{busy}" />', runs_dir=tmp_path)
+    assert child.status == "ok", child.error
+    point = next(i for i, e in enumerate(child.event_list) if e["type"] == "fork_point")
+    released = child.event_list[point + 1]
+    assert (released["type"], released["task"], released["requester"], released["round"]) == (
+        "release_task", busy, "Lead", 8)
+    assert child.config.fork_changes == {"intervene": f'<release_task id="{busy}" />'}
+
+
+@pytest.mark.parametrize(("intervene", "message"), [
+    ('<release_task id="nope" />', "intervention <release_task id='nope'> cannot apply at round 8: no such node"),
+    ('<claim_task id="fix-rms" />', "intervention <claim_task> is not an operator the Lead applies"),
+    ("release it please", "intervention 'release it please' does not parse"),
+])
+def test_an_intervention_that_cannot_apply_is_refused_in_one_line(parent, tmp_path, intervene, message):
+    with pytest.raises(ConfigError) as caught:
+        fork(parent.run_dir, 8, intervene=intervene, runs_dir=tmp_path)
+    assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())

@@ -15,13 +15,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "refused: those are new trials from round 0.",
         epilog="examples:\n  latte-lab fork runs/debug-latte-s0-033bd68aea --at 20 --set seed=7\n"
         "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 10 --set heartbeat_rule=released\n"
-        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 5 --set model=simulated/careful --set max_rounds=30")
+        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 5 --set model=simulated/careful --set max_rounds=30\n"
+        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 8 --intervene '<release_task id=\"fix-rms\" />'")
     p.add_argument("run_dir", metavar="RUN", help="the recorded trial's run directory")
     p.add_argument("--at", type=int, required=True, dest="at_round",
                    help="the round after which the fork leaves its parent (0: right after planning)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="changes",
                    help="a change (a TrialConfig field; the value is read as JSON when it parses, else as text); "
                    "repeat for several (default: none: the parent's own continuation)")
+    p.add_argument("--intervene", action="append", default=[], metavar="ACTION",
+                   help="a Lead operator applied at the fork point, as action text, e.g. '<release_task id=\"t5\" />' "
+                   "(checked against the parent's graph at round K first); repeatable (default: none)")
     p.add_argument("--runs-dir", default=None, help="where the fork's run directory goes (default: forks/ beside RUN)")
     p.add_argument("--quiet", action="store_true", help="only print the result")
     p.set_defaults(func=_fork)
@@ -52,8 +56,11 @@ def _fork(args) -> int:
     from latte_lab.fork import fork
     from latte_lab.trial import print_round
 
+    changes = parse_changes(args.changes)
+    if args.intervene:
+        changes["intervene"] = list(args.intervene)
     res = fork(args.run_dir, args.at_round, runs_dir=args.runs_dir, progress=None if args.quiet else print_round,
-               **parse_changes(args.changes))
+               **changes)
     print(res.summary())
     print(f"forked from {res.config.parent} after round {res.config.fork_round}"
           + (f" with {res.config.fork_changes}" if res.config.fork_changes else " with no change"))
