@@ -122,32 +122,99 @@ def fork(run_dir: str | Path, at_round: int, *, model=None, runs_dir: str | Path
     scripted one, in tests). No call reaches it, or any model, before then: those replies come from the
     parent's cassette. The fork's run directory goes beside the parent's, in ``forks/`` (or ``runs_dir``).
     """
-    from latte_lab import tasks
-    from latte_lab.models.cassette import CassetteModel
-    from latte_lab.trial import TrialRecorder, _default_model, play_rounds
 
     run_dir = Path(run_dir)
-    for path in (run_dir / rundir.CONFIG_FILE, run_dir / rundir.CALLS_FILE):
-        if not path.exists():
-            raise DataError(f"cannot fork {run_dir}: {path.name} is missing")
-    parent = rundir.read_config(run_dir)
+    parent = _parent_config(run_dir)
     recorded = _recorded_rounds(run_dir)
     if recorded is not None and at_round > recorded:
         raise ConfigError(f"cannot fork {run_dir.name} at round {at_round}: it ended after round {recorded}")
     if changes.get("intervene") is not None:
         changes["intervene"] = check_intervention(run_dir, at_round, changes["intervene"])
     config = fork_config(parent, at_round, run_dir, **changes)
-    task = tasks.get(config.task)
-    after = model if model is not None else _default_model(config)
-    forked = ForkModel(CassetteModel(run_dir / rundir.CALLS_FILE), at_round, after)
     target = Path(runs_dir) if runs_dir is not None else run_dir.parent / "forks"
     name = run_name or f"{run_dir.name}-fork{at_round}-{config.trial_id.rsplit('-', 1)[-1]}"
-    recorder = TrialRecorder(config, task, forked, runs_dir=target, run_name=name, progress=progress,
+    return run_fork(config, model=model, runs_dir=target, run_name=name, progress=progress)
+
+
+def run_fork(config: TrialConfig, *, model=None, runs_dir: str | Path | None = None, run_name: str | None = None,
+             progress: bool | Callable[[dict], None] | None = False):
+    """Run the fork ``config`` describes (its ``parent``, ``fork_round`` and changes, as :func:`fork_config`
+    makes them): what :func:`~latte_lab.trial.run_trial` does for such a config, so a sweep of forks runs
+    through the sweep machinery like any other (exactly once, resumable, local or Ray)."""
+    from latte_lab import tasks
+    from latte_lab.trial import TrialRecorder, _default_model, play_rounds
+
+    from latte_lab.sandbox.pytest import runner_missing
+
+    missing = runner_missing()
+    if missing:
+        raise ConfigError(missing)
+    run_dir = Path(config.parent)
+    parent = _parent_config(run_dir)
+    task = tasks.get(config.task)
+    after = model if model is not None else _default_model(config)
+    forked = ForkModel(_cassette(run_dir / rundir.CALLS_FILE), config.fork_round, after)
+    recorder = TrialRecorder(config, task, forked, runs_dir=runs_dir, run_name=run_name, progress=progress,
                              replayed=parent)
     with recorder:
         team = recorder.start_team()
         play_rounds(team, recorder)
     return recorder.result
+
+
+def fork_sweep(run_dir: str | Path, at_round: int, grid: dict[str, list], *, out: str | Path | None = None,
+               **sweep_options):
+    """Many forks of one trial at one round: every combination of ``grid``'s values ({field: [values]}, the
+    changes of :func:`fork`; ``seed`` as a list gives replicates), run by :func:`~latte_lab.sweep.run_sweep`
+    (exactly once, resumable, local or Ray: ``sweep_options``). Returns its DataFrame, with ``parent`` and
+    ``fork_round`` columns.
+
+    >>> fork_sweep("runs/debug-latte-s0-033bd68aea", 20, {"seed": list(range(20)),
+    ...            "heartbeat_rule": ["paper", "released"]}, n_jobs=2)            # doctest: +SKIP
+    """
+    import itertools
+
+    from latte_lab.sweep import run_sweep
+
+    run_dir = Path(run_dir)
+    parent = _parent_config(run_dir)
+    recorded = _recorded_rounds(run_dir)
+    if recorded is not None and at_round > recorded:
+        raise ConfigError(f"cannot fork {run_dir.name} at round {at_round}: it ended after round {recorded}")
+    for key, values in grid.items():
+        if not isinstance(values, (list, tuple, range)) or not len(values):
+            raise ConfigError(f"fork_sweep grid[{key!r}] must be a non-empty list of values")
+    keys = list(grid)
+    configs = []
+    for combo in itertools.product(*(list(grid[k]) for k in keys)):
+        changes = dict(zip(keys, combo))
+        if changes.get("intervene") is not None:
+            changes["intervene"] = check_intervention(run_dir, at_round, changes["intervene"])
+        configs.append(fork_config(parent, at_round, run_dir, **changes))
+    out = Path(out) if out is not None else run_dir.parent / "forks" / f"{run_dir.name}-fork{at_round}"
+    return run_sweep(configs, out, **sweep_options)
+
+
+_CASSETTES: dict[tuple[str, float], object] = {}
+
+
+def _cassette(path: Path):
+    """The parent's cassette, parsed once per process and file version (every fork of a sweep's worker
+    shares it)."""
+    from latte_lab.models.cassette import CassetteModel
+
+    key = (str(path.resolve()), path.stat().st_mtime)
+    if key not in _CASSETTES:
+        _CASSETTES.clear()
+        _CASSETTES[key] = CassetteModel(path)
+    return _CASSETTES[key]
+
+
+def _parent_config(run_dir: Path) -> TrialConfig:
+    for path in (run_dir / rundir.CONFIG_FILE, run_dir / rundir.CALLS_FILE):
+        if not path.exists():
+            raise DataError(f"cannot fork {run_dir}: {path.name} is missing")
+    return rundir.read_config(run_dir)
 
 
 def _recorded_rounds(run_dir: Path) -> int | None:

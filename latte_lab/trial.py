@@ -78,6 +78,10 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     from latte_lab.sandbox.pytest import runner_missing
 
     config = config if isinstance(config, TrialConfig) else TrialConfig(**config)
+    if config.parent is not None:  # a fork's config (latte_lab.fork): its first rounds are its parent's
+        from latte_lab.fork import run_fork
+
+        return run_fork(config, model=model, runs_dir=runs_dir, run_name=run_name, progress=progress)
     task = tasks.get(config.task)
     missing = runner_missing()
     if missing:  # before any model call or run directory: a trial whose tests cannot run measures nothing

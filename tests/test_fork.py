@@ -161,3 +161,22 @@ def test_an_intervention_that_cannot_apply_is_refused_in_one_line(parent, tmp_pa
         fork(parent.run_dir, 8, intervene=intervene, runs_dir=tmp_path)
     assert str(caught.value).startswith(message) and "\n" not in str(caught.value)
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_a_sweep_of_forks_runs_each_once_and_resumes(tmp_path):
+    from latte_lab.fork import fork_sweep
+
+    cfg = ll.TrialConfig(task="debug", team="latte", model="simulated", seed=0, max_rounds=6, sandbox="local",
+                         runs_dir=str(tmp_path / "runs"))
+    parent = ll.run_trial(cfg)
+    grid = {"seed": [1, 2], "max_rounds": [6, 8]}
+    first = fork_sweep(parent.run_dir, 3, grid, out=tmp_path / "forks", n_jobs=2, progress=False)
+    assert len(first) == 4 and set(first["status"]) == {"ok"}
+    assert set(first["fork_round"]) == {3} and set(first["parent"]) == {str(parent.run_dir)}
+    assert sorted(zip(first["seed"], first["total_rounds"])) == [(1, 6), (1, 8), (2, 6), (2, 8)]
+    again = fork_sweep(parent.run_dir, 3, grid, out=tmp_path / "forks", n_jobs=2, progress=False)
+    assert again["trial_id"].tolist() == first["trial_id"].tolist()  # nothing ran twice
+    assert sorted(p.name for p in (tmp_path / "forks").iterdir() if not p.name.startswith(".")) == sorted(
+        first["trial_id"])
+    with pytest.raises(ConfigError, match=r"fork_sweep grid\['seed'\] must be a non-empty list"):
+        fork_sweep(parent.run_dir, 3, {"seed": []}, out=tmp_path / "none")
