@@ -16,6 +16,7 @@ the functions.
 
 from __future__ import annotations
 
+import textwrap
 from typing import TYPE_CHECKING
 
 from latte_lab.scheduling import WorkloadSpec, compare_discovery, random_dag, simulate
@@ -28,6 +29,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["discovery_figure", "draw_workload", "explore", "plot_discovery", "plot_efficiency", "plot_makespan",
            "straggler_figure"]
 
+TITLE_CHARS = 100  # straggler_figure: a panel title longer than this wraps (the legend takes the right side)
 DISCOVERY_RATES = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)  # discovery_figure: probabilities swept
 DISCOVERY_SEEDS = range(20)  # discovery_figure: runs averaged per point
 DISCOVERY_WORKERS = 24  # enough workers that the critical path, not the work, sets the pace
@@ -113,6 +115,7 @@ def straggler_figure(spec: WorkloadSpec, n_workers: int, straggler_p: float, *, 
     for ax, res in zip(axes, runs):
         gantt(res, ax=ax, labels=len(spec) <= 40)
         ax.set_xlim(0, right)  # one time axis for both, so the makespans compare at a glance
+        ax.title.set_text(textwrap.fill(ax.get_title(), TITLE_CHARS))  # a long run summary: two lines, not cut
     fig.tight_layout()
     return fig
 
@@ -164,7 +167,7 @@ def plot_discovery(df: pd.DataFrame, *, axes=None):
     import matplotlib.pyplot as plt
 
     if axes is None:
-        _, axes = plt.subplots(1, 2, figsize=(11, 4))
+        _, axes = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
     teams = [t for t in TEAM_STYLE if t in set(df["team"])] + sorted(set(df["team"]) - set(TEAM_STYLE))
     for ax, column, label in ((axes[0], "makespan", "makespan (rounds)"),
                               (axes[1], "stalled_worker_rounds", "stalled worker-rounds per run")):
@@ -174,7 +177,7 @@ def plot_discovery(df: pd.DataFrame, *, axes=None):
             half = 1.96 * stats["sem"].fillna(0.0)
             ax.plot(stats.index, stats["mean"], color=colour, ls=ls, marker="o", ms=4, label=team)
             ax.fill_between(stats.index, stats["mean"] - half, stats["mean"] + half, color=colour, alpha=0.15, lw=0)
-        ax.set_xlabel("discovery probability (share of nodes hidden until a dependency completes)")
+        ax.set_xlabel("discovery probability\n(share of nodes hidden until a dependency completes)")
         ax.set_ylabel(label)
         ax.set_ylim(bottom=0)
     bound = df.groupby("discovery")["lower_bound"].first()
