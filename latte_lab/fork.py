@@ -124,8 +124,8 @@ def fork(run_dir: str | Path, at_round: int, *, model=None, runs_dir: str | Path
     """
 
     run_dir = Path(run_dir)
-    parent = _parent_config(run_dir)
-    recorded = _recorded_rounds(run_dir)
+    parent = parent_config(run_dir)
+    recorded = recorded_rounds(run_dir)
     if recorded is not None and at_round > recorded:
         raise ConfigError(f"cannot fork {run_dir.name} at round {at_round}: it ended after round {recorded}")
     if changes.get("intervene") is not None:
@@ -142,15 +142,14 @@ def run_fork(config: TrialConfig, *, model=None, runs_dir: str | Path | None = N
     makes them): what :func:`~latte_lab.trial.run_trial` does for such a config, so a sweep of forks runs
     through the sweep machinery like any other (exactly once, resumable, local or Ray)."""
     from latte_lab import tasks
-    from latte_lab.trial import TrialRecorder, _default_model, play_rounds
-
     from latte_lab.sandbox.pytest import runner_missing
+    from latte_lab.trial import TrialRecorder, _default_model, play_rounds
 
     missing = runner_missing()
     if missing:
         raise ConfigError(missing)
     run_dir = Path(config.parent)
-    parent = _parent_config(run_dir)
+    parent = parent_config(run_dir)
     task = tasks.get(config.task)
     after = model if model is not None else _default_model(config)
     forked = ForkModel(_cassette(run_dir / rundir.CALLS_FILE), config.fork_round, after)
@@ -160,39 +159,6 @@ def run_fork(config: TrialConfig, *, model=None, runs_dir: str | Path | None = N
         team = recorder.start_team()
         play_rounds(team, recorder)
     return recorder.result
-
-
-def fork_sweep(run_dir: str | Path, at_round: int, grid: dict[str, list], *, out: str | Path | None = None,
-               **sweep_options):
-    """Many forks of one trial at one round: every combination of ``grid``'s values ({field: [values]}, the
-    changes of :func:`fork`; ``seed`` as a list gives replicates), run by :func:`~latte_lab.sweep.run_sweep`
-    (exactly once, resumable, local or Ray: ``sweep_options``). Returns its DataFrame, with ``parent`` and
-    ``fork_round`` columns.
-
-    >>> fork_sweep("runs/debug-latte-s0-033bd68aea", 20, {"seed": list(range(20)),
-    ...            "heartbeat_rule": ["paper", "released"]}, n_jobs=2)            # doctest: +SKIP
-    """
-    import itertools
-
-    from latte_lab.sweep import run_sweep
-
-    run_dir = Path(run_dir)
-    parent = _parent_config(run_dir)
-    recorded = _recorded_rounds(run_dir)
-    if recorded is not None and at_round > recorded:
-        raise ConfigError(f"cannot fork {run_dir.name} at round {at_round}: it ended after round {recorded}")
-    for key, values in grid.items():
-        if not isinstance(values, (list, tuple, range)) or not len(values):
-            raise ConfigError(f"fork_sweep grid[{key!r}] must be a non-empty list of values")
-    keys = list(grid)
-    configs = []
-    for combo in itertools.product(*(list(grid[k]) for k in keys)):
-        changes = dict(zip(keys, combo))
-        if changes.get("intervene") is not None:
-            changes["intervene"] = check_intervention(run_dir, at_round, changes["intervene"])
-        configs.append(fork_config(parent, at_round, run_dir, **changes))
-    out = Path(out) if out is not None else run_dir.parent / "forks" / f"{run_dir.name}-fork{at_round}"
-    return run_sweep(configs, out, **sweep_options)
 
 
 _CASSETTES: dict[tuple[str, float], object] = {}
@@ -210,14 +176,14 @@ def _cassette(path: Path):
     return _CASSETTES[key]
 
 
-def _parent_config(run_dir: Path) -> TrialConfig:
+def parent_config(run_dir: Path) -> TrialConfig:
     for path in (run_dir / rundir.CONFIG_FILE, run_dir / rundir.CALLS_FILE):
         if not path.exists():
             raise DataError(f"cannot fork {run_dir}: {path.name} is missing")
-    return rundir.read_config(run_dir)
+    return rundir.read_config(run_dir)  # the parent's config, after checking its cassette is there
 
 
-def _recorded_rounds(run_dir: Path) -> int | None:
+def recorded_rounds(run_dir: Path) -> int | None:
     try:
         row = rundir.read_json(run_dir / rundir.RESULT_FILE).get("row", {})
         return int(row["total_rounds"])

@@ -164,7 +164,7 @@ def test_an_intervention_that_cannot_apply_is_refused_in_one_line(parent, tmp_pa
 
 
 def test_a_sweep_of_forks_runs_each_once_and_resumes(tmp_path):
-    from latte_lab.fork import fork_sweep
+    from latte_lab.sweep.forks import fork_sweep
 
     cfg = ll.TrialConfig(task="debug", team="latte", model="simulated", seed=0, max_rounds=6, sandbox="local",
                          runs_dir=str(tmp_path / "runs"))
