@@ -33,7 +33,7 @@ def test_the_student_edition_shows_no_answer_and_the_teachers_has_them_all():
     student, teacher = teaching.editions(SOURCE)
     student_code = "\n".join(c.source for c in student.cells if c.cell_type == "code")
     for ex in teaching.EXERCISES:
-        assert f'answer = None' in student_code and f'check("{ex}", answer' in student_code
+        assert 'answer = None' in student_code and f'check("{ex}", answer' in student_code
     assert not re.search(r"^answer = (?!None)", student_code, flags=re.M)  # every answer is the student's
     assert "critical_path_length" not in student_code.split('check("ex2"')[0]  # not shown before exercise 2
     assert "lower_bound(" not in student_code.split('check("ex3"')[0]
