@@ -150,7 +150,7 @@ def _grade_frontier(given: Any, expected: list[str]) -> str | None:
     given = list(given)
     for nid in given:
         if nid not in g:
-            return f"{nid!r} is not a node of this graph."
+            return f"{nid!r} is not a node of this graph; use the ids written in the nodes (g1.nodes() lists them)."
         status = str(g.status(nid))
         if status in ("done", "verified"):
             return f"{nid!r} is finished; the frontier is work that can start now."
