@@ -35,6 +35,8 @@ __all__ = [
     "render_ready", "parse_ready", "render_graph", "parse_graph", "render_heartbeat", "parse_heartbeat",
     "render_assigned", "parse_assigned", "render_task_update", "parse_task_update",
     "render_task_released", "render_task_closed", "parse_task_gone",
+    "task_taken", "render_duplicate_task", "duplicate_task", "says_tests_still_fail",
+    "render_claim_busy", "render_claim_lost", "parse_claims_refused", "claim_refused", "forbids_self_claim",
     "render_document", "parse_document", "render_next_file", "parse_next_file",
     "render_edit_locked", "render_edit_refused", "render_edit_needs_task", "parse_edit_refused",
 ]
@@ -129,6 +131,12 @@ def render_fix_note(task: str, tail: str) -> str:
 
 def render_not_accepted(tests: str) -> str:
     return _NOT_ACCEPTED + tests
+
+
+def says_tests_still_fail(text: str) -> bool:
+    """Whether the text is news that the tests are still red (:func:`render_fix_note`,
+    :func:`render_not_accepted`)."""
+    return "tests still fail" in text
 
 
 def parse_tests(text: str) -> tuple[str, bool] | None:
@@ -412,6 +420,54 @@ def parse_task_gone(text: str) -> tuple[str, str] | None:
     """(task, "released" or "closed") when the worker's task was taken from it."""
     m = _TASK_GONE.match(text)
     return (m.group(1), m.group(2)) if m else None
+
+
+def task_taken(text: str, task: str) -> bool:
+    """Whether the text says ``task`` was released or closed (anywhere in it)."""
+    return f"Task '{task}' was" in text
+
+
+def render_duplicate_task(task: str) -> str:
+    """A discovery refused because the id is taken."""
+    return f"⚠️ Task id '{task}' already exists; choose a new id."
+
+
+def duplicate_task(text: str, task: str) -> bool:
+    """Whether the text says a discovery of ``task`` was refused as a duplicate."""
+    return f"Task id '{task}' already exists" in text
+
+
+# ------------------------------------------------------------------------- refused claims ----
+_CLAIM_REFUSED = re.compile(r"Claim of '([^']+)' rejected")
+SELF_CLAIM_OFF = "⚠️ Self-assignment is not available in this run. Wait for the lead to assign tasks."
+# What a prompt says when workers may not take unassigned tasks themselves: SELF_CLAIM_OFF, and the
+# wording of the system prompts in latte_lab/teams/prompts/ (static_worker.txt)
+NO_SELF_CLAIM_PHRASES = ("cannot pick unassigned tasks", "Self-assignment is not available", "do not self-assign")
+
+
+def render_claim_busy(task: str, current: str) -> str:
+    """A claim refused because the worker is on another task."""
+    return f"⚠️ Claim of '{task}' rejected: you are working on '{current}'. Complete it first."
+
+
+def render_claim_lost(task: str, reason: str) -> str:
+    """A claim the graph refused (another worker took the task first, most often)."""
+    return f"⚠️ Claim of '{task}' rejected: {reason}. Pick another ready task."
+
+
+def parse_claims_refused(text: str) -> list[str]:
+    """The tasks whose claims the text says were refused, in order."""
+    return [m.group(1) for m in _CLAIM_REFUSED.finditer(text)]
+
+
+def claim_refused(text: str, task: str) -> bool:
+    """Whether the text says a claim of ``task`` was refused."""
+    return f"Claim of '{task}' rejected" in text
+
+
+def forbids_self_claim(text: str) -> bool:
+    """Whether the text tells workers not to take unassigned tasks themselves."""
+    return any(phrase in text for phrase in NO_SELF_CLAIM_PHRASES)
 
 
 # ----------------------------------------------------------------------- published documents ----

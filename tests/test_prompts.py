@@ -135,6 +135,27 @@ def test_documents_files_and_edits_roundtrip(topic, text, path, owner):
         assert P.parse_edit_refused(refusal) == path
 
 
+@ROUNDTRIP
+@given(st.lists(IDS, max_size=3), IDS, LINES, st.booleans())
+def test_refusals_read_back(lost, other, reason, busy):
+    texts = [P.render_claim_busy(n, other) if busy else P.render_claim_lost(n, reason) for n in lost]
+    assert P.parse_claims_refused(P.render_turn(("System", t) for t in texts)) == lost
+    assert all(P.claim_refused(t, n) for t, n in zip(texts, lost, strict=True))
+    assert P.duplicate_task(P.render_duplicate_task(other), other)
+    assert P.task_taken(P.render_task_released(other, "Lead"), other)
+    assert P.task_taken(P.render_task_closed(other, "Lead"), other)
+    assert P.says_tests_still_fail(P.render_fix_note(other, reason))
+    assert P.says_tests_still_fail(P.render_not_accepted(P.render_tests(False, reason)))
+
+
+def test_the_teams_that_forbid_self_claims_say_so_in_words_the_model_reads():
+    from latte_lab.teams.prompt_text import prompt
+
+    assert P.forbids_self_claim(P.SELF_CLAIM_OFF)
+    assert P.forbids_self_claim(prompt("static_worker", agent="Dev1"))
+    assert not P.forbids_self_claim(prompt("latte_worker", agent="Dev1"))
+
+
 # ----- one place for the wording -----
 # Each header reworded with its length kept (a simulated reply's latency follows the prompt's length).
 REWORDED = {

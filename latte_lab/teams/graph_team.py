@@ -9,6 +9,8 @@ planning, runs every worker every round and ends on red tests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from latte_lab import prompts
 from latte_lab.errors import OperatorError
 from latte_lab.graph import LEAD, SYSTEM_AGENT, CoordinationGraph
@@ -354,7 +356,7 @@ class GraphTeam(Team):
             agent.queue.remove(nid)
 
     def _operate(self, agent: Agent, operator: str, nid: str, apply, *, blocked: str = "operator_blocked",
-                 message: str | None = None) -> bool:
+                 message: Callable[[str], str] | None = None) -> bool:
         """Applies one graph operator; a refusal becomes an event and a message to the agent."""
         try:
             apply()
@@ -364,7 +366,7 @@ class GraphTeam(Team):
             if blocked == "operator_blocked":
                 fields["operator"] = operator
             self.log.emit(blocked, **fields)
-            text = message.format(reason=exc.reason) if message is not None else f"⚠️ {operator} '{nid}' rejected: {exc.reason}"
+            text = message(exc.reason) if message is not None else f"⚠️ {operator} '{nid}' rejected: {exc.reason}"
             if text:
                 agent.receive(text)
             return False
@@ -372,7 +374,7 @@ class GraphTeam(Team):
     def do_discover_task(self, agent: Agent, action) -> None:
         if action.id in self.graph:
             self.log.emit("discover_task_skipped", agent=agent.name, task=action.id, reason="duplicate_id")
-            agent.receive(f"⚠️ Task id '{action.id}' already exists; choose a new id.")
+            agent.receive(prompts.render_duplicate_task(action.id))
             return
         deps = list(action.dependencies)
         unknown = [d for d in deps if d not in self.graph]
@@ -405,12 +407,15 @@ class GraphTeam(Team):
         nid = action.id
         if agent.current_task and agent.current_task != nid:
             self.log.emit("claim_blocked", agent=agent.name, task=nid, reason="busy")
-            agent.receive(f"⚠️ Claim of '{nid}' rejected: you are working on '{agent.current_task}'. Complete it "
-                          "first.")
+            agent.receive(prompts.render_claim_busy(nid, agent.current_task))
             return
         # order: the loser is told (paper A4.4); arrival: silently ignored (released code)
-        loser_note = "⚠️ Claim of '" + nid + "' rejected: {reason}. Pick another ready task." \
-            if self.config.claim_resolution == "order" else ""
+        if self.config.claim_resolution == "order":
+            def loser_note(reason: str) -> str:
+                return prompts.render_claim_lost(nid, reason)
+        else:
+            def loser_note(reason: str) -> str:
+                return ""
         if not self._operate(agent, "claim_task", nid, lambda: self.graph.claim(nid, agent.name),
                              blocked="claim_blocked", message=loser_note):
             return

@@ -8,6 +8,7 @@ after the last node end the trial.
 
 from __future__ import annotations
 
+from latte_lab import prompts
 from latte_lab.teams import register
 from latte_lab.teams.engine import Agent, Outcome
 from latte_lab.teams.graph_team import EXPLORE_ACTIONS, GraphTeam
@@ -55,7 +56,7 @@ class StaticTeam(GraphTeam):
         nid = action.id
         if nid not in self.graph or self.graph.agent(nid) != agent.name:  # accepting an assignment only
             self.log.emit("claim_blocked", agent=agent.name, task=nid, reason="static_graph")
-            agent.receive("⚠️ Self-assignment is not available in this run. Wait for the lead to assign tasks.")
+            agent.receive(prompts.SELF_CLAIM_OFF)
             return
         super().do_claim_task(agent, action)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from latte_lab import prompts
 from latte_lab.errors import ModelError
 from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, discover_fix, exists, failure_report, node_targets
 from latte_lab.models.sim.turn import Turn
@@ -124,7 +125,7 @@ def _verify(t: Turn, shown: dict, done: set[str]) -> set[str]:
 
 def _fresh(t: Turn) -> bool:
     """Whether the Lead's test result is current: its own last run, or a fix-task notice just now."""
-    return t.tests_known() and (t.last_had("run_tests") or any("tests still fail" in (m.get("text") or "")
+    return t.tests_known() and (t.last_had("run_tests") or any(prompts.says_tests_still_fail(m.get("text") or "")
                                                                for m in t.view.messages))
 
 

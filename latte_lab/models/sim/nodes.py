@@ -3,6 +3,7 @@ description of a node it adds."""
 
 from __future__ import annotations
 
+from latte_lab import prompts
 from latte_lab.models.sim.turn import Turn
 from latte_lab.models.view import failures_in
 from latte_lab.tasks.base import WorkUnit
@@ -47,7 +48,7 @@ def exists(t: Turn, nid: str) -> bool:
     """Whether its prompt shows the task id is taken (shown in the graph or the ready list, or a discovery
     of it was refused as a duplicate)."""
     return (any(n.get("id") == nid for n in t.view.graph + t.view.frontier)
-            or any(f"Task id '{nid}' already exists" in text for _, text in t.heard))
+            or any(prompts.duplicate_task(text, nid) for _, text in t.heard))
 
 
 MAX_FIX_ATTEMPTS = 5  # follow-up tasks for one unit: <unit>-fix, <unit>-fix-2, ...

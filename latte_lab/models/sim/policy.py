@@ -12,9 +12,9 @@ and the roles that talk through published documents (``documents``).
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 
+from latte_lab import prompts
 from latte_lab.errors import ModelError
 from latte_lab.models.sim import documents, flat, lead
 from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, discover_fix, node_targets
@@ -25,9 +25,6 @@ from latte_lab.tasks.base import WorkUnit
 __all__ = ["Turn", "decide", "stable_seed"]
 
 FORGET_RECALL_TURNS = 6  # turns after which a worker who forgot complete_task notices its open task
-_LOST_CLAIM = re.compile(r"Claim of '([^']+)' rejected")
-# what a prompt or a refusal says when workers may not take unassigned tasks themselves
-_NO_SELF_CLAIM = ("cannot pick unassigned tasks", "Self-assignment is not available", "do not self-assign")
 
 
 # ============================================================================== graph worker ====
@@ -41,7 +38,7 @@ def graph_worker(t: Turn) -> None:
     t.mark(nid, node.get("title", ""))
     targets, review = node_targets(t, node)
     claimed = _claimed(t, nid)
-    refused_now = any(f"Claim of '{nid}' rejected" in m.get("text", "") for m in t.view.messages)
+    refused_now = any(prompts.claim_refused(m.get("text", ""), nid) for m in t.view.messages)
     if node.get("status") == "assigned" and refused_now:
         t.note(f"{nid} cannot start yet; waiting for what it depends on.")
         return
@@ -102,7 +99,7 @@ def _remembered_task(t: Turn) -> dict | None:
     nid = marked_task(t.history[-1]) if t.history else None
     if nid is None or t.history_on(nid, f'<complete_task id="{nid}"'):
         return None
-    if any(f"Task '{nid}' was" in text or f"Claim of '{nid}' rejected" in text for _, text in t.heard):
+    if any(prompts.task_taken(text, nid) or prompts.claim_refused(text, nid) for _, text in t.heard):
         return None
     return {"id": nid, "title": "", "description": "", "status": "in_progress"}
 
@@ -113,7 +110,7 @@ def _claimed(t: Turn, nid: str) -> bool:
     for i, m in enumerate(t.request.messages):
         if m.role == "assistant" and f'<claim_task id="{nid}"' in m.content:
             claim = i
-        elif m.role == "user" and f"Claim of '{nid}' rejected" in m.content:
+        elif m.role == "user" and prompts.claim_refused(m.content, nid):
             refusal = i
     return claim > refusal
 
@@ -140,7 +137,7 @@ def _unplanned(t: Turn, nid: str, targets: list[WorkUnit]) -> list[WorkUnit]:
 
 def idle_graph_worker(t: Turn) -> None:
     view = t.view
-    lost = {m.group(1) for _, text in t.heard for m in _LOST_CLAIM.finditer(text)}
+    lost = {nid for _, text in t.heard for nid in prompts.parse_claims_refused(text)}
     options = [n for n in view.frontier if n.get("id") not in lost]
     if options and t.allows("claim_task") and t.allows("complete_task") and may_self_claim(t):
         pick = preferred(t, options)
@@ -161,7 +158,7 @@ def may_self_claim(t: Turn) -> bool:
     """False when its prompt says workers do not take unassigned tasks themselves, or a claim was refused
     for that reason."""
     texts = [t.request.system] + [text for _, text in t.heard]
-    return not any(phrase in text for phrase in _NO_SELF_CLAIM for text in texts)
+    return not any(prompts.forbids_self_claim(text) for text in texts)
 
 
 def preferred(t: Turn, options: list[dict]) -> dict:
