@@ -180,3 +180,14 @@ def test_a_sweep_of_forks_runs_each_once_and_resumes(tmp_path):
         first["trial_id"])
     with pytest.raises(ConfigError, match=r"fork_sweep grid\['seed'\] must be a non-empty list"):
         fork_sweep(parent.run_dir, 3, {"seed": []}, out=tmp_path / "none")
+
+
+def test_the_viewer_marks_the_branch_point(parent, tmp_path):
+    from latte_lab.viz.viewer import build_page, trial_data
+
+    child = fork(parent.run_dir, 20, runs_dir=tmp_path)
+    data = trial_data(child.run_dir)
+    points = [e for e in data["events"] if e["type"] == "fork_point"] if "events" in data else None
+    page = build_page(child.run_dir, tmp_path / "view.html").read_text()
+    assert "fork point: the rounds up to" in page and '"fork_point"' in page
+    assert points is None or (len(points) == 1 and points[0]["fork_round"] == 20)

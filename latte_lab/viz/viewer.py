@@ -594,6 +594,7 @@ h1{font-size:16px;margin:0 0 4px}
 .ticks{height:8px;width:calc(100% - 16px);margin:0 8px}
 .flag{display:inline-block;background:#fff3bf;border:1px solid #e3b341;border-radius:3px;padding:0 5px;margin:2px}
 .flag.hb{background:#ffe2e0;border-color:#e5534b}
+.flag.fork{background:#f3e8ff;border-color:#8250df}
 .main{display:flex;gap:10px;padding:8px 14px;align-items:flex-start}
 .graph{flex:0 0 auto;max-width:45%;overflow:auto;border:1px solid #d0d7de;border-radius:6px;padding:4px}
 .graph svg text{font-size:10px;pointer-events:none}.graph g.node{cursor:pointer}
@@ -758,6 +759,7 @@ function roundFlags(tr, r) {
     else if (e.type === "lead_skipped") box.append(el("span", {class: "flag lead muted"}, "Lead skipped: " + (e.reason || "")));
     else if (e.type === "heartbeat_alert") box.append(el("span", {class: "flag hb"}, `heartbeat: ${e.agent} on ${e.task} (${e.rounds_without_activity} rounds idle)`));
     else if (e.type === "fix_task_injected" || e.type === "run_end") box.append(el("span", {class: "flag"}, outcomeText(e)));
+    else if (e.type === "fork_point") box.append(el("span", {class: "flag fork"}, `fork point: the rounds up to ${e.fork_round} are ${e.parent}'s, replayed; from here on: ` + (Object.keys(e.changes || {}).length ? JSON.stringify(e.changes) : "no change")));
   }
   return box;
 }
@@ -812,6 +814,10 @@ function trialApp(trials) {
   // the Lead's invocations (amber) and heartbeat alerts (red) as ticks under the slider
   const ticks = sv("svg", {class: "ticks", viewBox: `0 0 ${Math.max(1, last - first)} 10`, preserveAspectRatio: "none"});
   trials.forEach(t => t.events.forEach(e => {
+    if (e.type === "fork_point") {  // a fork's branch point: a full-height mark
+      ticks.append(sv("rect", {x: e.round - first - 0.3, y: 0, width: 0.6, height: 10, fill: "#8250df"}));
+      return;
+    }
     const color = e.type === "heartbeat_alert" ? "#cf222e" : e.type === "lead_invoked" ? "#bf8700" : null;
     if (!color || e.round === null || e.round === undefined) return;
     const y = color === "#cf222e" ? 0 : 5;
