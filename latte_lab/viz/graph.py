@@ -151,9 +151,23 @@ def draw_graph(obj, round: int | None = None, *, ax=None, pos=None, labels: bool
                        bbox_to_anchor=(0.5, 0.0))
     elif handles:
         ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False, fontsize=gd.LABEL_PT)
-    gd.render(ax, plan, snap, new=new)
+    scene = gd.render(ax, plan, snap, new=new)
+    if ids:
+        _fit_ids(scene, plan)
     ax.set_title(title or round_title(snap), fontsize=style.TITLE_PT)
     return ax
+
+
+ID_CHAR_EM = 0.62  # width of one bold character of a node's id, in ems
+
+
+def _fit_ids(scene, plan: gd.GraphPlan) -> None:
+    """Shrinks an id written in its node until it fits the node (a short id always fits; "report" would not)."""
+    inside_pt = 0.9 * plan.node_in * 72
+    for key, text in getattr(scene, "ids", {}).items():
+        n = len(text.get_text()) if isinstance(key, str) else 0  # keyed by node id: the text in the node
+        if n:
+            text.set_fontsize(min(gd.LABEL_PT, inside_pt / (ID_CHAR_EM * n)))
 
 
 class GraphDrawing:
