@@ -136,11 +136,19 @@ def fork(run_dir: str | Path, at_round: int, *, model=None, runs_dir: str | Path
     return run_fork(config, model=model, runs_dir=target, run_name=name, progress=progress)
 
 
+def run_config(config: TrialConfig, **options):
+    """Run ``config``: a fork (it names a ``parent``) with :func:`run_fork`, any other with
+    :func:`~latte_lab.trial.run_trial` (the sweeps' workers run every trial through this)."""
+    from latte_lab.trial import run_trial
+
+    return (run_fork if config.parent is not None else run_trial)(config, **options)
+
+
 def run_fork(config: TrialConfig, *, model=None, runs_dir: str | Path | None = None, run_name: str | None = None,
              progress: bool | Callable[[dict], None] | None = False):
     """Run the fork ``config`` describes (its ``parent``, ``fork_round`` and changes, as :func:`fork_config`
-    makes them): what :func:`~latte_lab.trial.run_trial` does for such a config, so a sweep of forks runs
-    through the sweep machinery like any other (exactly once, resumable, local or Ray)."""
+    makes them). A sweep runs such configs like any other (exactly once, resumable, local or Ray;
+    :func:`run_config`); on Ray the parent's run directory must be readable where the fork runs."""
     from latte_lab import tasks
     from latte_lab.sandbox.pytest import runner_missing
     from latte_lab.trial import TrialRecorder, _default_model, play_rounds

@@ -78,10 +78,9 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     from latte_lab.sandbox.pytest import runner_missing
 
     config = config if isinstance(config, TrialConfig) else TrialConfig(**config)
-    if config.parent is not None:  # a fork's config (latte_lab.fork): its first rounds are its parent's
-        from latte_lab.fork import run_fork
-
-        return run_fork(config, model=model, runs_dir=runs_dir, run_name=run_name, progress=progress)
+    if config.parent is not None:  # its first rounds are its parent's, replayed: not a trial from round 0
+        raise ConfigError(f"{config.trial_id} is a fork of {config.parent}: run it with latte_lab.fork.run_fork "
+                          "(or latte_lab.fork.run_config, which takes either kind)")
     task = tasks.get(config.task)
     missing = runner_missing()
     if missing:  # before any model call or run directory: a trial whose tests cannot run measures nothing

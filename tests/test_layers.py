@@ -188,6 +188,16 @@ def test_a_config_loads_no_sandbox_workspace_task_or_team():
     assert loaded == ["latte_lab", "latte_lab.config", "latte_lab.errors"], loaded
 
 
+def test_a_configs_round_budget_is_its_tasks_with_or_without_the_registry_loaded():
+    code = ("import latte_lab.config as c\n"
+            "print([c.TrialConfig(task=t).rounds for t in c.BUILTIN_TASKS])\n"
+            "import latte_lab\n"
+            "print([latte_lab.tasks.get(t).default_max_rounds for t in c.BUILTIN_TASKS])")
+    before, after = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                   check=True).stdout.splitlines()
+    assert before == after
+
+
 def test_user_registrations_are_known_to_the_config():
     import latte_lab as ll
 

@@ -7,8 +7,12 @@ the work units a reference decomposition would have (used by the simulated model
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from latte_lab.config import DEFAULT_MAX_ROUNDS
+from latte_lab.tasks.files import task_files
+from latte_lab.tasks.suite import EvalResult, run_hidden_suite
 
 if TYPE_CHECKING:  # pragma: no cover
     from latte_lab.workspace import Workspace
@@ -41,29 +45,6 @@ class WorkUnit:
     probe: str = ""
 
 
-@dataclass
-class EvalResult:
-    """Outcome of a task's hidden suite (or public suite, for tasks without one)."""
-
-    passed: int
-    failed: int
-    errors: int
-    per_class: dict[str, tuple[int, int]] = field(default_factory=dict)  # class -> (passed, total)
-    missing_outputs: tuple[str, ...] = ()  # required deliverables absent from the workspace
-    output: str = ""
-    public_confirmed: bool | None = None  # the task's public tests, as shipped, all passed in the same session
-    tampering: tuple[tuple[str, str], ...] = ()  # (what, where) the evaluation refused or undid while it ran
-    notes: tuple[str, ...] = ()  # what the evaluation left out of its copy (conftest.py, links, FIFOs), and why
-
-    @property
-    def total(self) -> int:
-        return self.passed + self.failed + self.errors
-
-    @property
-    def rate(self) -> float:
-        return self.passed / self.total if self.total else 0.0
-
-
 class Task:
     """Base class; subclasses set the class attributes and implement the methods.
 
@@ -90,7 +71,7 @@ class Task:
     title: str = ""
     description: str = ""  # what agents see
     success_criteria: str = ""
-    default_max_rounds: int = 40
+    default_max_rounds: int = DEFAULT_MAX_ROUNDS  # the paper's 40
     public_tests: tuple[str, ...] = ()  # relative paths of public test files (read-only to agents)
     test_args: tuple[str, ...] = ()  # pytest arguments of the public test command
     required_outputs: tuple[str, ...] = ()  # deliverables; a hidden evaluation notes missing ones
@@ -106,8 +87,6 @@ class Task:
         workspace.test_args = self.test_args
 
     def evaluate(self, workspace: Workspace) -> EvalResult:
-        from latte_lab.tasks.suite import run_hidden_suite
-
         if not self.public_tests:
             raise NotImplementedError(f"{type(self).__name__} has no public_tests: implement evaluate(workspace)")
         suite = self.public_tests[0]
@@ -118,8 +97,6 @@ class Task:
     def public_files(self) -> dict[str, str]:
         """The public test files as the task ships them ({path: text}): a hidden evaluation runs these
         copies, never the workspace's, to confirm a team's claim of success."""
-        from latte_lab.tasks.files import task_files
-
         files = task_files(self)
         return {path: files[path].decode("utf-8") for path in self.public_tests if path in files}
 

@@ -10,14 +10,11 @@ import functools
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:  # pragma: no cover
-    from latte_lab.tasks.base import Task
 
 
-def task_files(task: Task) -> dict[str, bytes]:
-    """``{relative path: content}`` of every file ``task.setup`` writes into an empty workspace.
+def task_files(task) -> dict[str, bytes]:
+    """``{relative path: content}`` of every file ``task.setup`` writes into an empty workspace (``task``: a
+    :class:`~latte_lab.tasks.base.Task`).
 
     >>> import latte_lab as ll
     >>> sorted(task_files(ll.tasks.get("debug")))

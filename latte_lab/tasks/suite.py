@@ -13,14 +13,38 @@ from __future__ import annotations
 import ast
 import functools
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from latte_lab.errors import TaskError
-from latte_lab.tasks.base import EvalResult
 from latte_lab.workspace.symbols import AST_LOCK
 
 if TYPE_CHECKING:  # pragma: no cover
     from latte_lab.workspace import Workspace
+
+@dataclass
+class EvalResult:
+    """Outcome of a task's hidden suite (or public suite, for tasks without one)."""
+
+    passed: int
+    failed: int
+    errors: int
+    per_class: dict[str, tuple[int, int]] = field(default_factory=dict)  # class -> (passed, total)
+    missing_outputs: tuple[str, ...] = ()  # required deliverables absent from the workspace
+    output: str = ""
+    public_confirmed: bool | None = None  # the task's public tests, as shipped, all passed in the same session
+    tampering: tuple[tuple[str, str], ...] = ()  # (what, where) the evaluation refused or undid while it ran
+    notes: tuple[str, ...] = ()  # what the evaluation left out of its copy (conftest.py, links, FIFOs), and why
+
+    @property
+    def total(self) -> int:
+        return self.passed + self.failed + self.errors
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+
 
 def _parametrize_width(decorator: ast.expr) -> int:
     """Cases one ``@pytest.mark.parametrize("x", [...])`` decorator makes (1 if not literal)."""

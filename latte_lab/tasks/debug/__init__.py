@@ -136,7 +136,7 @@ class DebugTask(Task):
         f"All 33 tests of {TEST_FILE} pass (`python -m pytest -q {TEST_FILE}` exits 0), "
         f"with {TEST_FILE} unchanged."
     )
-    default_max_rounds = 40  # the paper's limit; the released code used 35 (a trial-config switch)
+    # default_max_rounds: the paper's 40 (Task's); the released code used 35 (TrialConfig.released())
     public_tests = (TEST_FILE,)
     test_args = (TEST_FILE,)
     required_outputs = (MODULE,)

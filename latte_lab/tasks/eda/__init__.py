@@ -116,7 +116,6 @@ class EdaTask(Task):
     title = "Exploratory analysis of an opaque HR dataset"
     description = DESCRIPTION
     success_criteria = SUCCESS
-    default_max_rounds = 40
     public_tests = (PUBLIC_SUITE,)
     test_args = (PUBLIC_SUITE,)
     required_outputs = ("config.py", "findings.json", "summary.txt")

@@ -231,7 +231,6 @@ class TextprocTask(Task):
     title = "Extend a text-processing library"
     description = DESCRIPTION
     success_criteria = SUCCESS
-    default_max_rounds = 40
     public_tests = PUBLIC_TESTS
     test_args = ("test_interfaces.py", "tests")
     required_outputs = ("sentiment.py", "keywords.py", "pipeline.py")  # as the released evaluator
