@@ -27,7 +27,8 @@ from collections.abc import Iterable, Sequence
 from latte_lab.graph import SYSTEM_AGENT as SYSTEM
 
 __all__ = [
-    "SYSTEM", "render_turn", "segments",
+    "SYSTEM", "render_turn", "segments", "render_project", "parse_project", "render_team_status",
+    "parse_team_status",
     "render_file", "parse_file", "render_file_not_found", "parse_file_not_found",
     "render_tests", "parse_tests", "failures_in", "render_test_status", "render_fix_note", "render_not_accepted",
     "render_script", "render_script_error", "parse_script",
@@ -65,6 +66,41 @@ def segments(content: str) -> list[tuple[str, str]]:
     for i in range(1, len(parts) - 1, 2):
         out.append((parts[i], parts[i + 1].strip("\n")))
     return out
+
+
+# ------------------------------------------------------------------------- the project ----
+_PROJECT = re.compile(r"^=== PROJECT: ([^\n]*) ===\n(.*)\n\nSuccess Criteria: (.*)\n\nRepository files: ([^\n]*)$",
+                      re.DOTALL)
+
+
+def render_project(title: str, description: str, criteria: str, files: Sequence[str]) -> str:
+    """The project introduction every agent receives: title, description, success criteria, files."""
+    return (f"=== PROJECT: {title} ===\n{description.strip()}\n\nSuccess Criteria: "
+            f"{criteria.strip()}\n\nRepository files: {', '.join(files)}")
+
+
+def parse_project(text: str) -> dict | None:
+    """``title``, ``description``, ``criteria`` and ``files`` of the project introduction."""
+    if m := _PROJECT.match(text):
+        return {"title": m.group(1), "description": m.group(2), "criteria": m.group(3),
+                "files": m.group(4).split(", ") if m.group(4) else []}
+    return None
+
+
+TEAM_STATUS_HEADER = "=== TEAM STATUS ==="
+_STATUS_LINE = re.compile(r"^- ([^:\n]+): (?:working on (\S+)|idle)$")
+
+
+def render_team_status(team: dict[str, str | None]) -> str:
+    """The answer to ``<request_status>``: each agent's task, or idle (None)."""
+    lines = [f"- {name}: " + (f"working on {task}" if task else "idle") for name, task in team.items()]
+    return TEAM_STATUS_HEADER + "\n" + "\n".join(lines)
+
+
+def parse_team_status(text: str) -> dict[str, str | None] | None:
+    if not text.startswith(TEAM_STATUS_HEADER):
+        return None
+    return {m.group(1): m.group(2) for line in text.split("\n")[1:] if (m := _STATUS_LINE.match(line))}
 
 
 # ----------------------------------------------------------------------------------- files ----

@@ -31,6 +31,14 @@ def test_turn_roundtrip(buffer):
 
 
 @ROUNDTRIP
+@given(LINES, TEXT, TEXT, st.lists(PATHS, max_size=4), st.dictionaries(AGENTS, st.none() | IDS, min_size=1, max_size=4))
+def test_project_and_team_status_roundtrip(title, description, criteria, files, team):
+    assert P.parse_project(P.render_project(title, description, criteria, files)) == {
+        "title": title, "description": description, "criteria": criteria, "files": files}
+    assert P.parse_team_status(P.render_team_status(team)) == team
+
+
+@ROUNDTRIP
 @given(PATHS, st.text(st.characters(blacklist_characters="[", blacklist_categories=("Cs",))),
        st.integers(0, 10**6))
 def test_file_roundtrip(path, shown, hidden):

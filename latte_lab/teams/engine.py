@@ -218,8 +218,7 @@ class Team:
     def project_text(self) -> str:
         """The project introduction every agent receives: title, description, criteria, files."""
         t = self.task
-        return (f"=== PROJECT: {t.title} ===\n{t.description.strip()}\n\nSuccess Criteria: "
-                f"{t.success_criteria.strip()}\n\nRepository files: {', '.join(self.ws.list_files())}")
+        return prompts.render_project(t.title, t.description, t.success_criteria, self.ws.list_files())
 
     # ----- agents and calls -----
     def add_agent(self, agent: Agent) -> Agent:
@@ -446,9 +445,7 @@ class Team:
 
     def do_request_status(self, agent: Agent, action) -> None:
         self.log.emit("request_status", agent=agent.name)
-        lines = [f"- {a.name}: " + (f"working on {a.current_task}" if a.current_task else "idle")
-                 for a in self.agents.values()]
-        agent.receive("=== TEAM STATUS ===\n" + "\n".join(lines))
+        agent.receive(prompts.render_team_status({a.name: a.current_task for a in self.agents.values()}))
 
     # ----- round bookkeeping -----
     def begin_round(self, r: int) -> None:
