@@ -30,7 +30,7 @@ from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
 from latte_lab.history import GraphHistory
 from latte_lab.models import budget
 from latte_lab.rundir import TrialResult, load_trial
-from latte_lab.sandbox import warm
+from latte_lab.sandbox import Sandbox
 from latte_lab.schema import TRIAL_COLUMNS
 from latte_lab.teams.engine import Team
 
@@ -268,7 +268,7 @@ class TrialRecorder:
         finally:
             self.log.close()
             self.writer.close()
-            warm.release(self.writer.workspace)  # the workspace's warm sandbox, if its test runs had one
+            Sandbox(self.writer.workspace).close()  # what the workspace's runs kept between them
             with contextlib.suppress(OSError):  # links and FIFOs agents left: named in special_files.json, removed
                 sweepdir.record_special_files(self.run_dir)
 

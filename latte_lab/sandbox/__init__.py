@@ -8,6 +8,7 @@ content memo), the pytest fork server, and probes that measure what a backend st
 (True, '42\\n')
 """
 
+from latte_lab.sandbox.lifetime import Sandbox
 from latte_lab.sandbox.limits import SandboxLimits
 from latte_lab.sandbox.process import sandbox_processes, stop_sandbox
 from latte_lab.sandbox.pytest import (
@@ -25,6 +26,7 @@ from latte_lab.sandbox.zygote import shutdown_zygotes
 __all__ = [
     "OutputCapture",
     "RunResult",
+    "Sandbox",
     "SandboxLimits",
     "TestRun",
     "clear_memo",

@@ -205,14 +205,10 @@ def _worker_main(conn, parent_pid: int, out: str, init, initargs, settings) -> N
     except (KeyboardInterrupt, EOFError, OSError):
         pass
     finally:
-        from latte_lab.sandbox import warm
-        from latte_lab.sandbox.stage import remove_stage
-        from latte_lab.sandbox.zygote import shutdown_zygotes
+        from latte_lab.sandbox import Sandbox
 
         with contextlib.suppress(Exception):  # multiprocessing skips atexit in its children: close them here
-            shutdown_zygotes()  # the fork servers
-            warm.shutdown()  # the warm sandboxes
-            remove_stage()  # and the staging directories of the test runs
+            Sandbox.close_all()  # the fork servers, the kept sandboxes, the staging directories
         kill_tree(os.getpid(), include_root=False)
         conn.close()
 
