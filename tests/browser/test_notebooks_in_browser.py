@@ -270,8 +270,9 @@ def _run_flat_team(page) -> None:
     assert _blank_images(form) == []
     area.locator("img").first.scroll_into_view_if_needed()
     label = area.locator(".widget-label:has-text('round ')").first
-    assert label.inner_text().strip() == "round 0"
+    start = label.inner_text().strip()
+    assert start == "round 1"  # a flat team's player starts at its first action (nobody acts in round 0)
     area.locator(".widget-play button").first.click()  # the explorer's player: frames drawn by the kernel
-    page.wait_for_function("el => el.innerText.trim() !== 'round 0'", arg=label.element_handle(),
+    page.wait_for_function("([el, start]) => el.innerText.trim() !== start", arg=[label.element_handle(), start],
                            timeout=RUN_TRIAL_S * 1000)
     time.sleep(0.8)  # a few rounds in, for the screenshot (each frame is drawn by the kernel)
