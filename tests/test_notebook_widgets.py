@@ -1,7 +1,8 @@
 """Every choice of every dropdown in notebooks 01 and 02 works: one kernel per notebook runs the setup cells
 once, then, for each option of each dropdown (the others left at their defaults), sets the widget, runs the
 cells that depend on it with a short trial, and fails on any error output. Only one dropdown moves at a time,
-so a notebook costs (sum of its options) short trials, not their product."""
+so a notebook costs (sum of its options) short trials, not their product. Notebook 02's team dropdowns run
+from tests/test_notebook_widgets_teams.py, so that the suite's two workers share the notebooks' options."""
 
 from __future__ import annotations
 
@@ -66,6 +67,7 @@ def _sweep(nb, setup: list, choices: dict[str, tuple[list[str], list]], apply: s
     return failures
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_every_dropdown_option_of_the_quickstart_runs():
     nb = nbformat.read(NOTEBOOKS / "01_quickstart.ipynb", as_version=4)
@@ -83,8 +85,9 @@ def test_every_dropdown_option_of_the_quickstart_runs():
     assert not failures, "\n".join(failures)
 
 
-@pytest.mark.timeout(300)
-def test_every_dropdown_option_of_the_trial_explorer_runs():
+def explorer_failures(widgets: tuple[str, ...]) -> list[str]:
+    """Notebook 02's dropdowns ``widgets`` (of form.team, form.team2, form.task), each option in turn: the
+    suite runs them from two files, so that two workers share them."""
     nb = nbformat.read(NOTEBOOKS / "02_trial_explorer.ipynb", as_version=4)
     cells = _code_cells(nb)
     form_at = _find(cells, "ll.viz.trial_form(")
@@ -101,5 +104,11 @@ def test_every_dropdown_option_of_the_trial_explorer_runs():
     apply = ("form.team.value, form.task.value, form.compare.value = 'latte', 'textproc', False\n"
              "{widget}.value = {value}\n"
              "form.compare.value = '{widget}' == 'form.team2'")
-    failures = _sweep(nb, [*cells[:form_at + 1], shorten], choices, apply)
+    return _sweep(nb, [*cells[:form_at + 1], shorten], {w: choices[w] for w in widgets}, apply)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300)
+def test_every_task_option_of_the_trial_explorer_runs():
+    failures = explorer_failures(("form.task",))
     assert not failures, "\n".join(failures)
