@@ -13,6 +13,7 @@ import pytest
 from nbclient import NotebookClient
 
 import latte_lab as ll
+from latte_lab.config import BUILTIN_TASKS, BUILTIN_TEAMS  # what a kernel knows: tests may register more here
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 MAX_ROUNDS = 3  # enough for every team to act and for every drawing to have something in it
@@ -77,8 +78,8 @@ def test_every_dropdown_option_of_the_quickstart_runs():
     # the widgets' defaults, then every cell after the configuration, with the trial cut short
     shorten = nbformat.v4.new_code_cell(f"cfg = cfg.model_copy(update={{'max_rounds': {MAX_ROUNDS}}})")
     dependent = [cells[config_at], shorten, *cells[config_at + 1:]]
-    choices = {"team_w": (ll.teams.names(), dependent),
-               "task_w": ([t for t in ll.tasks.names() if t != "textproc"], dependent),
+    choices = {"team_w": (list(BUILTIN_TEAMS), dependent),
+               "task_w": ([t for t in list(BUILTIN_TASKS) if t != "textproc"], dependent),
                "model_w": ([m for m in ll.viz.widgets.model_choices() if m != "simulated"], dependent)}
     apply = "team_w.value, task_w.value, model_w.value = 'latte', 'textproc', 'simulated'\n{widget}.value = {value}"
     failures = _sweep(nb, cells[:widgets_at + 1], choices, apply)
@@ -99,8 +100,8 @@ def explorer_failures(widgets: tuple[str, ...]) -> list[str]:
     # they run once per task; the team choices run the form and the cells that read its result
     every_team_at = _find(cells, "ll.viz.compare(results)")
     form_only = dependent[:every_team_at - form_at]
-    choices = {"form.team": (ll.teams.names(), form_only), "form.team2": (ll.teams.names(), form_only),
-               "form.task": (ll.tasks.names(), dependent)}
+    choices = {"form.team": (list(BUILTIN_TEAMS), form_only), "form.team2": (list(BUILTIN_TEAMS), form_only),
+               "form.task": (list(BUILTIN_TASKS), dependent)}
     apply = ("form.team.value, form.task.value, form.compare.value = 'latte', 'textproc', False\n"
              "{widget}.value = {value}\n"
              "form.compare.value = '{widget}' == 'form.team2'")
