@@ -4,7 +4,8 @@ A LATTE trial's page: step to round 5 with the keyboard, expand a worker's reply
 their outcomes; open an edit's diff; click a node and follow it to its events. A sweep page sorted by a
 column; a compare page at one round on both trials; a reply holding ``<script>alert(1)</script>`` shown as
 text with no dialog. A 300-round page (a simulated trial stitched end to end) opens in under 2 s. A
-screenshot of each is saved in ``$LATTE_VIEWER_SHOTS`` (default ``figures/viewer/``).
+screenshot of each is saved in ``$LATTE_VIEWER_SHOTS`` (``LATTE_VIEWER_SHOTS=figures/viewer`` refreshes the
+committed ones; by default a temporary folder).
 """
 
 from __future__ import annotations
@@ -62,8 +63,11 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def shots() -> Path:
-    out = Path(os.environ.get("LATTE_VIEWER_SHOTS", ROOT / "figures" / "viewer"))
+def shots(tmp_path_factory) -> Path:
+    """Where the screenshots go: ``$LATTE_VIEWER_SHOTS`` (``figures/viewer`` to refresh the committed ones),
+    else a temporary folder, so that a test run leaves the checkout as it was."""
+    chosen = os.environ.get("LATTE_VIEWER_SHOTS")
+    out = Path(chosen) if chosen else tmp_path_factory.mktemp("viewer-shots")
     out.mkdir(parents=True, exist_ok=True)
     return out
 
