@@ -191,3 +191,13 @@ def test_the_viewer_marks_the_branch_point(parent, tmp_path):
     page = build_page(child.run_dir, tmp_path / "view.html").read_text()
     assert "fork point: the rounds up to" in page and '"fork_point"' in page
     assert points is None or (len(points) == 1 and points[0]["fork_round"] == 20)
+
+
+def test_the_animation_marks_the_branch_point(parent, tmp_path):
+    child = fork(parent.run_dir, 20, runs_dir=tmp_path)
+    anim = ll.viz.animate(child)
+    titles = []
+    for r in (20, 21):
+        anim._draw_frame(anim.rounds.index(r))
+        titles.append(next(t.get_text() for t in anim.fig.texts if t.get_text().startswith("round ")))
+    assert titles[0].endswith("the parent's, replayed") and titles[1].endswith("forked after round 20")

@@ -231,6 +231,7 @@ def _graph_animation(snaps: list[dict], events: list[dict], interval_ms: int) ->
     n_lines = max(len(flowmod.agents_of(events)) + 1, 3) if events else 3
     tokens = flowmod.tokens_by_round(events) if events else {}
     rounds = [int(s["round"]) for s in snaps]
+    fork = next((e for e in events if e.get("type") == "fork_point"), None)  # a fork's branch point, if any
     with style.theme():
         fig, ev_ax, tok_ax, width, height, bottom_h = _frame_figure(plan.width, plan.height + legend_h, n_lines)
         left = (width - plan.width) / 2
@@ -249,7 +250,11 @@ def _graph_animation(snaps: list[dict], events: list[dict], interval_ms: int) ->
         before = {n["id"] for n in snaps[i - 1]["graph"]["nodes"]} if i > 0 else set()
         new = [n["id"] for n in snap["graph"]["nodes"] if i > 0 and n["id"] not in before]
         scene.show(snap, new=new)
-        title.set_text(graphmod.round_title(snap))
+        branch = ""
+        if fork is not None:
+            branch = (" · the parent's, replayed" if rounds[i] <= fork["fork_round"] else
+                      f" · forked after round {fork['fork_round']}")
+        title.set_text(graphmod.round_title(snap) + branch)
         lines.show(flowmod.round_lines(events, rounds[i], short=plan.short))
         if tok is not None:
             tok.show(rounds[i])

@@ -220,6 +220,7 @@ class TrialForm:
 
         with area:
             display(HTML(f"<b>{html.escape(res.summary().splitlines()[0])}</b>"))
+            display(HTML(_viewer_link(res)))
             try:
                 display(animate(res).widget())  # frames drawn as they are shown: the form answers at once
                 # Drawn to PNG here, on a Figure pyplot does not manage: in JupyterLab a widget's messages are
@@ -235,6 +236,21 @@ class TrialForm:
         from IPython.display import display
 
         display(self.widget)
+
+
+def _viewer_link(res) -> str:
+    """A line naming the trial's viewer page (every round, prompt, reply and file change; latte_lab.viz.viewer),
+    written beside its run directory; a served notebook cannot open a file outside its folder, so the line
+    also gives the command that serves it."""
+    from latte_lab.viz.viewer import build_page
+
+    try:
+        page = build_page(res.run_dir)
+    except Exception as exc:  # noqa: BLE001 - the form's result stands without its page
+        return f'<span style="{ERROR_STYLE}">no viewer page: {html.escape(one_line(exc))}</span>'
+    uri = html.escape(page.resolve().as_uri(), quote=True)
+    return (f'trial viewer: <a href="{uri}" target="_blank">{html.escape(str(page))}</a> '
+            f"(or <code>latte-lab view {html.escape(str(res.run_dir))} --serve</code>)")
 
 
 def trial_form(**defaults: Any) -> TrialForm:
