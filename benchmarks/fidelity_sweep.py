@@ -6,7 +6,9 @@ released or verified, heartbeat alerts, node completion times from the claim and
 
 The sweep is resumable (finished trials are not rerun). Presets: ``paper`` (the defaults), ``released``
 (``TrialConfig.switches()``' released values), ``busy_every_round`` (the paper's rules except that busy
-workers run every round) and ``previous_defaults`` (latte_lab's readings before the paper's). The
+workers run every round), ``released_dispatch`` (busy workers every round and the released code's count of
+"G_t has changed") and ``previous_defaults`` (latte_lab's readings before the paper's); ``--readings`` runs
+LATTE and static under ``paper`` and ``released_dispatch`` and prints them side by side (docs/fidelity.md). The
 paper's values come from ``latte_lab/data/paper_reference.csv`` and
 ``latte_lab/data/paper_protocol_reference.csv``.
 """
@@ -23,20 +25,16 @@ import numpy as np
 import pandas as pd
 
 import latte_lab as ll
-from latte_lab import metrics
+from latte_lab import config, metrics
 
 TASKS = ["eda", "debug", "textproc"]
 TEAMS = ["latte", "static", "leader_worker", "decentralized", "pipeline"]
 PRESETS = {
-    "paper": {},
+    **config.PRESETS,  # paper, released_dispatch (the released code's dispatch and change count), previous_defaults
     "released": ll.TrialConfig.switches(),
     "busy_every_round": {"dispatch": "busy_every_round"},
-    # latte_lab's readings before the paper's became the defaults (the released rules for the heartbeat
-    # and the Lead's triggers, busy workers every round, own-task context, no exploration in static planning)
-    "previous_defaults": {"heartbeat_rule": "released", "lead_triggers": "released", "graph_change": "counts",
-                          "dispatch": "busy_every_round", "worker_context": "own_task",
-                          "static_planning_explore": False, "edit_requires_task": True},
 }
+READINGS = ("paper", "released_dispatch")  # the two readings docs/fidelity.md sets side by side (--readings)
 
 
 def paper_values() -> dict[tuple[str, str], float]:
@@ -117,13 +115,41 @@ def report(summary: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def readings_table(out: Path, replicates: int, n_jobs: int) -> str:
+    """LATTE and static under each of READINGS: accuracy, tokens, the Lead's share of rounds, runs with a
+    Release, and wall clock, beside the paper's values where it prints them."""
+    paper = paper_values()
+    lines = ["| reading | team | runs | accuracy | tokens K | wall min | Lead ran (mean of runs) | runs with Release |",
+             "|---|---|---|---|---|---|---|---|"]
+    for reading in READINGS:
+        grid = {"task": TASKS, "team": ["latte", "static"], "replicates": replicates, **PRESETS[reading]}
+        ll.run_sweep(grid, out=out / reading, n_jobs=n_jobs, progress=False)
+        trials = ll.load_runs(out / reading).trials
+        for team in ("latte", "static"):
+            t = trials[trials["team"] == team]
+            lead_ref = paper.get(("lead_active_fraction", team))
+            rel_ref = paper.get(("runs_with_release", team))
+            lines.append(
+                f"| {reading} | {team} | {len(t)} | {pct(t['accuracy'].mean())} | {t['total_tokens'].mean() / 1000:.0f} "
+                f"| {t['wall_clock_seconds'].mean() / 60:.1f} "
+                f"| {pct(t['lead_active_fraction'].mean())}{'' if lead_ref is None else f' (paper {lead_ref:.1f}%)'} "
+                f"| {pct((t['n_release'] > 0).mean())}{'' if rel_ref is None or team != 'latte' else f' (paper {rel_ref:.0f}%)'} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="runs/fidelity")
     ap.add_argument("--replicates", type=int, default=10)
     ap.add_argument("--n-jobs", type=int, default=2)
     ap.add_argument("--preset", choices=sorted(PRESETS), default="paper")
+    ap.add_argument("--readings", action="store_true",
+                    help="LATTE and static under the paper's and the released code's dispatch readings, side by side")
     args = ap.parse_args()
+    if args.readings:
+        print(f"{args.replicates} seeds x {len(TASKS)} tasks per reading and team, simulated model")
+        print(readings_table(Path(args.out) / "readings", args.replicates, args.n_jobs))
+        return
     out = Path(args.out) / args.preset
     grid = {"task": TASKS, "team": TEAMS, "replicates": args.replicates, **PRESETS[args.preset]}
     ll.run_sweep(grid, out=out, n_jobs=args.n_jobs, progress=False)

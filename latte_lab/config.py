@@ -225,6 +225,14 @@ class TrialConfig(BaseModel):
     in which nobody ran. released: a busy worker with no new message sits out every other round,
     otherwise as busy_every_round. The static team dispatches every worker every round (A5.4) unless
     dispatch is released (frontier-capped like LATTE)."""
+    tool_time: Literal["parallel", "event_loop", "summed"] = _switch("parallel", released="event_loop")
+    """How the virtual clock counts the tools (test and script runs) of agents acting in the same step.
+    parallel (the paper: "All selected agents act in parallel"): each agent's model call and then its own
+    tools run on a timeline of its own, and the step lasts as long as the longest; event_loop (released
+    code: every worker's actions are processed synchronously in one event loop as its reply arrives): the
+    tool runs of different agents take turns, in order of reply arrival, while the calls still in flight
+    go on; summed (an earlier latte_lab reading): the step's longest call, then every agent's tools one
+    after another. The orchestrator's own test runs come after the step in every reading."""
     lead_skip_limit: int | None = _switch(None, released=6, ge=1)
     """Rounds the Lead may stay idle before it is invoked anyway; None = H (paper), released: 6."""
     claim_resolution: Literal["order", "arrival"] = _switch("order", released="arrival")
@@ -330,12 +338,44 @@ class TrialConfig(BaseModel):
         return cls(**values)
 
     @classmethod
+    def preset(cls, name: str, **overrides) -> TrialConfig:
+        """A config under a named reading of the protocol (:data:`PRESETS`), with ``overrides``; ``released``
+        is :meth:`released`.
+
+        >>> TrialConfig.preset("released_dispatch", task="debug").dispatch
+        'busy_every_round'
+        >>> TrialConfig.preset("relesed")
+        Traceback (most recent call last):
+        latte_lab.errors.ConfigError: unknown preset 'relesed'; presets: paper, released_dispatch, previous_defaults, released
+        """
+        if name == "released":
+            return cls.released(**overrides)
+        if name not in PRESETS:
+            raise ConfigError(f"unknown preset {name!r}; presets: {', '.join([*PRESETS, 'released'])}")
+        return cls(**{**PRESETS[name], **overrides})
+
+    @classmethod
     def switches(cls) -> dict[str, object]:
         """Every protocol switch with its released-code value (field name -> value)."""
         return {name: extra["released"] for name, extra in _switches().items()}
 
     def to_json(self) -> str:
         return json.dumps(self.model_dump(), indent=2, sort_keys=True)
+
+
+PRESETS: dict[str, dict[str, object]] = {
+    "paper": {},  # every switch at the paper's rule (the defaults)
+    # The released code's reading of the two rules that decide how often the Lead runs: every busy worker
+    # re-engaged each round (told to continue when nothing is new) and "G_t has changed" counted as the
+    # released code counts it (the node count or the number of finished nodes); everything else as the paper.
+    "released_dispatch": {"dispatch": "busy_every_round", "graph_change": "counts"},
+    # latte_lab's readings before the paper's became the defaults
+    "previous_defaults": {"heartbeat_rule": "released", "lead_triggers": "released", "graph_change": "counts",
+                          "dispatch": "busy_every_round", "worker_context": "own_task",
+                          "static_planning_explore": False, "edit_requires_task": True, "tool_time": "summed"},
+}
+"""Named readings of the protocol for :meth:`TrialConfig.preset` (switch -> value); ``released`` (every switch
+at the released code's value) is :meth:`TrialConfig.released`. docs/fidelity.md reports LATTE under each."""
 
 
 def _switches() -> dict[str, dict]:

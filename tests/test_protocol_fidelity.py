@@ -368,3 +368,18 @@ def test_fidelity_table_names_tests_that_exist():
     for path in tests_dir.glob("test_*.py"):
         defined |= set(re.findall(r"^def (test_\w+)", path.read_text(encoding="utf-8"), re.MULTILINE))
     assert named <= defined, sorted(named - defined)
+
+
+# ------------------------------------------------------------------------ tool time within a step (Step 4)
+
+def test_tool_time_parallel_overlaps_agents_tools_event_loop_and_summed_queue_them(tmp_path):
+    """Dev1 and Dev2 run the tests (2 virtual s each) in the same step after 1 s calls: in parallel (the
+    paper) the step lasts 1 + 2 s; processed one reply at a time (the released code's event loop) or summed,
+    1 + 2 + 2 s. The decisions are the same in every reading; only the clock differs."""
+    clocks = {}
+    for reading in ("parallel", "event_loop", "summed"):
+        model = by_round({"Dev1": {1: "<run_tests />"}, "Dev2": {1: "<run_tests />"}}, latency_s=1.0)
+        res = run(tmp_path / reading, model, team="leader_worker", rounds=1, tool_time=reading)
+        clocks[reading] = res.row["wall_clock_with_planning_seconds"]
+        assert [e["agent"] for e in of(res, "run_tests")][:2] == ["Dev1", "Dev2"]
+    assert clocks["event_loop"] == clocks["summed"] == pytest.approx(clocks["parallel"] + 2.0)

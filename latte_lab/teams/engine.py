@@ -161,7 +161,9 @@ class Team:
         self.graph = None
         self.round = 0
         self.vclock = 0.0
-        self._round_tool_time = 0.0
+        self._round_tool_time = 0.0  # every tool second of the round (the "summed" reading)
+        self._steps: list[dict[str, list[float]]] = []  # the round's steps: agent -> [call latency, its tool time]
+        self._serial_tool_time = 0.0  # tool time of no agent's step (the orchestrator's test runs)
         self.input_tokens = 0
         self.output_tokens = 0
         self.n_calls = 0
@@ -303,6 +305,7 @@ class Team:
             )
             out.append((agent, resp))
         self.vclock += latency
+        self._steps.append({agent.name: [resp.latency_s, 0.0] for agent, resp in out})
         if failure is not None:
             raise failure
         return out
@@ -401,7 +404,7 @@ class Team:
             agent.receive(prompts.render_script_error(action.path, str(exc)))
             self.log.emit("run_script", agent=agent.name, path=action.path, returncode=None, error=str(exc))
             return
-        self._round_tool_time += VIRTUAL_SCRIPT_SECONDS
+        self._tool_ran(agent.name, VIRTUAL_SCRIPT_SECONDS)
         agent.last_activity_round = self.round
         self.log.emit("run_script", agent=agent.name, path=action.path, returncode=run.returncode,
                       timed_out=run.timed_out, real_seconds=run.seconds,
@@ -412,7 +415,7 @@ class Team:
     def run_tests(self, by: str = SYSTEM_AGENT) -> TestRun:
         """Runs the public tests (memoised on identical workspace contents) and logs the run."""
         run = self.ws.run_tests()
-        self._round_tool_time += VIRTUAL_TEST_SECONDS
+        self._tool_ran(by, VIRTUAL_TEST_SECONDS)
         self.last_tests = run
         from latte_lab.sandbox.pytest import infrastructure_error
 
@@ -452,12 +455,53 @@ class Team:
         self.round = r
         self.log.round = r
         self.written_this_round = {}
-        self._round_tool_time = 0.0
+        self._reset_tool_time()
         self.log.emit("round_start")
 
     def end_round(self) -> None:
-        self.vclock += self._round_tool_time
+        self.vclock += self.tool_seconds()
+        self._reset_tool_time()
+
+    # ----- the virtual clock's tool time (TrialConfig.tool_time) -----
+    def _reset_tool_time(self) -> None:
         self._round_tool_time = 0.0
+        self._steps = []
+        self._serial_tool_time = 0.0
+
+    def _tool_ran(self, who: str, seconds: float) -> None:
+        """Charges a tool run to the latest step in which ``who`` was called (else to the orchestrator)."""
+        self._round_tool_time += seconds
+        step = next((s for s in reversed(self._steps) if who in s), None)
+        if step is None:
+            self._serial_tool_time += seconds
+        else:
+            step[who][1] += seconds
+
+    def tool_seconds(self) -> float:
+        """The round's tool time beyond the calls' latencies already on the clock, by the config's reading.
+
+        >>> e = Team.__new__(Team); e._reset_tool_time()
+        >>> e._steps = [{"Dev1": [3.0, 2.0], "Dev2": [4.0, 2.0]}]; e._round_tool_time = 4.0
+        >>> [e.tool_seconds_as(r) for r in ("parallel", "event_loop", "summed")]
+        [2.0, 3.0, 4.0]
+        """
+        return self.tool_seconds_as(self.config.tool_time)
+
+    def tool_seconds_as(self, reading: str) -> float:
+        if reading == "summed":
+            return self._round_tool_time
+        extra = self._serial_tool_time
+        for step in self._steps:
+            longest = max(lat for lat, _ in step.values())
+            if reading == "parallel":
+                end = max(lat + tools for lat, tools in step.values())
+            else:  # event_loop: replies processed one at a time, in order of arrival (ties: team order)
+                end = 0.0
+                for lat, tools in sorted(step.values(), key=lambda v: v[0]):
+                    end = max(end, lat) + tools
+                end = max(end, longest)
+            extra += end - longest
+        return extra
 
     def record_snapshot(self) -> dict | None:
         if self.graph is None:
