@@ -12,7 +12,7 @@ UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
-.PHONY: demo test test-fast lint bench compare-waits figures docs lock lab sensitivity clean class
+.PHONY: demo test test-fast lint bench compare-waits figures docs lock lab sensitivity clean class calibrate validate-sim
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -114,6 +114,15 @@ SENSITIVITY_GRID_TASKS ?= eda,textproc
 sensitivity: $(STAMP)
 	$(BIN)/python -m latte_lab.analysis.sensitivity --seeds $(SENSITIVITY_SEEDS) --grid-seeds $(SENSITIVITY_GRID_SEEDS) \
 		--grid-tasks $(SENSITIVITY_GRID_TASKS) --jobs 2 --out runs/sensitivity --markdown
+
+# The calibration of the simulated model, as docs/calibration.md pre-registered it (resumable): the fit (32
+# evaluations of 24 trials each) writes latte_lab/data/calibration.json, whose best point is the `calibrated`
+# profile; validate-sim runs seeds 0-29 of latte and the held-out teams under both profiles (720 trials) into
+# latte_lab/data/sim_validation.csv and prints ll.analysis.validate_sim()'s tables.
+calibrate: $(STAMP)
+	$(BIN)/python -m latte_lab.sweep.calibrate fit --out runs/calibration --write latte_lab/data/calibration.json
+validate-sim: $(STAMP)
+	$(BIN)/python -m latte_lab.sweep.calibrate validate --out runs/sim_validation --csv latte_lab/data/sim_validation.csv
 
 # A zip a teacher hands out (build/class/latte-lab-class.zip): the student notebooks (04's student edition is
 # written from teaching/04_teaching_scheduling.ipynb first, without its solution and teacher cells), the
