@@ -57,6 +57,8 @@ _LAZY = {
     "team_table": "latte_lab.analysis.sensitivity",
     "directions": "latte_lab.analysis.sensitivity",
     "coordination_counts": "latte_lab.analysis.sensitivity",
+    # how close the simulated model comes to the published trials (docs/calibration.md)
+    "validate_sim": "latte_lab.analysis.validation",
 }
 _SUBMODULES = ("schema", "sensitivity")  # ll.analysis.sensitivity is a module you can call (its main function)
 
@@ -65,6 +67,7 @@ __all__ = [
     "coordination_counts",
     "directions",
     "load_sensitivity",
+    "validate_sim",
     "sensitivity",
     "sensitivity_configs",
     "team_table",
