@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from latte_lab.config import TrialConfig
-from latte_lab.errors import ConfigError, DataError
+from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.history import GraphHistory
 
 CONFIG_FILE = "config.json"
@@ -456,6 +456,33 @@ def promote(tmp: str | Path, final: str | Path) -> Path:
 
 # --- a trial read back --------------------------------------------------------------------------------------
 
+REASONS = {
+    "all_tasks_done": "every task of the graph done and the public tests passing",
+    "certified": "an agent declared the work done while the public tests passed",
+    "tests_passed": "the public tests passed",
+    "tests_failed": "the public tests still failed once the planned tasks were done",
+    "planning_failed": "the Lead planned no task",
+    "qa_rounds_exhausted": "the QA rounds ran out with tests failing",
+    "max_rounds": "the round budget ran out first",
+    "interrupted": "stopped by the user or a signal",
+    "budget": "the trial's token or dollar budget ran out",
+    "sweep_budget": "the sweep's token or dollar budget ran out",
+    "error": "the trial failed",
+}
+"""What each ``reason`` (how a trial ended, the results row's column) means, as the summary says it."""
+
+
+def _accuracy_metric(task: str) -> str | None:
+    """The task's accuracy measure (``success`` or ``hidden_pass_rate``), from the task registry; None for a
+    task no longer registered (a run directory read back elsewhere)."""
+    from latte_lab import tasks  # a registry lookup (tests/test_layers.py allows exactly this)
+
+    try:
+        return tasks.get(task).accuracy_metric
+    except LatteError:
+        return None
+
+
 @dataclass
 class TrialResult:
     """What a trial produced. ``row`` is its line in the tidy results schema (``ll.load_runs``)."""
@@ -495,13 +522,37 @@ class TrialResult:
         return df
 
     def summary(self) -> str:
-        acc = "n/a" if self.accuracy is None else f"{self.accuracy:.0%}"
+        """Four lines: the outcome (its first line, short enough for a title), what the outcome means, the
+        figures (accuracy saying what it measures) and the run directory. Success is the team's own verdict
+        (``reason``, worded by :data:`REASONS`) as confirmed by the hidden evaluation's run of the public
+        tests; accuracy is the task's Table 2 measure, which may differ from it."""
         head = f"{self.trial_id}: {'SUCCESS' if self.success else 'no success'} ({self.reason})"
         if self.status != "ok":
             head += f" — ERROR: {self.error}"
-        return (f"{head}\n  accuracy {acc} · rounds {self.rounds} · tokens {self.tokens:,} "
-                f"(in {self.input_tokens:,} / out {self.output_tokens:,}) · virtual {self.virtual_seconds:.1f} s · "
-                f"real {self.real_seconds:.1f} s\n  run directory: {self.run_dir}")
+        return (f"{head}\n  {self._outcome_words()}\n  {self._accuracy_words()} · rounds {self.rounds} · "
+                f"tokens {self.tokens:,} (in {self.input_tokens:,} / out {self.output_tokens:,}) · "
+                f"virtual {self.virtual_seconds:.1f} s · real {self.real_seconds:.1f} s\n"
+                f"  run directory: {self.run_dir}")
+
+    def _outcome_words(self) -> str:
+        """``reason: what it means``, and why a claimed success is none when the evaluation contradicted it."""
+        words = f"{self.reason}: {REASONS.get(self.reason, 'how the team reported its end')}"
+        if self.row.get("claimed_success") is True and not self.success and self.status == "ok":
+            words += "; but the public tests as shipped failed in the hidden evaluation, so no success"
+        elif self.success:
+            words += "; the hidden evaluation's run of the public tests confirmed it"
+        return words
+
+    def _accuracy_words(self) -> str:
+        """``accuracy 91% = share of the hidden tests passed (53 of 58)``, or what else the figure measures."""
+        if self.accuracy is None or self.accuracy != self.accuracy:  # None or NaN
+            return "accuracy n/a (the hidden evaluation gave no score)"
+        value = f"accuracy {self.accuracy:.0%}"
+        if _accuracy_metric(self.config.task) == "success":
+            return f"{value} (this task scores success: 100% or 0%)"
+        passed, total = self.eval.get("passed"), self.eval.get("total")
+        counts = f" ({passed} of {total})" if isinstance(passed, int) and isinstance(total, int) else ""
+        return f"{value} = share of the hidden tests passed{counts}"
 
     def __str__(self) -> str:
         return self.summary()

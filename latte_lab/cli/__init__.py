@@ -8,7 +8,8 @@ says its default (:class:`~latte_lab.cli._common.HelpFormatter` adds it when the
 
 An error is one line on stderr, ``latte-lab: error: ...``: exit status 2 when the command line names
 something that is not there (a missing folder, an unknown run; argparse's status for usage errors), 1 for
-any other error a command reports.
+any other error a command reports. A warning is one line on stderr too, ``latte-lab: warning: ...``,
+without the source line Python's default format shows (:func:`one_line_warnings`).
 
 >>> args = build_parser().parse_args(["run", "--task", "debug"])
 >>> args.team, args.model, args.cache
@@ -18,8 +19,10 @@ any other error a command reports.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import warnings
 
 from latte_lab.cli import _catalog, cache, export, figures, fork, prices, runs, show, sweep, trial, view
 from latte_lab.cli._common import USAGE_EXIT, Parser, UsageError, VersionAction
@@ -47,7 +50,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 2
     try:
-        code = int(args.func(args) or 0)
+        with one_line_warnings():
+            code = int(args.func(args) or 0)
     except UsageError as exc:
         print(f"latte-lab: error: {exc}", file=sys.stderr)
         return USAGE_EXIT
@@ -65,6 +69,33 @@ def main(argv: list[str] | None = None) -> int:
     return code
 
 
+def format_warning(message: Warning | str, category: type[Warning] | None = None) -> str:
+    """A warning as the command prints it: one line, its words only (no file, line number or source).
+
+    >>> format_warning(UserWarning("2 trials left out:\\n  a.failed-1\\n  b.failed-1"))
+    'latte-lab: warning: 2 trials left out: a.failed-1 b.failed-1'
+    """
+    return "latte-lab: warning: " + " ".join(str(message).split())
+
+
+@contextlib.contextmanager
+def one_line_warnings():
+    """Within it, every warning shown is printed by :func:`format_warning` to stderr (the processes a
+    command forks inherit it); the filters stay as they are, so a warning shown once is still shown once."""
+    def show(message, category, filename, lineno, file=None, line=None):
+        try:
+            print(format_warning(message, category), file=file or sys.stderr, flush=True)
+        except (OSError, ValueError):  # stderr closed: nowhere to say it
+            pass
+
+    previous = warnings.showwarning
+    warnings.showwarning = show
+    try:
+        yield
+    finally:
+        warnings.showwarning = previous
+
+
 def _exit_now(code: int) -> None:
     """Ends the program without the interpreter's teardown, for a command whose output is all written and
     closed: unloading pandas, scipy and statsmodels at exit takes a third of a second, longer than some
@@ -77,4 +108,4 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "format_warning", "main", "one_line_warnings"]

@@ -61,6 +61,44 @@ def _grid(args) -> dict:
     return grid
 
 
+RESULT_COLUMNS = ("trials", "success", "accuracy", "rounds", "tokens", "errors")
+
+
+def results_table(df) -> str:
+    """The sweep's results, one line per task, team (and model, when the sweep has more than one): trials,
+    success rate, mean accuracy, mean rounds and mean tokens over the trials that ran to their end (status
+    ok), and how many did not (an error, an interruption, a budget).
+
+    >>> import pandas as pd
+    >>> rows = pd.DataFrame({"task": ["debug"] * 3, "team": ["latte"] * 3, "model": ["simulated"] * 3,
+    ...                      "status": ["ok", "ok", "error"], "success": [True, False, False],
+    ...                      "accuracy": [1.0, 0.0, None], "total_rounds": [30, 40, 2],
+    ...                      "total_tokens": [400_000, 500_000, 1_000]})
+    >>> print(results_table(rows))
+    task   team   trials  success  accuracy  rounds   tokens  errors
+    debug  latte       3      50%       50%    35.0  450,000       1
+    """
+    import pandas as pd
+
+    keys = ["task", "team"] + (["model"] if df["model"].nunique() > 1 else [])
+    lines = []
+    for key, group in df.groupby(keys, sort=False):
+        ok = group[group["status"] == "ok"]
+
+        def mean(column: str, fmt: str) -> str:
+            values = pd.to_numeric(ok[column], errors="coerce").dropna()
+            return fmt.format(values.mean()) if len(values) else "-"
+
+        lines.append([*key, str(len(group)), mean("success", "{:.0%}"), mean("accuracy", "{:.0%}"),
+                      mean("total_rounds", "{:.1f}"), mean("total_tokens", "{:,.0f}"), str(len(group) - len(ok))])
+    header = [*keys, *RESULT_COLUMNS]
+    widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
+    text = [header, *lines]
+    left = len(keys)  # names align left, figures right
+    return "\n".join("  ".join(cell.ljust(w) if i < left else cell.rjust(w)
+                               for i, (cell, w) in enumerate(zip(row, widths))).rstrip() for row in text)
+
+
 def _sweep(args) -> int:
     from latte_lab.sweep import dry_run, run_sweep
 
@@ -73,6 +111,8 @@ def _sweep(args) -> int:
     stopped = df.attrs["stopped"]
     if args.quiet and not stopped:  # run_sweep prints its summary line with progress or when it stopped
         print(df.attrs["summary"])
+    if len(df):
+        print(results_table(df))
     if stopped == "interrupted":
         return 130
     return 0 if not stopped and len(df) and (df["status"] == "ok").all() else 1
