@@ -12,7 +12,7 @@ UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
-.PHONY: demo test test-fast lint bench compare-waits figures docs lock lab sensitivity clean class calibrate validate-sim
+.PHONY: demo test test-fast lint bench compare-waits figures docs docs-numbers lock lab sensitivity clean class calibrate validate-sim
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -55,15 +55,20 @@ SUITE  := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/browse
           --nbval-cell-timeout=$(CELL_TIMEOUT) \
           $(PYTEST_ARGS)
 
-# Two jobs at once: the doctests of every latte_lab module (conftest.py leaves the task payloads out), in the
-# background with its output kept until the end, and the tests and the notebooks in the foreground. The
-# doctests run in a process of their own, so that what test modules register at import cannot show in them.
+# Two jobs at once: the doctests of every latte_lab module (conftest.py leaves the task payloads out) and of
+# the documentation's pages (DOC_PAGES: every number a page shows from code is a >>> example's output;
+# docs/conftest.py runs them in a temporary folder, one trial per config), in the background with its output
+# kept until the end, and the tests and the notebooks in the foreground. The doctests run in a process of
+# their own, so that what test modules register at import cannot show in them. When a change moves what the
+# pages' examples print (the simulated model's numbers), `make docs-numbers` rewrites them.
 # The documentation site is built strictly (a broken link or a missing docstring reference fails it), with
 # every notebook run, by tests/test_docs_site.py inside the suite. Every test has a time limit (pyproject's
 # [tool.pytest.ini_options] timeout). The target fails if either fails, and prints the doctests' output if
 # they did.
+DOC_PAGES := docs/*.md docs/concepts/*.md
+DOCTESTS := --doctest-modules latte_lab --doctest-glob='*.md' $(DOC_PAGES)
 test: $(STAMP)
-	@$(PYTEST) --doctest-modules latte_lab > $(VENV)/doctests.log 2>&1 & doctests=$$!; \
+	@$(PYTEST) $(DOCTESTS) > $(VENV)/doctests.log 2>&1 & doctests=$$!; \
 	  $(PYTEST) $(SUITE); status=$$?; \
 	  if wait $$doctests; then echo "doctests: $$(tail -n 1 $(VENV)/doctests.log)"; \
 	  else cat $(VENV)/doctests.log >&2; echo "make: the doctests failed (see above)" >&2; status=1; fi; \
@@ -72,7 +77,7 @@ test: $(STAMP)
 # The same suite without the tests marked slow (the notebooks, the browser test, the Ray cluster, the wheel
 # install, the checks across fresh interpreters): a quick check while editing; `make test` is the one that counts.
 test-fast: $(STAMP)
-	$(PYTEST) --doctest-modules latte_lab
+	$(PYTEST) $(DOCTESTS)
 	$(PYTEST) $(SUITE) -m "not slow"
 
 # JupyterLab from .venv, so the notebooks' kernel is the project's Python with latte_lab installed.
@@ -103,6 +108,13 @@ figures: $(STAMP)
 docs: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE LATTE_DOCS_EXECUTE=1 $(BIN)/mkdocs build --strict --site-dir site
 	@echo "open site/index.html (it works from disk), or serve it with: LATTE_DOCS_EXECUTE=1 $(BIN)/mkdocs serve"
+
+# Rewrites, in place, what every >>> example of the documentation's pages (DOC_PAGES) prints, as it runs now:
+# run it after a change that moves the examples' outputs (the simulated model's trials above all; make test
+# fails on a page whose numbers no longer come out), read `git diff docs`, commit the pages with the change.
+# About half a minute. DOCS_NUMBERS_ARGS="--check" only lists the outputs that differ.
+docs-numbers: $(STAMP)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python docs/doc_examples.py $(DOCS_NUMBERS_ARGS) $(DOC_PAGES)
 
 # The sensitivity study behind notebook 05 and docs/simulated-model.md (750 trials; resumable): runs
 # every trial not yet under runs/sensitivity and rewrites latte_lab/data/sensitivity.csv, which the notebook

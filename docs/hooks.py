@@ -12,7 +12,8 @@
   is run (a page's marked blocks in order, in one namespace, as cells of a notebook, in the build's
   temporary folder, so that a trial's ``runs/`` lands there), and the value of its last line (an
   ``ll.viz.draw`` drawing, a matplotlib Axes or Figure) appears under it as an SVG, so a picture can never
-  disagree with the code printed above it.
+  disagree with the code printed above it. The page's doctest blocks (``>>>``, which ``make test`` checks)
+  run in the same namespace, in page order, so a drawing can use what an example computed.
 - ``api/cli.md``: the help of every ``latte-lab`` subcommand.
 
 Everything generated lives in a temporary folder for the length of the build and reaches the site as
@@ -46,6 +47,9 @@ PAPER_DIR = "img/paper"  # where the site keeps the figures of `latte-lab figure
 PAPER_FILES = (".png", ".pdf")  # of its outputs, the ones the site serves (its .md tables go into the page)
 PAPER_MARKER = re.compile(r"<!-- latte-lab paper: (?P<name>[\w-]+) -->")
 DRAW_BLOCK = re.compile(r"```python\n(?P<code>(?:(?!```).)*?)```[ \t]*\n\s*<!-- latte-lab: draw -->", re.DOTALL)
+# Any python block, marked or not: a page's doctest blocks (>>>) run before its drawings, in their namespace.
+PYTHON_BLOCK = re.compile(r"```python\n(?P<code>(?:(?!```).)*?)```[ \t]*\n(?P<draw>\s*<!-- latte-lab: draw -->)?",
+                          re.DOTALL)
 DRAWING = "<!-- latte-lab drawing {} -->"  # placeholder between on_page_markdown and on_page_content
 CLI_HELP_MARKER = "<!-- latte-lab help -->"  # api/cli.md: replaced by the help of every subcommand
 
@@ -272,7 +276,27 @@ def _run_drawings(markdown: str, page) -> str:
         drawings.append(svg)
         return f"```python\n{code}```\n\n{DRAWING.format(len(drawings) - 1)}"
 
-    markdown = DRAW_BLOCK.sub(draw, markdown)
+    def run_examples(code: str) -> None:
+        """A doctest block's examples, for what they define (an example whose page shows it raising may)."""
+        import doctest
+
+        for example in doctest.DocTestParser().get_examples(code):
+            try:
+                with contextlib.chdir(cwd):
+                    exec(compile(example.source, page.file.src_uri, "exec"), namespace)
+            except Exception as exc:
+                if example.exc_msg is None:
+                    raise PluginError(f"{page.file.src_uri}: the example {example.source.strip()!r} failed: "
+                                      f"{type(exc).__name__}: {exc}") from exc
+
+    def block(m: re.Match) -> str:
+        if m.group("draw"):
+            return draw(m)
+        if m.group("code").lstrip().startswith(">>>"):
+            run_examples(m.group("code"))
+        return m.group(0)
+
+    markdown = PYTHON_BLOCK.sub(block, markdown)
     _build.setdefault("drawings", {})[page.file.src_uri] = drawings
     return markdown
 

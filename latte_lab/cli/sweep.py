@@ -81,16 +81,16 @@ def results_table(df) -> str:
     import pandas as pd
 
     keys = ["task", "team"] + (["model"] if df["model"].nunique() > 1 else [])
+    def mean(rows, column: str, fmt: str) -> str:
+        values = pd.to_numeric(rows[column], errors="coerce").dropna()
+        return fmt.format(values.mean()) if len(values) else "-"
+
     lines = []
     for key, group in df.groupby(keys, sort=False):
         ok = group[group["status"] == "ok"]
-
-        def mean(column: str, fmt: str) -> str:
-            values = pd.to_numeric(ok[column], errors="coerce").dropna()
-            return fmt.format(values.mean()) if len(values) else "-"
-
-        lines.append([*key, str(len(group)), mean("success", "{:.0%}"), mean("accuracy", "{:.0%}"),
-                      mean("total_rounds", "{:.1f}"), mean("total_tokens", "{:,.0f}"), str(len(group) - len(ok))])
+        lines.append([*key, str(len(group)), mean(ok, "success", "{:.0%}"), mean(ok, "accuracy", "{:.0%}"),
+                      mean(ok, "total_rounds", "{:.1f}"), mean(ok, "total_tokens", "{:,.0f}"),
+                      str(len(group) - len(ok))])
     header = [*keys, *RESULT_COLUMNS]
     widths = [max(len(str(row[i])) for row in [header, *lines]) for i in range(len(header))]
     text = [header, *lines]
