@@ -116,15 +116,13 @@ True
     assert (ll.tasks.names(), ll.teams.names()) == before
 
 
-def test_the_trial_ids_the_pages_name_are_their_configs_ids():
-    """A trial id names its config's hash; a page that names one outside its examples (which the doctests
-    check) names the trial of that task, team and seed with every other field at its default."""
+def test_trial_ids_appear_only_in_examples():
+    """A trial id ends in its config's hash, which a new config field changes: outside an example's output
+    (which make docs-numbers rewrites) it would go stale. Pages write <trial id> there instead."""
     text = "\n".join(CODE_BLOCK.sub(lambda m: "" if m.group("code").lstrip().startswith(">>>") else m.group(0),
                                     p.read_text()) for p in PAGES)
-    named = {m.group(0): m for m in re.finditer(r"\b(debug|eda|textproc)-(\w+)-s(\d+)-[0-9a-f]{10}\b", text)}
-    assert "debug-latte-s0-" in " ".join(named)  # the viewer page names one
-    for trial_id, m in named.items():
-        assert ll.TrialConfig(task=m.group(1), team=m.group(2), seed=int(m.group(3))).trial_id == trial_id
+    named = re.findall(r"\b(?:debug|eda|textproc)-\w+-s\d+-[0-9a-f]{10}\b", text)
+    assert not named, f"trial ids outside the pages' examples: {named}"
 
 
 def test_the_readme_names_the_class_editions_and_not_the_old_solutions_folder():
