@@ -29,7 +29,7 @@ def _blocks(page: Path) -> list[str]:
     return [m.group("code") for m in CODE_BLOCK.finditer(page.read_text())]
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: str(p.relative_to(REPO)))
+@pytest.mark.parametrize("page", [*PAGES, REPO / "README.md"], ids=lambda p: str(p.relative_to(REPO)))
 def test_no_page_shows_an_output_nothing_checks(page):
     """A value shown in a comment of a plain code block would go stale unnoticed: show it as an example's
     output instead (a ``>>>`` block; ``make docs-numbers`` fills the output in)."""
