@@ -259,16 +259,19 @@ def test_a_killed_processs_stage_is_removed_by_the_next_one_and_a_live_ones_kept
 
 
 def test_a_pytest_outside_the_tested_range_runs_plainly_with_one_warning(tmp_path, monkeypatch):
-    """The sandbox's speed-ups reach into pytest's internals: outside TESTED_PYTEST they are off (a plain
-    ``python -m pytest``, the same counts) and a warning names the tested range once."""
+    """Outside TESTED_PYTEST runs use pytest's public API only, even when the opt-in changes to its internals
+    are asked for (the same counts), and a warning names the tested range once."""
     from latte_lab.sandbox import pytest as sandbox_pytest
 
     assert sandbox_pytest.pytest_version_tested()  # the locked pytest is in the tested range
+    monkeypatch.setenv(sandbox_pytest.PATCHES_VAR, "1")
+    assert sandbox_pytest.pytest_patches()
     monkeypatch.setattr(sandbox_pytest, "_VERSION_CHECKED", {})
     monkeypatch.setattr("importlib.metadata.version", lambda name: "10.0.1" if name == "pytest" else "0")
     (tmp_path / "test_a.py").write_text("def test_ok():\n    pass\n\ndef test_bad():\n    assert 0\n")
     with pytest.warns(RuntimeWarning, match=r"pytest 10.0.1 is outside the range .*\(>=9.0,<10.0\)") as said:
         run = sandbox_pytest.run_pytest(tmp_path, ["test_a.py"], timeout=60, sandbox="local")
         again = sandbox_pytest.run_pytest(tmp_path, ["test_a.py"], timeout=60, sandbox="local")
-    assert len(said) == 1
+        assert not sandbox_pytest.pytest_patches()
+    assert len(said) == 1 and "LATTE_LAB_PYTEST_PATCHES is ignored" in str(said[0].message)
     assert (run.passed, run.failed, again.passed, again.failed) == (1, 1, 1, 1)

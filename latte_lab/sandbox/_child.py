@@ -43,7 +43,9 @@ Config json keys (each optional):
 
 Before the command runs, capabilities are dropped (bounding set, ambient, permitted) and
 ``no_new_privs`` is set: agent code run as root cannot read other processes' memory or environment
-through CAP_SYS_PTRACE, and no set-uid program gives privileges back.
+through CAP_SYS_PTRACE, and no set-uid program gives privileges back. A seccomp filter then refuses the
+kernel's keyrings and POSIX message queues (:func:`refuse_shared_kernel_objects`): neither is reset between
+the runs of a kept sandbox, and the keyrings are not separated by namespaces at all.
 """
 
 import sys
@@ -70,6 +72,20 @@ LINUX_CAPABILITY_VERSION_3 = 0x20080522
 MAX_CAPABILITIES = 64  # capability numbers probed for the bounding-set drop (Linux has 41 today)
 CLONE_NEWNET = 0x40000000  # linux/sched.h
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2  # linux/prctl.h, linux/seccomp.h
+SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
+EPERM = 1
+# The system calls of the kernel's keyrings (add_key, request_key, keyctl) and of POSIX message queues
+# (mq_open, mq_unlink, mq_timedsend, mq_timedreceive, mq_notify, mq_getsetattr), per architecture
+# (linux/audit.h's AUDIT_ARCH_*); x86_64's x32 numbers have bit 30 set. Other architectures are not filtered.
+X32_BIT = 0x40000000
+SHARED_OBJECT_SYSCALLS = {
+    0xC000003E: (248, 249, 250, 240, 241, 242, 243, 244, 245,  # x86_64
+                 *(X32_BIT | n for n in (248, 249, 250, 240, 241, 242, 243, 245, 527))),
+    0x40000003: (286, 287, 288, 277, 278, 279, 280, 281, 282, 418, 419),  # i386 (also a 64-bit process's int 0x80)
+    0xC00000B7: (217, 218, 219, 180, 181, 182, 183, 184, 185),  # aarch64
+}
 MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_SLAVE = 0x2, 0x4, 0x1000, 0x4000, 0x80000  # linux/mount.h
 MNT_DETACH = 2
 STOP_POLL_SECONDS = 0.02  # how often a stopping run's processes are reaped
@@ -163,6 +179,45 @@ def drop_privileges() -> None:
     header, data = Header(LINUX_CAPABILITY_VERSION_3, 0), (Data * 2)()
     libc.capset(ctypes.byref(header), data)
     libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0)
+    refuse_shared_kernel_objects(libc)
+
+
+def _seccomp_program() -> list[tuple[int, int, int, int]]:
+    """A classic BPF program, as ``(code, jt, jf, k)``: EPERM for :data:`SHARED_OBJECT_SYSCALLS`, the rest allowed."""
+    load_word, jump_if_equal, ret = 0x20, 0x15, 0x06  # BPF_LD|BPF_W|BPF_ABS, BPF_JMP|BPF_JEQ|BPF_K, BPF_RET|BPF_K
+    program = [(load_word, 0, 0, 4)]  # seccomp_data.arch
+    for arch, numbers in SHARED_OBJECT_SYSCALLS.items():
+        block = [(load_word, 0, 0, 0)]  # seccomp_data.nr
+        for number in numbers:
+            block += [(jump_if_equal, 0, 1, number), (ret, 0, 0, SECCOMP_RET_ERRNO | EPERM)]
+        block.append((ret, 0, 0, SECCOMP_RET_ALLOW))
+        program += [(jump_if_equal, 0, len(block), arch), *block]
+    return [*program, (ret, 0, 0, SECCOMP_RET_ALLOW)]
+
+
+def refuse_shared_kernel_objects(libc=None) -> bool:
+    """Refuse this process and everything it starts the kernel's keyrings and POSIX message queues (EPERM), with
+    a seccomp filter (after ``no_new_privs``); whether the filter is in place.
+
+    Both outlive the process that made them: a key in a keyring, a queue in the IPC namespace. The keyrings
+    are the kernel's, not a namespace's (a run as root could reach the host user's keyring, and a key one run
+    adds is found by the next), and a kept sandbox's IPC namespace serves run after run; no task's code needs
+    either. (System V IPC objects are removed between a kept sandbox's runs instead.)"""
+    libc = libc or _libc()
+    if libc is None:
+        return False
+    import ctypes
+
+    class Instruction(ctypes.Structure):
+        _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
+
+    class Program(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Instruction))]
+
+    program = _seccomp_program()
+    instructions = (Instruction * len(program))(*program)
+    fprog = Program(len(program), instructions)
+    return libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) == 0
 
 
 def join_cgroup(procs: str) -> None:
@@ -186,14 +241,16 @@ def _c(text):
 
 def private_tmp(spec: dict) -> bool:
     """Give this process (and what it starts) a ``/tmp`` and a ``/dev/shm`` of its own: a new mount namespace
-    (needs CAP_SYS_ADMIN: root) with a size-capped tmpfs on each, gone with the run's last process. The host
+    (needs CAP_SYS_ADMIN: root) with a size-capped tmpfs on each, gone with the run's last process, and a new
+    IPC namespace (System V objects and POSIX message queues of its own, gone with it too). The host
     directories the run needs that lie under ``/tmp`` (``spec["keep"]``, relative to it: the workspace, the
     interpreter, matplotlib's cache) are bound back at their paths, and ``spec["home"]`` (the run's HOME and
     TMPDIR) is made empty in the new ``/tmp``. ``spec["tmp_bytes"]``, ``spec["shm_bytes"]``: the sizes (None:
     tmpfs's default). False when no mount namespace can be made here (the host's stay); OSError when one was
     made but could not be set up (the host's ``/tmp`` is visible again)."""
     libc = _libc()
-    if libc is None or libc.unshare(CLONE_NEWNS) != 0:
+    # an IPC namespace of its own too: its System V objects and POSIX message queues end with the run
+    if libc is None or (libc.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0 and libc.unshare(CLONE_NEWNS) != 0):
         return False
     _mount(libc, None, "/", None, MS_REC | MS_SLAVE)  # nothing mounted here reaches the host
     tmp = spec.get("tmp") or "/tmp"

@@ -12,10 +12,10 @@ capabilities), for one workspace: the host's workspace directory is bound read-o
 
 At start: leave for a network namespace without loopback (``init["no_loopback"]``, the only use of the
 capability bwrap left it), drop every capability, set ``no_new_privs``, then prepare pytest as the pytest
-fork server does (``_zygote_server.py``, loaded by path: its imports, its rewritten test modules, its
-rehearsal; or, with ``init["mode"] == "script"``, as the script fork server does: nothing imported for the
-runs, each of which starts from the modules a fresh interpreter starts with), and say ``{"ready": 1}`` on the
-control socket.
+fork server does (``_zygote_server.py``, loaded by path: its imports and its rehearsal, and in mode
+``pytest-patched`` its opt-in changes to pytest's internals and rewritten test modules; or, with
+``init["mode"] == "script"``, as the script fork server does: nothing imported for the runs, each of which
+starts from the modules a fresh interpreter starts with), and say ``{"ready": 1}`` on the control socket.
 
 Per run (one at a time; the host never sends a second before the first's status), a message with four
 descriptors attached: the write ends of the run's stdout, stderr and workspace-export pipes and one end of
@@ -43,7 +43,8 @@ run's process ahead, as the fork server does: it copies its memory and waits, no
 which step 3 hands it instead of forking. It is forked after step 5 has left no other process, so step 1
 has nothing to kill before it; a test file primed since it was forked makes a new one.
 
-A message without descriptors is ``{"prime": [[path, text]]}`` (the fork server's :func:`prime`). End of
+A message without descriptors is ``{"prime": [[path, text]]}`` (the fork server's :func:`prime`; mode
+``pytest-patched`` only). End of
 file on the control socket ends the server, and with it, the kernel ends every process of the namespace.
 """
 
@@ -315,7 +316,9 @@ if __name__ == "__main__":
     if INIT.get("mode") == "script":  # imports nothing for the runs; each starts from a fresh interpreter's modules
         ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server_script")
         ZYGOTE.STARTUP_MODULES = ZYGOTE.WARM_MODULES = STARTUP_MODULES
-    else:  # imports pytest, rehearses a session
+    elif INIT.get("mode") == "pytest-patched":  # the same as below, with the opt-in changes to pytest's internals
+        ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server_patched")
+    else:  # imports pytest, rehearses a session (public API only)
         ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server")
     ZYGOTE.SPARES = INIT.get("spares", "idle")  # the host's zygote.SPARES
     ZYGOTE.USE_SPARES = ZYGOTE.SPARES != "never" and ZYGOTE.USE_SPARES

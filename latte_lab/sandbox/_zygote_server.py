@@ -3,11 +3,13 @@
 Started by :mod:`latte_lab.sandbox.zygote` as ``python .../latte_lab/sandbox/_zygote_server.py <control fd>
 <mode> <spares>`` (the file path, like :mod:`latte_lab.sandbox._child`, so a workspace can never shadow it), with the
 same allowlisted environment as any sandbox run minus the per-run variables (no ``PYTHONPATH``, no run
-marker, a private ``HOME``), so it never holds a key and never opens a workspace (a pytest server is sent
-the text of test files to compile ahead of the runs, and runs none of it). In mode ``pytest`` it imports
-pytest, pytest's built-in plugins and ``runpy`` (what ``python -m pytest`` imports before it runs anything
-from the workspace) and rehearses a session; in mode ``script`` it imports nothing for the runs, and each
-run starts from the modules a fresh interpreter starts with (:func:`_run_script`). It tells the parent it
+marker, a private ``HOME``), so it never holds a key and never opens a workspace. In mode ``pytest`` it imports
+pytest and ``runpy`` (what ``python -m pytest`` imports before it runs anything from the workspace) and
+rehearses a session on a suite of its own (which imports pytest's plugins), through pytest's public API only;
+mode ``pytest-patched`` (opt-in: ``LATTE_LAB_PYTEST_PATCHES=1``) adds the changes to pytest's internals of
+``_pytest_patches.py`` and is sent the text of a workspace's test files to compile ahead of the runs (it runs
+none of it); in mode ``script`` it imports nothing for the runs, and each run starts from the modules a fresh
+interpreter starts with (:func:`_run_script`). It tells the parent it
 is ready, and then serves requests until its control socket reaches EOF.
 
 Single-threaded on purpose: it forks, and forking a process with threads is unsafe. It never starts a
@@ -22,9 +24,9 @@ Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
   environment (built by the parent from its allowlist), ``limits`` the json dict of
   :func:`_child.apply_limits`, ``args`` pytest's arguments (what follows ``python -m pytest``), ``script``
   what follows ``python`` (the script's path, then its arguments);
-* control socket, parent -> zygote, before a run, no descriptors: ``{"prime": [[path, text]]}``, the
-  text of a test file of the run's directory that the zygote has not seen yet (:func:`prime`); the
-  zygote parses, rewrites and compiles it (pytest's assertion rewriting), never runs it;
+* control socket, parent -> zygote, before a run, no descriptors (mode ``pytest-patched`` only):
+  ``{"prime": [[path, text]]}``, the text of a test file of the run's directory that the zygote has not seen
+  yet (:func:`prime`); the zygote parses, rewrites and compiles it (pytest's assertion rewriting), never runs it;
 * reply socket, per run: ``{"pid": <child>, "leader": <reaper>}`` once the run started, then
   ``{"status": <wait status of the child>, "orphans": <bool>, "subreaper": <bool>}`` when it ended (or
   ``{"error": ...}``).
@@ -71,33 +73,36 @@ def _load_sibling(filename: str, name: str):
     return module
 
 
-# "script": agents' ``python <script>`` runs. Read from the command line of the server; a process that loads
-# this file for its functions gets the pytest server's preparation (a benchmark), or the script server's when
-# it names the module ``..._script`` (a warm bubblewrap sandbox's init, which then sets STARTUP_MODULES).
+# The server's mode, from its command line: "pytest" (pytest imported, a session rehearsed: public API only),
+# "pytest-patched" (the same, with the opt-in changes to pytest's internals of ``_pytest_patches.py``) or
+# "script" (agents' ``python <script>`` runs). A process that loads this file for its functions names the
+# module after the mode: ``..._script`` (a warm bubblewrap sandbox's init, which then sets STARTUP_MODULES),
+# ``..._patched``, else "pytest".
 if __name__ == "__main__":
     MODE = sys.argv[2] if len(sys.argv) > 2 else "pytest"
 else:
-    MODE = "script" if __name__.endswith("_script") else "pytest"
-_PYTEST = None  # the pytest server's preparation (``_pytest_warm.py``)
-if MODE == "pytest":
+    MODE = "script" if __name__.endswith("_script") else "pytest-patched" if __name__.endswith("_patched") else "pytest"
+PATCHES = None  # the opt-in changes (``_pytest_patches.py``), in mode "pytest-patched"
+APPLIED: dict = {}  # which of them took ({name: bool}), for the tests
+if MODE != "script":
     _PYTEST = _load_sibling("_pytest_warm.py", "_latte_lab_pytest_warm")
     _PYTEST.warm()
-    _load_sibling("_pytest_boot.py", "_latte_lab_pytest_boot").speed_up_sessions()
-    _PYTEST.use_primed_rewrites()
+    if MODE == "pytest-patched":
+        PATCHES = _load_sibling("_pytest_patches.py", "_latte_lab_pytest_patches")
+        APPLIED.update(PATCHES.speed_up_sessions(), primed_rewrites=PATCHES.use_primed_rewrites())
     _PYTEST.rehearse()
-    _PYTEST.prebuild_config()
-    REWRITTEN = _PYTEST.REWRITTEN  # the test modules rewritten ahead, which every forked run reads
+    if PATCHES is not None:
+        APPLIED["config_ahead"] = PATCHES.prebuild_config()
     WARM_MODULES = frozenset(sys.modules)  # what a run may keep; later imports are the zygote's own
 else:
-    REWRITTEN = {}
     WARM_MODULES = STARTUP_MODULES  # a script starts with what ``python <script>`` starts with
 
 
 def prime(files: list) -> None:
-    """Rewrite and compile ``[[path, source text], ...]`` ahead of the runs (``_pytest_warm.prime``); a
-    script server has no use for them."""
-    if _PYTEST is not None:
-        _PYTEST.prime(files)
+    """Rewrite and compile ``[[path, source text], ...]`` ahead of the runs (``_pytest_patches.prime``); only
+    a server with the opt-in changes has any use for them."""
+    if PATCHES is not None:
+        PATCHES.prime(files)
 
 
 import gc  # noqa: E402

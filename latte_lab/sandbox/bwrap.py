@@ -40,7 +40,7 @@ import threading
 from pathlib import Path
 
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
-from latte_lab.sandbox.local import PYTEST_BOOT_SCRIPT
+from latte_lab.sandbox.local import PYTEST_PATCHES_SCRIPT
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What of /etc a Python run needs: user names, time zone, the dynamic linker's cache, certificates,
@@ -52,7 +52,7 @@ ETC_ENTRIES = (
 )
 SANDBOX_DIR = "/run/latte_lab"  # where the run's own files appear inside the sandbox
 CHILD_PATH = f"{SANDBOX_DIR}/child.py"
-PYTEST_BOOT_PATH = f"{SANDBOX_DIR}/pytest_boot.py"  # how a test run starts pytest (``_pytest_boot.py``)
+PYTEST_PATCHES_PATH = f"{SANDBOX_DIR}/pytest_patches.py"  # ``_pytest_patches.py``, for a run with them (opt-in)
 INPUT_PATH = f"{SANDBOX_DIR}/workspace"  # the workspace's files at the start of the run, read-only
 MPL_INPUT_PATH = f"{SANDBOX_DIR}/mplconfig"  # the host's matplotlib cache (fonts), read-only
 TMP_PATH = "/tmp"
@@ -132,7 +132,7 @@ def _probe() -> tuple[bool, str, tuple[str, ...]]:
 def command(cwd: Path, limits: SandboxLimits, child_script: str, mpl_dir: str | None) -> list[str]:
     """The bwrap command line, up to the config of ``_child.py`` (the sandbox's init), for a run in
     ``cwd``: the workspace's files are copied into a tmpfs at the same path."""
-    files = {child_script: CHILD_PATH, PYTEST_BOOT_SCRIPT: PYTEST_BOOT_PATH}
+    files = {child_script: CHILD_PATH, PYTEST_PATCHES_SCRIPT: PYTEST_PATCHES_PATH}
     return [*sandbox_args(cwd, limits, mpl_dir, files), sys.executable, "-I", "-S", CHILD_PATH]
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
 
 CHILD_SCRIPT = str(Path(__file__).with_name("_child.py"))
-PYTEST_BOOT_SCRIPT = str(Path(__file__).with_name("_pytest_boot.py"))  # how an exec'd test run starts pytest
+# how an exec'd test run starts pytest with the opt-in changes to its internals (else: ``python -m pytest``)
+PYTEST_PATCHES_SCRIPT = str(Path(__file__).with_name("_pytest_patches.py"))
 REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
 STATUS_MAX_BYTES = 2**16  # one status line
 

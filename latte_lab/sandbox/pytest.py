@@ -51,10 +51,13 @@ CONFIG_FILES = (("pytest.ini", None), (".pytest.ini", None), ("pyproject.toml", 
                 ("tox.ini", "[pytest]"), ("setup.cfg", "[tool:pytest]"))
 WORKSPACE_ROOT_ARGS = ("--rootdir=.", "--confcutdir=.")  # node ids and conftest files from the workspace only
 OUTCOMES = ("passed", "failed", "error", "skipped")
-# The pytest versions the sandbox's speed-ups were written and tested against (pyproject's bound says the same):
-# the fork servers and _pytest_boot.py reach into pytest's internals. Outside it, runs start as a plain
-# ``python -m pytest`` (slower, same results) and a warning names the range once.
+# The pytest versions latte_lab was tested with (pyproject's bound says the same). Test runs use pytest's public
+# API only, whatever the version; outside the range a warning names it once, and the opt-in changes to pytest's
+# internals (PATCHES_VAR) stay off.
 TESTED_PYTEST = ((9, 0), (10, 0))
+# =1: test runs take the opt-in changes to pytest's internals of ``_pytest_patches.py`` (cheaper sessions and
+# failure reports, the same text), on a pytest in TESTED_PYTEST; see pytest_patches().
+PATCHES_VAR = "LATTE_LAB_PYTEST_PATCHES"
 PYTEST_NORMAL_EXITS = (0, 1, 2, 5)  # all passed, some failed, interrupted by errors, no tests collected
 
 
@@ -232,11 +235,27 @@ def pytest_version_tested(version: str | None = None) -> bool:
     if not ok:
         import warnings
 
-        warnings.warn(f"pytest {version} is outside the range latte_lab's sandbox was tested with (>={low[0]}.{low[1]},"
-                      f"<{high[0]}.{high[1]}): test runs start as plain `python -m pytest`, without the fork "
-                      f"server's speed-ups; install a tested pytest with `pip install 'pytest>={low[0]}.{low[1]},"
-                      f"<{high[0]}'`", RuntimeWarning, stacklevel=2)
+        warnings.warn(f"pytest {version} is outside the range latte_lab was tested with (>={low[0]}.{low[1]},"
+                      f"<{high[0]}.{high[1]}): test runs use its public API only ({PATCHES_VAR} is ignored); "
+                      f"install a tested pytest with `pip install 'pytest>={low[0]}.{low[1]},<{high[0]}'`",
+                      RuntimeWarning, stacklevel=2)
     return ok
+
+
+def pytest_patches() -> bool:
+    """Whether test runs take the opt-in changes to pytest's internals (``_pytest_patches.py``): only with
+    ``LATTE_LAB_PYTEST_PATCHES=1`` in this process's environment and a pytest in :data:`TESTED_PYTEST`.
+
+    By default (off) every run uses pytest's public API only: a plain ``python -m pytest``, or a child of a
+    fork server that imported pytest and rehearsed a session. On, a memo-missing run of the debug task's suite
+    took about a third less time (benchmarks/bench_sandbox.py), with the same report, word for word; the price
+    is five monkeypatches of pytest's private names that a pytest upgrade may switch off (each checks the
+    internals it was written against; tests/test_sandbox_zygote.py fails when one no longer takes).
+    """
+    value = os.environ.get(PATCHES_VAR, "").strip().lower()
+    if value in ("", "0", "false", "no"):
+        return False
+    return pytest_version_tested()
 
 
 def infrastructure_error(run: TestRun) -> str | None:
@@ -355,18 +374,19 @@ def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits |
     report = root.resolve() / JUNIT_NAME
     report.unlink(missing_ok=True)
     pytest_args = [*PYTEST_ARGS[2:], *config_args(root), *args, f"--junitxml={report}", *JUNIT_OPTIONS]
-    tested = pytest_version_tested()  # else a plain ``python -m pytest``: nothing reaches into pytest's internals
+    pytest_version_tested()  # warns once about an untested pytest
     run = run_sandboxed(
         [sys.executable, *PYTEST_ARGS[:2], *pytest_args],
         root,
         timeout=timeout,
         limits=limits,
         env=env,
-        pytest_args=pytest_args if tested else None,
+        pytest_args=pytest_args,
         sandbox=sandbox,
         export_names=export_names,
-        prime_tests=prime_tests and tested,
-        keep_sandbox=keep_sandbox and tested,
+        prime_tests=prime_tests,
+        keep_sandbox=keep_sandbox,
+        pytest_patches=pytest_patches(),
     )
     return _test_run_from(run, _read_report(report))
 

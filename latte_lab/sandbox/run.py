@@ -340,13 +340,16 @@ def run_sandboxed(
     export_names: list[str] | None = None,
     prime_tests: bool = False,
     keep_sandbox: bool = False,
+    pytest_patches: bool = False,
 ) -> RunResult:
     """Run ``argv`` in ``cwd`` inside the sandbox described in the module docstring.
 
     ``env`` adds variables to the allowlisted environment (names with KEY/SECRET/TOKEN are still
     dropped). With ``pytest_args`` (``argv`` being ``python -m pytest *pytest_args``) a local run is
-    forked from the zygote when it is enabled and up, and any other starts pytest through
-    ``_pytest_boot.py``, which runs it as ``-m`` does. ``export_names``: in a bwrap sandbox only these
+    forked from the zygote when it is enabled and up, and a bwrap run from a kept sandbox; ``pytest_patches``
+    (opt-in, see :func:`latte_lab.sandbox.pytest.pytest_patches`): with the changes to pytest's internals of
+    ``_pytest_patches.py``, a forked run from a server that made them, any other through that file, which
+    runs pytest as ``-m`` does. ``export_names``: in a bwrap sandbox only these
     top-level entries of ``cwd`` are handed back (a run in a throwaway copy needs only its report).
     ``prime_tests``: the fork server may keep the rewritten code of ``cwd``'s test files for later runs
     (never for files agents must not see: every later run is forked from it). ``keep_sandbox``: ``cwd`` is
@@ -363,8 +366,8 @@ def run_sandboxed(
     if not root.is_dir():
         raise WorkspaceError(f"cannot run in {str(cwd)!r}: the directory does not exist")
     backend = resolve_sandbox(sandbox)
-    if pytest_args is not None:  # started as ``python -m pytest`` is, with cheaper failure reports
-        argv = [argv[0], bwrap.PYTEST_BOOT_PATH if backend == "bwrap" else local.PYTEST_BOOT_SCRIPT, *pytest_args]
+    if pytest_args is not None and pytest_patches:  # started as ``python -m pytest`` is, with cheaper failure reports
+        argv = [argv[0], bwrap.PYTEST_PATCHES_PATH if backend == "bwrap" else local.PYTEST_PATCHES_SCRIPT, *pytest_args]
     _hide_secrets()
     marker = uuid.uuid4().hex
     rlimits = child_limits(limits, timeout)
@@ -381,7 +384,7 @@ def run_sandboxed(
             if (export_names is None or keep_sandbox) and warm.warm_enabled():
                 if pytest_args is not None and (prime_tests or keep_sandbox):
                     proc = warm.launch(root, run_env, rlimits, limits, mpl, pytest_args=pytest_args,
-                                       prime=prime_tests, export_names=export_names)
+                                       prime=prime_tests, export_names=export_names, patches=pytest_patches)
                 elif pytest_args is None and _python_script(argv, root):
                     proc = warm.launch(root, run_env, rlimits, limits, mpl, script=argv[1:], export_names=export_names)
             if proc is None:
@@ -398,7 +401,7 @@ def run_sandboxed(
             if cgroup is not None:
                 confined["cgroup"] = cgroup.procs
             if pytest_args is not None and zygote.zygote_enabled():
-                proc = zygote.launch(root, run_env, confined, pytest_args, prime=prime_tests)
+                proc = zygote.launch(root, run_env, confined, pytest_args, prime=prime_tests, patches=pytest_patches)
             elif _python_script(argv, root) and zygote.zygote_enabled():
                 proc = zygote.launch(root, run_env, confined, script=argv[1:])
             if proc is None:

@@ -64,7 +64,7 @@ MAX_SANDBOXES = 4  # live warm sandboxes per process (a test sandbox holds about
 MAX_START_FAILURES = 3
 CLOSE_SECONDS = 2.0  # after end of file on its control socket: how long the sandbox may take to end
 SERVER_DIR = f"{bwrap.SANDBOX_DIR}/server"  # where the init's own files appear inside the sandbox
-SERVER_FILES = ("_sandbox_server.py", "_zygote_server.py", "_pytest_warm.py", "_child.py", "_pytest_boot.py")
+SERVER_FILES = ("_sandbox_server.py", "_zygote_server.py", "_pytest_warm.py", "_child.py", "_pytest_patches.py")
 _HERE = Path(__file__).parent
 
 
@@ -268,14 +268,15 @@ def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir:
 
 def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | None], limits: SandboxLimits,
            mpl_dir: str | None, *, pytest_args: list[str] | None = None, script: list[str] | None = None,
-           prime: bool = True, export_names: list[str] | None = None) -> WarmRun | None:
+           prime: bool = True, export_names: list[str] | None = None, patches: bool = False) -> WarmRun | None:
     """Start one run in a warm sandbox of ``root``: a pytest session (``pytest_args``, what follows ``python -m
     pytest``) or ``python <script>`` (``script``, what follows ``python``). None to use a one-off sandbox (the
     sandbox is busy with another run, or cannot start or answer: then after a warning).
 
-    ``prime``: the test sandbox is sent the text of ``root``'s test files ahead (never for a hidden suite);
-    ``export_names``: only these top-level entries are handed back."""
-    mode = "script" if script is not None else "pytest"
+    ``patches``: the test sandbox's init makes the opt-in changes to pytest's internals (a sandbox of its own
+    besides the public one); ``prime``: such a sandbox is sent the text of ``root``'s test files ahead (never for
+    a hidden suite); ``export_names``: only these top-level entries are handed back."""
+    mode = zygote.server_mode(script, patches)
     sandbox = _get(root, limits, run_env, mpl_dir, mode)
     if sandbox is None:
         return None
@@ -292,7 +293,7 @@ def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | N
         hits = sandbox.cgroup.limit_hits()
 
     def send(fds: list[int]) -> None:
-        if mode == "pytest" and prime:
+        if mode == "pytest-patched" and prime:
             sandbox.prime(root)
         sandbox.send(request, fds)
 

@@ -13,13 +13,14 @@ one zygote serves every SandboxLimits.
   sandbox run minus the per-run variables (PYTHONPATH, run marker; HOME/TMPDIR are its own empty
   directory), in a new session, with cwd in that directory: it never holds a key, never opens a
   workspace. Shut down at exit (atexit: its control socket is closed, it exits on EOF).
-* Per run, two costs of pytest are paid once instead: the text of a workspace's test files is sent
-  ahead (``prime``) and the zygote keeps their rewritten code, which a run takes when its file is
-  byte-identical (never for a hidden suite: every run is forked from the zygote and could read its
-  memory); and a failure report parses each source file once per run instead of once per
-  traceback entry. The report's text is the same. And the zygote rehearses one session on a suite
-  of its own before serving, so the regular expressions and lazy imports of a session are made once,
-  and makes the plugin manager of a run's first session ahead (``_pytest_warm.prebuild_config``).
+* Before serving, the zygote rehearses one session on a suite of its own, through pytest's public API, so the
+  plugin imports, regular expressions and lazy imports of a session are made once instead of in every run.
+  Opt-in (``LATTE_LAB_PYTEST_PATCHES=1``, :func:`latte_lab.sandbox.pytest.pytest_patches`), a second zygote
+  also changes pytest's internals (``_pytest_patches.py``): the text of a workspace's test files is sent ahead
+  (``prime``) and kept rewritten, which a run takes when its file is byte-identical (never for a hidden suite:
+  every run is forked from the zygote and could read its memory); a failure report parses each source file
+  once per run instead of once per traceback entry; and the plugin manager of a run's first session is made
+  ahead. The report's text is the same either way.
 * Everything of a run other than how the process starts is shared with the exec path
   (:mod:`latte_lab.sandbox.run`): the environment, the rlimits (``apply_limits`` of ``_child.py``), the
   pipes and their capped reading, the timeout, the process-count watchdog and the process-tree kill (with
@@ -402,17 +403,23 @@ def _test_files(root: Path) -> list[tuple[str, str]]:
     return found
 
 
+def server_mode(script: list[str] | None, patches: bool) -> str:
+    """The fork server a run is forked from: "script", "pytest-patched" (the opt-in changes to pytest's
+    internals) or "pytest" (public API only)."""
+    return "script" if script is not None else "pytest-patched" if patches else "pytest"
+
+
 def launch(
     root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str] | None = None,
-    *, prime: bool = False, script: list[str] | None = None,
+    *, prime: bool = False, script: list[str] | None = None, patches: bool = False,
 ) -> ZygoteRun | None:
     """Start one run in a child of a zygote; None (after a warning) to use the exec path.
 
-    ``pytest_args``: a pytest session (what follows ``python -m pytest``), forked from the pytest zygote;
-    with ``prime``, that zygote is first sent the text of ``root``'s test files it has not rewritten yet.
-    ``script``: ``python <script> <args>`` (the list after ``python``), forked from the script zygote, which
-    has imported nothing a fresh interpreter has not."""
-    mode = "script" if script is not None else "pytest"
+    ``pytest_args``: a pytest session (what follows ``python -m pytest``), forked from the pytest zygote (with
+    ``patches``, the one that changes pytest's internals; with ``prime`` too, that zygote is first sent the text
+    of ``root``'s test files it has not rewritten yet). ``script``: ``python <script> <args>`` (the list after
+    ``python``), forked from the script zygote, which has imported nothing a fresh interpreter has not."""
+    mode = server_mode(script, patches)
     zygote = _get(child_env, mode)
     if zygote is None:
         return None
@@ -421,7 +428,7 @@ def launch(
     def send(fds: list[int]) -> None:
         nonlocal zygote
         try:
-            if prime and script is None:
+            if prime and mode == "pytest-patched":
                 zygote.prime(root)
             zygote.send(request, fds)
         except ZygoteError:
