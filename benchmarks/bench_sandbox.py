@@ -17,6 +17,7 @@ figure comes from a fresh process of the checkout it names.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -94,7 +95,7 @@ what, backend, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
 if what == "trial":
     sys.path.insert(0, "benchmarks")
     from bench_trial import measure_trials
-    print(json.dumps(measure_trials(1, "debug", "latte", "simulated", backend)["rows"][0]["total"] * 1000))
+    print(json.dumps([measure_trials(1, "debug", "latte", "simulated", backend)["rows"][0]["total"] * 1000]))
     raise SystemExit
 import latte_lab as ll
 from latte_lab.sandbox import clear_memo
@@ -117,22 +118,22 @@ with tempfile.TemporaryDirectory() as tmp:
         ws.run_tests()  # a server's start, once per process, is not a per-run cost
     times = []
     for i in range(repeats):
-        ws.setup_file(module, f"{base}
-# edit {i}
-")
+        ws.setup_file(module, f"{base}\n# edit {i}\n")
         clear_memo()
         t0 = time.perf_counter()
         once()
-        times.append(time.perf_counter() - t0)
-    print(json.dumps(1000 * statistics.median(times)))
+        times.append(1000 * (time.perf_counter() - t0))
+    print(json.dumps(times))
 """
 
 SUITE_REPEATS = 15
+ROUNDS = 3  # every condition's runs are made in this many rounds, the conditions taking turns in each
 TRIAL_REPEATS = 3
 
 
-def measure(checkout: Path, what: str, backend: str, patches: bool, repeats: int = SUITE_REPEATS) -> float:
-    """Milliseconds of ``what`` ("plain", "tests" or "trial") in a fresh process of ``checkout``."""
+def measure(checkout: Path, what: str, backend: str, patches: bool, repeats: int) -> list[float]:
+    """Milliseconds of each of ``repeats`` runs of ``what`` ("plain", "tests"; "trial": one) in a fresh process
+    of ``checkout``."""
     env = {k: v for k, v in os.environ.items() if k not in ("LATTE_LAB_PYTEST_PATCHES", "LATTE_LAB_MEMO_DIR")}
     if patches:
         env["LATTE_LAB_PYTEST_PATCHES"] = "1"
@@ -141,7 +142,7 @@ def measure(checkout: Path, what: str, backend: str, patches: bool, repeats: int
                          check=False)
     if out.returncode != 0:
         raise SystemExit(f"{checkout}: {what} on {backend} failed:\n{out.stderr[-3000:]}")
-    return float(out.stdout.strip().splitlines()[-1])
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def pytest_table(baseline: Path | None) -> None:
@@ -158,22 +159,28 @@ def pytest_table(baseline: Path | None) -> None:
     trials = [("trial debug/latte seed 0, local, public API (default now)", False, None),
               ("trial debug/latte seed 0, local, everything on", True, True)]
     load = os.getloadavg()[0]
-    figures = []
-    for label, what, backend, patches, in_baseline in rows:
-        before = measure(baseline, what, backend, False) if baseline and in_baseline else None
-        figures.append((label, before, measure(here, what, backend, patches)))
-    for label, patches, in_baseline in trials:
-        before, after = [], []
-        for _ in range(TRIAL_REPEATS):  # interleaved: a drift of the machine's load reaches both alike
+    # every condition in turn, ROUNDS times over (trials: TRIAL_REPEATS), so that a drift of the machine's load
+    # reaches all of them alike; a condition's figure is the median of its samples from every round
+    conditions = [(label, what, backend, patches, in_baseline, SUITE_REPEATS // ROUNDS, ROUNDS)
+                  for label, what, backend, patches, in_baseline in rows]
+    conditions += [(label, "trial", "local", patches, in_baseline, 1, TRIAL_REPEATS)
+                   for label, patches, in_baseline in trials]
+    samples = {label: ([], []) for label, *_ in conditions}
+    for turn in range(max(ROUNDS, TRIAL_REPEATS)):
+        for label, what, backend, patches, in_baseline, repeats, rounds in conditions:
+            if turn >= rounds:
+                continue
             if baseline and in_baseline:
-                before.append(measure(baseline, "trial", "local", False, 1))
-            after.append(measure(here, "trial", "local", patches, 1))
-        figures.append((label, statistics.median(before) if before else None, statistics.median(after)))
+                samples[label][0].extend(measure(baseline, what, backend, False, repeats))
+            samples[label][1].extend(measure(here, what, backend, patches, repeats))
+    figures = [(label, statistics.median(before) if before else None, statistics.median(after))
+               for label, (before, after) in samples.items()]
     base = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=baseline,
                           check=False).stdout.strip() if baseline else ""
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=here,
                           check=False).stdout.strip()
-    print(f"memo-missing runs of the debug suite: median of {SUITE_REPEATS}, ms; trials: median of {TRIAL_REPEATS}, "
+    print(f"memo-missing runs of the debug suite: median of {SUITE_REPEATS} ({ROUNDS} rounds), ms; trials: median "
+          f"of {TRIAL_REPEATS}, "
           f"ms; load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores")
     print(f"{'':60} {'before ' + base if base else '':>16} {'after ' + head:>16}")
     for label, before, after in figures:

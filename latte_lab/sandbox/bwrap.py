@@ -21,9 +21,10 @@ What a run sees and may do:
   for a stop at a timeout, it kills every process of the namespace, so nothing outlives the run, and
   the whole sandbox dies with the parent (``--die-with-parent``).
 
-One thing the namespaces do not separate: the kernel's user keyring (``add_key``/``keyctl``, reachable from
-Python only through ``ctypes``) is shared by every sandbox this user starts, so a key one run adds is seen by
-later runs (never the host's keys: the host's keyring is not visible inside).
+One thing the namespaces do not separate: the kernel's keyrings (``add_key``/``keyctl``, reachable from Python
+only through ``ctypes``), which a run as root could find in ``/proc/keys`` and write to, the host user's
+included. Every run is refused them (and POSIX message queues) by a seccomp filter (``_child.py``); what one
+run can leave for the next where runs share a sandbox is reviewed in docs/concepts/sandbox.md.
 """
 
 from __future__ import annotations

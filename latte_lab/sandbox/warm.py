@@ -13,7 +13,8 @@ per-run environment (with the ``PWD`` bwrap sets) and rlimits, and the same proc
 pids cgroup of its own, whose cap is set before each run to the sandbox's own processes plus the run's). Before
 each run the init kills whatever an earlier run left, removes its System V IPC objects, empties the workspace, ``/tmp`` and ``/dev/shm``, and
 copies the host's workspace in again; after it, it kills every process the run left and hands the workspace
-back as a one-off sandbox does. The differences, none visible to a task's suite: in test runs pytest is
+back as a one-off sandbox does (docs/concepts/sandbox.md reviews what one run could leave for the next, with a
+probe for each item in tests/test_sandbox_reuse_probes.py). The differences, none visible to a task's suite: in test runs pytest is
 imported before the run starts (as with the fork server), ``/proc/1/cmdline`` names this init rather than
 ``_child.py``, process ids grow from run to run, and a test run's directory is the process's stage
 (under ``/var/tmp``) rather than its workspace's, which its output is shown with instead. (The kernel's user keyring is shared by every
@@ -28,7 +29,9 @@ nothing for them (each run starts from the modules a fresh interpreter has, as w
 server). A hidden suite runs
 in a copy of the workspace in this process's one staging directory (``keep_sandbox``), whose sandbox serves
 every hidden run of the process and is never sent a test file ahead: no sandbox an agent's run is forked in
-ever holds a hidden file. One run at a time per sandbox (a second run at once takes a one-off sandbox). The host's workspace directory is bound into the sandbox when
+ever holds a hidden file (and on pytest's public API, the default, no sandbox is sent a workspace's file at
+all). One run at a time per sandbox (a second run at once takes a one-off sandbox). The host's workspace
+directory is bound into the sandbox when
 it starts; a directory replaced since (same path, another inode) gets a new sandbox.
 
 Lifetime: at most :data:`MAX_SANDBOXES` per process (the least recently used is stopped first); a trial
