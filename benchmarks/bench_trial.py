@@ -235,11 +235,11 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
                     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
 
         bare_run()  # pytest's lazy imports, once
-        # With what the fork server changes in pytest (one parse per file for failure reports, the test
-        # module's rewritten code prepared ahead): the server's own module, loaded here by path.
+        # With the opt-in changes to pytest's internals (LATTE_LAB_PYTEST_PATCHES=1: one parse per file for failure
+        # reports, the test module's rewritten code prepared ahead): the patched server's module, loaded by path.
         import importlib.util
 
-        spec = importlib.util.spec_from_file_location("_bench_zygote", zygote.ZYGOTE_SCRIPT)
+        spec = importlib.util.spec_from_file_location("_bench_zygote_patched", zygote.ZYGOTE_SCRIPT)
         server = importlib.util.module_from_spec(spec)
         saved_path = list(sys.path)
         spec.loader.exec_module(server)
@@ -252,7 +252,7 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
         gc.collect()
         gc.freeze()  # as the zygote does: the collector skips this process's own objects
         try:
-            figures["floor: pytest.main in this warm process, no fork, no sandbox, with the server's changes"] = (
+            figures["floor: pytest.main in this warm process, no fork, no sandbox, with the opt-in changes"] = (
                 median_ms(bare_run))
             if STATES:  # the first trial's own states, each once, through the same floor
                 seconds = []
