@@ -124,7 +124,7 @@ SENSITIVITY_SEEDS ?= 10
 SENSITIVITY_GRID_SEEDS ?= 10
 SENSITIVITY_GRID_TASKS ?= eda,textproc
 sensitivity: $(STAMP)
-	$(BIN)/python -m latte_lab.analysis.sensitivity --seeds $(SENSITIVITY_SEEDS) --grid-seeds $(SENSITIVITY_GRID_SEEDS) \
+	$(BIN)/python -m latte_lab.sweep.sensitivity --seeds $(SENSITIVITY_SEEDS) --grid-seeds $(SENSITIVITY_GRID_SEEDS) \
 		--grid-tasks $(SENSITIVITY_GRID_TASKS) --jobs 2 --out runs/sensitivity --markdown
 
 # The calibration of the simulated model, as docs/calibration.md pre-registered it (resumable): the fit (32

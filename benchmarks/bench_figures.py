@@ -1,7 +1,7 @@
 """Seconds for `latte-lab figures` on the published data in a fresh process (target: under 3 s), and where
 they go.
 
-Usage: ``python benchmarks/bench_figures.py [--baseline DIR] [--repeats N]``
+Usage: ``python benchmarks/bench_figures.py [--baseline DIR] [--repeats N] [--under-load]``
 
 Runs ``python -m latte_lab.cli figures --data <published> --out <tmp>`` as a subprocess, so the time includes
 interpreter start-up and imports, as a user sees it. With ``--baseline DIR`` (another checkout of latte_lab,
@@ -17,6 +17,12 @@ time is below the sum of its stages.
 Last, a timeline of one real `latte-lab figures` run per checkout (wall seconds since the interpreter was
 started, per process: the main one computing the tables, the forked ones drawing): the same command, its
 phases wrapped by a small launcher that logs when each starts and ends, so the critical path shows.
+
+With ``--under-load`` it measures only what a busy machine does to the command (target: under 3 s while
+another job keeps one core busy): a fixed background load, one process spinning on one core (pinned to the
+last CPU this process may use), runs throughout; each checkout's `latte-lab figures` runs in fresh
+processes, alternating, and the median of ``--repeats`` (default 5) is printed beside the same runs
+without the load, measured in the same session.
 
 Both checkouts run with compiled bytecode allowed (PYTHONDONTWRITEBYTECODE removed) after one warm-up run,
 since a fresh process that compiles pandas and matplotlib from source measures the compiler, not latte_lab.
@@ -40,6 +46,7 @@ from timing import machine_line, machine_speed_ms  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 3.0  # the issue's budget for regenerating every figure and table
 REPEATS = 3  # fresh processes per checkout; the best time discounts a cold disk cache and load spikes
+LOAD_REPEATS = 5  # fresh processes per checkout and condition in --under-load (the median is the figure)
 
 STAGES = r'''
 import sys, time
@@ -57,7 +64,11 @@ else:
     import scipy.stats; mark("import scipy.stats")
     import statsmodels.formula.api, statsmodels.stats.anova; mark("import statsmodels")
 import matplotlib.backends.backend_pdf; mark("import the PDF backend (fontTools)")
-from latte_lab.analysis import figures, loaders, report, stats
+from latte_lab.analysis import loaders, report, stats
+try:  # every picture in latte_lab.viz; older checkouts drew the paper figures in latte_lab.analysis
+    from latte_lab.viz import figures, paper as writer
+except ImportError:
+    from latte_lab.analysis import figures, report as writer
 from latte_lab import data as bundled
 data = loaders.load_published(Path(sys.argv[1])); mark("load the published data")
 t = data.trials
@@ -73,13 +84,17 @@ made = {"figure2a": lambda: figures.figure2a(t), "figure2b": lambda: figures.fig
         "figure3c": lambda: figures.figure3c(data.snapshots), "figure4": lambda: figures.figure4(t)}
 for name, make in made.items():
     fig = make(); mark(f"draw {name}")
-    report._save_figure(fig, out, name, []); mark(f"save {name} (PNG + PDF)")
+    writer._save_figure(fig, out, name, []); mark(f"save {name} (PNG + PDF)")
 '''
 
 TIMELINE = r'''
 import os, sys, time
 log_path, started = sys.argv[1], float(sys.argv[2])
 from latte_lab.analysis import loaders, report, stats
+try:  # the writer of the figures: latte_lab.viz.paper, or in older checkouts latte_lab.analysis.report
+    from latte_lab.viz import paper as writer
+except ImportError:
+    writer = report
 
 def log(label, t0, c0):
     line = f"{os.getpid()}\t{label}\t{t0 - started:.3f}\t{time.time() - started:.3f}\t{time.process_time() - c0:.3f}\n"
@@ -118,10 +133,10 @@ timed(stats, "cost_regression", lambda a: f"cost_regression {a[1]}",
       None if own_tests else ("import statsmodels", "import statsmodels.formula.api, statsmodels.stats.anova"))
 timed(report, "compare_with_paper", "compare_with_paper")
 timed(report, "_report", "report.md")
-timed(report, "_import_figure_stack", "import matplotlib, the PDF and PNG writers")
-timed(report, "_make_figure", lambda a: f"draw {a[0]}",
+timed(writer, "_import_figure_stack", "import matplotlib, the PDF and PNG writers")
+timed(writer, "_make_figure", lambda a: f"draw {a[0]}",
       ("import matplotlib (first figure)", "import matplotlib.pyplot, matplotlib.backends.backend_pdf"))
-timed(report, "_save_figure", lambda a: f"save {a[2]} (PNG + PDF)")
+timed(writer, "_save_figure", lambda a: f"save {a[2]} (PNG + PDF)")
 from latte_lab.cli import main
 t0, c0 = time.time(), time.process_time()
 code = main(["figures", "--data", sys.argv[3], "--out", sys.argv[4]])
@@ -184,11 +199,63 @@ def _print_timeline(label: str, rows) -> None:
             print(f"  {roles[pid]:8s} {phase:46s} {a:6.2f} {b:6.2f} {cpu:6.2f}")
 
 
+SPIN = "while True:\n    pass\n"
+
+
+class BackgroundLoad:
+    """One process spinning on one core (the last CPU this process may use) while the block runs."""
+
+    def __enter__(self):
+        cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+        self.cpu = cpus[-1] if cpus else None
+        self.proc = subprocess.Popen([sys.executable, "-c", SPIN])
+        if self.cpu is not None:
+            os.sched_setaffinity(self.proc.pid, {self.cpu})
+        time.sleep(0.5)  # spinning before the first timed run starts
+        return self
+
+    def __exit__(self, *exc):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def under_load(checkouts: dict[str, Path], data: Path, repeats: int) -> None:
+    """Median wall seconds of fresh `latte-lab figures` runs per checkout, with and without one core kept busy."""
+    runs: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for checkout in checkouts.values():  # warm-up: bytecode written, disk cache filled
+            _cli(checkout, data, Path(tmp) / "warm")
+        for condition in ("idle", "one core busy"):
+            for i in range(repeats):
+                for label, checkout in checkouts.items():
+                    if condition == "idle":
+                        result = _cli(checkout, data, Path(tmp) / f"idle{i}")
+                    else:
+                        with BackgroundLoad():
+                            result = _cli(checkout, data, Path(tmp) / f"busy{i}")
+                    runs.setdefault((label, condition), []).append(result)
+    print(f"latte-lab figures on the published data, fresh processes, median of {repeats} (target < "
+          f"{TARGET_SECONDS:.0f} s wall with one core busy); background load: one process spinning on one core; "
+          f"{os.cpu_count()} cores, load average now {os.getloadavg()[0]:.1f}")
+    for label in checkouts:
+        for condition in ("idle", "one core busy"):
+            walls = [w for w, _ in runs[(label, condition)]]
+            cpus = [c for _, c in runs[(label, condition)]]
+            print(f"  {label:40s} {condition:14s} wall median {statistics.median(walls):5.2f} s "
+                  f"(min {min(walls):.2f}, max {max(walls):.2f}); CPU of the process tree median "
+                  f"{statistics.median(cpus):.2f} s")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", type=Path, help="another latte_lab checkout to time beside this one")
-    ap.add_argument("--repeats", type=int, default=REPEATS)
+    ap.add_argument("--repeats", type=int, default=None,
+                    help=f"fresh processes per checkout (default {REPEATS}; {LOAD_REPEATS} with --under-load)")
+    ap.add_argument("--under-load", action="store_true",
+                    help="time the command with one core kept busy by a spinning process (and without), only that")
     args = ap.parse_args(argv)
+    if args.repeats is not None and args.repeats < 1:
+        raise SystemExit(f"--repeats {args.repeats}: give at least 1")
     from latte_lab.data import published_dir
 
     data = published_dir()
@@ -198,6 +265,11 @@ def main(argv=None) -> int:
             raise SystemExit(f"--baseline {args.baseline} is not a latte_lab checkout (no latte_lab/__init__.py)")
         checkouts = {f"baseline {args.baseline}": args.baseline.resolve(), **checkouts}
     machine = machine_speed_ms()
+    if args.under_load:
+        under_load(checkouts, data, args.repeats or LOAD_REPEATS)
+        print(machine_line(machine))
+        return 0
+    args.repeats = args.repeats or REPEATS
     times: dict[str, list[tuple[float, float, float]]] = {k: [] for k in checkouts}
     with tempfile.TemporaryDirectory() as tmp:
         for checkout in checkouts.values():  # warm-up: bytecode written, disk cache filled

@@ -1,9 +1,14 @@
-"""The import graph of latte_lab's modules and its cycles: every import counts, at module level or inside a
-function (as tests/test_layers.py reads them), and a cycle is a strongly connected group of modules.
+"""The import graph of latte_lab's modules and its cycles: every import statement counts, at module level or
+inside a function (as tests/test_layers.py reads them), and a cycle is a strongly connected group of modules.
 
 Usage: python benchmarks/import_cycles.py [--repo DIR]  (DIR: a checkout, default this one; run it on an older
-commit's checkout to compare). Prints each cycle's modules, and the modules ``import latte_lab.config`` and
-``TrialConfig(task="debug")`` load in a fresh interpreter.
+commit's checkout to compare). Prints each cycle's modules; then the cycles between latte_lab's packages
+(sweep, analysis, viz, ...: a module's imports counted as its top-level package's, the package's own
+``__init__`` included), which a module-level count misses when two packages import each other through
+different modules (``sweep.estimate`` importing ``analysis.loaders`` while ``analysis.sensitivity`` imported
+``sweep``), and apart from them the cycles a package's ``_LAZY`` table of names resolved on first use would
+close (test_layers.py counts those tables as imports too); and the modules ``import latte_lab.config`` and ``TrialConfig(task="debug")`` load in a fresh
+interpreter.
 """
 
 from __future__ import annotations
@@ -25,10 +30,31 @@ def modules(package: Path) -> dict[str, Path]:
     return out
 
 
-def imports(name: str, path: Path, known: set[str]) -> set[str]:
+def lazy_targets(tree: ast.AST) -> list[str]:
+    """The modules a ``_LAZY = {name: "latte_lab.module", ...}`` table names (imported on first use)."""
+    return [v.value for node in ast.walk(tree) if isinstance(node, ast.Assign)
+            and any(getattr(t, "id", "").startswith("_LAZY") for t in node.targets) and isinstance(node.value, ast.Dict)
+            for v in node.value.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
+
+
+def _resolve(targets, name: str, known: set[str]) -> set[str]:
+    found = set()
+    for t in targets:
+        if t.startswith("latte_lab."):
+            t = t[len("latte_lab."):]
+            while t and t not in known:
+                t = t.rpartition(".")[0]
+            if t and t != name:
+                found.add(t)
+    return found
+
+
+def imports(name: str, path: Path, known: set[str], *, lazy: set[str] | None = None) -> set[str]:
+    """The modules ``name`` imports; ``lazy`` (when given) receives those only its ``_LAZY`` table names."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -40,14 +66,11 @@ def imports(name: str, path: Path, known: set[str]) -> set[str]:
             targets += [f"{targets[0]}.{a.name}" for a in node.names]
         else:
             continue
-        for t in targets:
-            if t.startswith("latte_lab."):
-                t = t[len("latte_lab."):]
-                while t and t not in known:
-                    t = t.rpartition(".")[0]
-                if t and t != name:
-                    found.add(t)
-    return found
+        found |= _resolve(targets, name, known)
+    on_first_use = _resolve(lazy_targets(tree), name, known) - found
+    if lazy is not None:
+        lazy |= on_first_use
+    return found | on_first_use
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -89,11 +112,32 @@ def main() -> None:
     args = parser.parse_args()
     package = Path(args.repo) / "latte_lab"
     mods = modules(package)
-    graph = {name: imports(name, path, set(mods)) for name, path in mods.items()}
+    lazy: dict[str, set[str]] = {name: set() for name in mods}
+    with_lazy = {name: imports(name, path, set(mods), lazy=lazy[name]) for name, path in mods.items()}
+    graph = {name: targets - lazy[name] for name, targets in with_lazy.items()}
     found = cycles(graph)
     print(f"{len(mods)} modules, {sum(map(len, graph.values()))} imports, {len(found)} cycles")
     for group in found:
         print(f"  cycle of {len(group)}: {', '.join(group)}")
+    def by_package(modules_graph):
+        out: dict[str, set[str]] = {}
+        for name, targets in modules_graph.items():
+            top = name.split(".")[0]
+            out.setdefault(top, set()).update(t.split(".")[0] for t in targets if t.split(".")[0] != top)
+        return out
+
+    packages, packages_lazy = by_package(graph), by_package(with_lazy)
+    between = cycles(packages)
+    print(f"{len(packages)} top-level modules and packages, {len(between)} cycles between them")
+    for group in between:
+        edges = sorted(f"{a} -> {b}" for a in group for b in group if b in packages[a])
+        print(f"  cycle of {len(group)}: {', '.join(group)} ({'; '.join(edges)})")
+    closed = [g for g in cycles(packages_lazy) if g not in between]
+    print(f"  and {len(closed)} more closed only by a _LAZY table (a name resolved on first use, never at import)")
+    for group in closed:
+        edges = sorted(f"{a} -> {b}" + ("" if b in packages[a] else " (_LAZY)")
+                       for a in group for b in group if b in packages_lazy[a])
+        print(f"  cycle of {len(group)}: {', '.join(group)} ({'; '.join(edges)})")
     code = ("import sys; import latte_lab.config as c; a = {m for m in sys.modules if m.startswith('latte_lab')}; "
             "c.TrialConfig(task='debug'); b = {m for m in sys.modules if m.startswith('latte_lab')}; "
             "print(len(a), sorted(a)); print(len(b), sorted(b - a))")

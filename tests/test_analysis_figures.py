@@ -12,7 +12,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 import latte_lab as ll  # noqa: E402
-from latte_lab.analysis import figures, style  # noqa: E402
+from latte_lab.viz import figures, style  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -69,7 +69,7 @@ def test_figure2b_draws_and_explains_the_frontier(pub):
     assert {"Pareto frontier", "on the Pareto frontier", "dominated by a frontier team", "task mean cost"} <= set(labels)
     dashed = [line for line in fig.axes[0].lines if line.get_linestyle() == "--"]
     assert dashed, "the frontier line"
-    pts = figures.pareto_points(pub.trials)
+    pts = ll.analysis.pareto_points(pub.trials)
     best = pts[pts["on_frontier"]].iloc[0]
     xs, ys = dashed[0].get_data()
     assert xs[0] == pytest.approx(best["cost"]) and max(ys) == pytest.approx(best["accuracy"] * 100)

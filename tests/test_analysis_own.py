@@ -14,8 +14,9 @@ import pytest
 
 import latte_lab as ll
 from latte_lab import metrics
-from latte_lab.analysis import figures, loaders, report, schema, stats
+from latte_lab.analysis import loaders, report, schema, stats
 from latte_lab.errors import DataError
+from latte_lab.viz import figures, paper
 
 TEAMS = ("latte", "static", "leader_worker", "decentralized", "pipeline")
 GRAPH_TEAMS = ("latte", "static")
@@ -176,7 +177,7 @@ def test_figures_on_own_trials(own):
     import matplotlib.pyplot as plt
 
     assert len(figures.figure2a(own.trials).axes) == 4
-    assert figures.pareto_points(own.trials).set_index("team").loc["latte", "on_frontier"]
+    assert stats.pareto_points(own.trials).set_index("team").loc["latte", "on_frontier"]
     figures.figure2b(own.trials)
     assert len(figures.figure3a(own.operator_usage).axes[0].patches) >= 3
     figures.figure3b(own.trajectories)
@@ -198,7 +199,7 @@ def test_cli_figures_on_runs_and_report(runs_dir, own, tmp_path, monkeypatch):
         pdf = (out / f"{name}.pdf").read_bytes()  # the theme's TrueType fonts, which journals accept, not Type 3
         assert b"/FontFile2" in pdf and b"/Subtype /Type3" not in pdf, name
     for name in ("figure3a", "figure3b"):  # the same bytes as drawn in this process
-        paths, why = report._draw(name, own, tmp_path)
+        paths, why = paper._draw(name, own, tmp_path)
         assert why is None and [p.read_bytes() for p in paths] == [(out / p.name).read_bytes() for p in paths]
     t2 = pd.read_csv(out / "table2.csv")
     assert list(t2.columns) == ["model", "task", "team", "n_acc", "acc_mean", "acc_sem", "n_tokens",
@@ -258,9 +259,9 @@ def test_a_drawer_failing_reaches_the_caller(own, tmp_path, monkeypatch):
             raise RuntimeError("figure3a broke")
         raise DataError(f"{name}: not drawn in this test")
 
-    monkeypatch.setattr(report, "_make_figure", make)  # inherited by the forked drawers
+    monkeypatch.setattr(paper, "_make_figure", make)  # inherited by the forked drawers
     with pytest.raises(RuntimeError, match="figure3a broke"):
-        report.write_all(own, tmp_path / "out", figure_workers=2)
+        paper.write_all(own, tmp_path / "out", figure_workers=2)
 
 
 def test_write_all_with_no_successes(tmp_path):
@@ -270,7 +271,7 @@ def test_write_all_with_no_successes(tmp_path):
         row = {"task": "debug", "team": team, "model": "simulated", "trial": 0, "trial_id": team, "status": "ok",
                "success": False, "accuracy": 0.0, "total_tokens": 100.0 + i, "wall_clock_seconds": 5.0}
         (runs / team / "result.json").write_text(json.dumps({"row": row}))
-    written = report.write_all(ll.load_runs(runs), tmp_path / "out")
+    written = paper.write_all(ll.load_runs(runs), tmp_path / "out")
     text = (tmp_path / "out" / "report.md").read_text()
     assert "figure2b: no team has both" in text and "figure3c" in text
     assert (tmp_path / "out" / "figure4.png") in written and (tmp_path / "out" / "table2.csv") in written
@@ -408,3 +409,26 @@ def test_import_is_light():
             "print(any(m in sys.modules for m in ('pandas', 'matplotlib', 'scipy')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_analysis_draws_nothing(tmp_path):
+    """Every module of latte_lab.analysis imported and its tables and report written in a fresh interpreter: no
+    matplotlib, seaborn or latte_lab.viz module is loaded (every picture is viz's)."""
+    import pkgutil
+    import subprocess
+    import sys
+
+    import latte_lab.analysis
+
+    names = [m.name for m in pkgutil.iter_modules(latte_lab.analysis.__path__)]
+    assert {"loaders", "stats", "report", "sensitivity_results"} <= set(names)
+    code = ("import importlib, sys\n"
+            f"for name in {names!r}: importlib.import_module('latte_lab.analysis.' + name)\n"
+            "import latte_lab as ll\n"
+            "ll.analysis.sensitivity(ll.analysis.load_sensitivity())\n"
+            f"written = ll.analysis.write_tables(ll.load_published(), {str(tmp_path)!r})\n"
+            "print(len(written))\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith(('matplotlib', 'seaborn', 'latte_lab.viz')))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert int(out[0]) > 10 and (tmp_path / "report.md").is_file() and (tmp_path / "table2.csv").is_file()
+    assert out[1:] == [""], out[1:]

@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 import latte_lab as ll
-from latte_lab.analysis import figures, graph_drawing, report, schema, stats
+from latte_lab.analysis import report, schema, stats
+from latte_lab.viz import figures, graph_drawing
 
 
 @pytest.fixture(scope="module")
@@ -252,10 +253,10 @@ def test_cost_regression(trials):
 # --- figures ---------------------------------------------------------------------------------------
 
 def test_figure_numbers(trials):
-    pts = figures.pareto_points(trials).set_index("team")
+    pts = stats.pareto_points(trials).set_index("team")
     assert pts["on_frontier"].to_dict() == {"latte": True, "leader_worker": False, "decentralized": False,
                                             "static": False, "metagpt": False}
-    e = figures.expected_cost_per_success(trials)
+    e = stats.expected_cost_per_success(trials)
     assert (e["expected_cost"] > 0).all() and set(e["metric"]) == {"tokens", "wall"}
     one = e[(e["model"] == "openai/gpt-5.2") & (e["team"] == "latte") & (e["metric"] == "tokens")].iloc[0]
     g = trials[(trials["model"] == "openai/gpt-5.2") & (trials["team"] == "latte")]

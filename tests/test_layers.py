@@ -1,7 +1,10 @@
 """Layering: lower layers never import higher ones, and the core imports no models, teams, analysis or viz.
 
-Every import counts, including those inside functions and under ``TYPE_CHECKING``: a lazy import of a
-higher layer is still a dependency on it. One kind is not: a lookup in a registry of plug-ins, inside a
+Every import counts, including those inside functions and under ``TYPE_CHECKING``, and the modules a
+package's table of names resolved on first use (``_LAZY``) names: a lazy import of a higher layer is still a
+dependency on it. Within a layer the packages are ordered too: a module imports only its own package and
+the packages before it in its layer's tuple (analysis sits below sweep, which runs studies whose results
+analysis reads), and viz, which draws every picture, sits above analysis, which returns numbers. One kind is not: a lookup in a registry of plug-ins, inside a
 function and of exactly the registry module (``latte_lab.teams`` / ``latte_lab.tasks``, which users extend
 from a notebook): ``TrialConfig.rounds`` reads a task's own default round budget from its class that way.
 Checking names does not: TrialConfig resolves them against the built-in names config declares, and a
@@ -24,17 +27,18 @@ PACKAGE = Path(latte_lab.__file__).parent
 
 # Bottom up, as in DESIGN.md. A module belongs to the layer of the longest prefix below that names it;
 # the command line sits at the top. config (defaults, aliases) and the generic
-# registry sit with the errors.
+# registry sit with the errors. Within a layer the prefixes are bottom up too: a module may import its own
+# prefix's modules and those of the prefixes before it (dag before graph, events before schema, ...).
 LAYERS: list[tuple[str, ...]] = [
     ("errors", "config", "registry", "data"),
-    ("graph", "dag", "actions", "prompts", "events", "schema", "history"),
+    ("dag", "graph", "actions", "prompts", "events", "schema", "history"),
     ("sandbox",),
     ("workspace",),
     ("tasks", "metrics", "rundir", "sweepdir"),
     ("models",),
     ("teams",),
     ("trial", "fork"),
-    ("sweep", "analysis", "scheduling", "teaching"),
+    ("analysis", "scheduling", "teaching", "sweep"),
     ("viz",),
     ("cli",),
 ]
@@ -43,6 +47,11 @@ TOP = len(LAYERS)  # latte_lab/__init__.py re-exports the public API from every 
 REGISTRY_MODULES = ("teams", "tasks")  # looked up by name from inside functions (see the module docstring)
 CORE = ("graph", "dag", "actions", "events", "schema", "metrics", "rundir", "sweepdir")
 NOT_IN_CORE = ("models", "teams", "analysis", "viz")
+# Documented names a package re-exports from a higher layer, resolved on first use (never at import): the
+# paper's figures are drawn by viz, and the analysis pages and notebooks call them ll.analysis.figure2a ...
+RE_EXPORTS: dict[tuple[str, str], str] = {
+    ("analysis", "viz.figures"): "ll.analysis.figure2a ... figure4, documented in docs/concepts/analysis.md",
+}
 # Upward imports that are being removed; each entry fails (strict xfail) once its import is gone, so the
 # entry is deleted with it.
 KNOWN_UPWARD: dict[str, str] = {}
@@ -56,19 +65,24 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def layer_of(name: str) -> int:
-    """Layer of a module named relative to the package ('' is the package itself)."""
+def rank_of(name: str) -> tuple[int, int]:
+    """(layer, place within the layer) of a module named relative to the package ('' is the package itself)."""
     if name == "":
-        return TOP
+        return TOP, 0
     best, best_len = None, -1
     for i, prefixes in enumerate(LAYERS):
-        for prefix in prefixes:
+        for j, prefix in enumerate(prefixes):
             if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best_len:
-                best, best_len = i, len(prefix)
+                best, best_len = (i, j), len(prefix)
     if best is None:
         raise AssertionError(f"latte_lab.{name} is in no layer: add it to LAYERS in tests/test_layers.py "
                              "(and to DESIGN.md's layer list)")
     return best
+
+
+def layer_of(name: str) -> int:
+    """Layer of a module named relative to the package ('' is the package itself)."""
+    return rank_of(name)[0]
 
 
 def library_modules() -> dict[str, Path]:
@@ -113,6 +127,9 @@ def imports_of(name: str, path: Path) -> set[str]:
         elif isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "import_module" and node.args \
                 and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
             targets = [node.args[0].value]
+        elif isinstance(node, ast.Assign) and any(getattr(t, "id", "").startswith("_LAZY") for t in node.targets) \
+                and isinstance(node.value, ast.Dict):  # {name: "latte_lab.module"}: imported on first use
+            targets = [v.value for v in node.value.values if isinstance(v, ast.Constant) and isinstance(v.value, str)]
         else:
             continue
         # `from latte_lab import x` runs latte_lab/__init__.py, which imports only the errors: not a dependency
@@ -134,10 +151,30 @@ def test_every_module_has_a_layer():
 @pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(reason=KNOWN_UPWARD[n], strict=True))
                                   if n in KNOWN_UPWARD else n for n in sorted(MODULES)])
 def test_no_module_imports_a_higher_layer(name):
-    mine = layer_of(name)
-    higher = sorted(t for t in imports_of(name, MODULES[name]) if layer_of(t) > mine)
-    assert not higher, (f"latte_lab.{name} (layer {mine}: {LAYERS[mine] if mine < TOP else 'package'}) imports "
-                        f"higher layers: {', '.join('latte_lab.' + t for t in higher)}")
+    mine = rank_of(name)
+    higher = sorted(t for t in imports_of(name, MODULES[name]) if rank_of(t) > mine
+                    and not any(name.split(".")[0] == a and (t == b or t.startswith(b + ".")) for a, b in RE_EXPORTS))
+    layer = LAYERS[mine[0]] if mine[0] < TOP else "package"
+    assert not higher, (f"latte_lab.{name} (layer {mine[0]}: {layer}) imports higher layers or later packages of "
+                        f"its layer: {', '.join('latte_lab.' + t for t in higher)}")
+
+
+def test_viz_sits_above_analysis_which_imports_no_drawing():
+    """analysis returns DataFrames and numbers: no module of it imports viz (but for the documented re-exports,
+    resolved on first use) or matplotlib; viz draws from analysis's numbers."""
+    assert rank_of("viz") > rank_of("analysis") and rank_of("sweep") > rank_of("analysis")
+    analysis = {n: p for n, p in MODULES.items() if n.split(".")[0] == "analysis"}
+    assert {"analysis", "analysis.stats", "analysis.report"} <= set(analysis)
+    for name, path in analysis.items():
+        drawn = sorted(t for t in imports_of(name, path) if t.split(".")[0] == "viz")
+        allowed = sorted(b for a, b in RE_EXPORTS if a == "analysis") if name == "analysis" else []
+        assert drawn == allowed, f"latte_lab.{name} imports {drawn}"
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        plotting = [n.lineno for n in ast.walk(tree) if isinstance(n, ast.Import | ast.ImportFrom)
+                    and any((a.name if isinstance(n, ast.Import) else n.module or "").split(".")[0]
+                            in ("matplotlib", "seaborn") for a in n.names)]
+        assert not plotting, f"latte_lab.{name} imports matplotlib or seaborn on lines {plotting}"
+    assert "analysis.stats" in imports_of("viz.figures", MODULES["viz.figures"])
 
 
 def test_core_modules_import_no_models_teams_analysis_or_viz_even_indirectly():
@@ -171,11 +208,16 @@ def test_the_layer_check_catches_an_upward_import(tmp_path):
     fake = tmp_path / "metrics.py"
     fake.write_text("def f():\n    from latte_lab.analysis import loaders\n    from ..viz import animate\n"
                     "    from latte_lab import teams\n    return teams.get('latte')\n"
-                    "from latte_lab.tasks import get\n")
+                    "from latte_lab.tasks import get\n_LAZY = {'gantt': 'latte_lab.viz.gantt'}\n")
     found = imports_of("metrics", fake)
-    assert {"analysis", "analysis.loaders", "viz", "tasks"} <= found  # a module-level registry import counts
+    assert {"analysis", "analysis.loaders", "viz", "tasks", "viz.gantt"} <= found  # a module-level registry import counts
     assert "teams" not in found  # a lookup in the team registry from inside a function does not
     assert max(layer_of(t) for t in found) > layer_of("metrics")
+    # within a layer: analysis importing the sweep (which runs the studies analysis reads) is upward too
+    inner = tmp_path / "stats.py"
+    inner.write_text("def f():\n    from latte_lab.sweep import run_sweep\n")
+    assert imports_of("analysis.stats", inner) == {"sweep"} and rank_of("sweep") > rank_of("analysis.stats")
+    assert layer_of("sweep") == layer_of("analysis.stats")
 
 
 def test_a_config_loads_no_sandbox_workspace_task_or_team():

@@ -8,17 +8,37 @@ import pandas as pd
 import pytest
 
 import latte_lab as ll
-from latte_lab.analysis import sensitivity as S
-from latte_lab.errors import ConfigError
+from latte_lab.analysis import sensitivity_results as S
+from latte_lab.errors import ConfigError, DataError
+from latte_lab.sweep import sensitivity as study
 
 
-def test_the_module_is_callable_as_its_main_function():
-    assert callable(ll.analysis.sensitivity) and ll.analysis.sensitivity.summarise is S.summarise
-    assert ll.analysis.load_sensitivity is S.load_sensitivity
+def test_analysis_summarises_and_the_sweep_runs():
+    """ll.analysis.sensitivity is a plain function over the study's rows; running a grid is the sweep's."""
+    assert ll.analysis.sensitivity is S.sensitivity and ll.analysis.load_sensitivity is S.load_sensitivity
+    pd.testing.assert_frame_equal(ll.analysis.sensitivity(_rows()), S.summarise(_rows()))
+    with pytest.raises(DataError, match=r"ll\.sweep\.sensitivity\.run\(grid, seeds\)"):
+        ll.analysis.sensitivity({"p_straggler": [0.0]})
+    assert study.DEFAULT_GRID is S.DEFAULT_GRID and callable(study.run) and callable(study.main)
+    with pytest.raises(AttributeError, match="latte_lab.sweep.sensitivity"):
+        ll.analysis.sensitivity_configs  # noqa: B018
+
+
+def test_the_study_runs_from_the_command_line(tmp_path):
+    """``python -m latte_lab.sweep.sensitivity`` (make sensitivity): --collect over a folder with nothing finished
+    says so in one line."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "latte_lab.sweep.sensitivity", "--collect", "--seeds", "1",
+                           "--out", str(tmp_path / "none"), "--write", str(tmp_path / "rows.csv")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stderr.strip().startswith("error: no finished trials of the study")
+    assert not (tmp_path / "rows.csv").exists()
 
 
 def test_one_parameter_at_a_time_around_the_base_profile():
-    configs = S.sensitivity_configs({"p_straggler": [0.0, 0.3], "prefill_tokens_per_s": [1000]}, seeds=2,
+    configs = study.sensitivity_configs({"p_straggler": [0.0, 0.3], "prefill_tokens_per_s": [1000]}, seeds=2,
                                     tasks=["debug", "eda"], teams=["latte", "static"])
     specs = list(dict.fromkeys(c["model"] for c in configs))
     assert specs == ["simulated/default", "simulated/default?p_straggler=0.0", "simulated/default?p_straggler=0.3",
@@ -26,17 +46,17 @@ def test_one_parameter_at_a_time_around_the_base_profile():
     assert len(configs) == 4 * 2 * 2 * 2 and [c["seed"] for c in configs[:16]] == [0] * 16  # seed-major
     assert [S.setting_of(s) for s in specs] == [("baseline", None), ("p_straggler", 0.0), ("p_straggler", 0.3),
                                                 ("prefill_tokens_per_s", 1000.0)]
-    fewer = S.sensitivity_configs({"p_straggler": [0.0]}, seeds=3, grid_seeds=1, tasks=["debug"], teams=["latte"])
+    fewer = study.sensitivity_configs({"p_straggler": [0.0]}, seeds=3, grid_seeds=1, tasks=["debug"], teams=["latte"])
     assert [(c["model"], c["seed"]) for c in fewer] == [("simulated/default", 0), ("simulated/default?p_straggler=0.0", 0),
                                                         ("simulated/default", 1), ("simulated/default", 2)]
-    narrow = S.sensitivity_configs({"p_straggler": [0.0]}, seeds=1, grid_tasks=["eda"], tasks=["debug", "eda"],
+    narrow = study.sensitivity_configs({"p_straggler": [0.0]}, seeds=1, grid_tasks=["eda"], tasks=["debug", "eda"],
                                    teams=["latte"])
     assert [(c["model"], c["task"]) for c in narrow] == [("simulated/default", "debug"), ("simulated/default", "eda"),
                                                          ("simulated/default?p_straggler=0.0", "eda")]
     with pytest.raises(ConfigError, match="known: .*p_correct_patch"):
-        S.sensitivity_configs({"patience": [1]}, seeds=1)
+        study.sensitivity_configs({"patience": [1]}, seeds=1)
     with pytest.raises(ConfigError, match="probability"):
-        S.sensitivity_configs({"p_straggler": [2.0]}, seeds=1)
+        study.sensitivity_configs({"p_straggler": [2.0]}, seeds=1)
     # every default parameter is a behaviour parameter of the profile, none names a team or task
     from latte_lab.models.sim import Profile
 

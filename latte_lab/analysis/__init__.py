@@ -1,9 +1,13 @@
-"""Analysis of trials: loaders, Table 2, Figures 2-4, the §5.1/§5.3 statistics and what the paper lacks.
+"""Analysis of trials: loaders, Table 2, the numbers behind Figures 2-4, the §5.1/§5.3 statistics and what
+the paper lacks, as DataFrames and numbers.
 
 The same functions take the authors' published data (``ll.load_published``) or our own sweep results
 (``ll.load_runs``); both give ``TrialData.trials`` in the schema of :mod:`latte_lab.schema`.
-Names resolve on first use so that ``import latte_lab.analysis`` does not import pandas, scipy or
-matplotlib.
+Names resolve on first use so that ``import latte_lab.analysis`` does not import pandas or scipy, and
+nothing in this package imports matplotlib: every picture is drawn by :mod:`latte_lab.viz`.
+
+The paper's figure functions are :mod:`latte_lab.viz.figures`'; ``ll.analysis.figure2a`` ... ``figure4`` name
+them here too (resolved on first use), where the analysis pages document them.
 
 >>> import latte_lab as ll
 >>> callable(ll.analysis.table2)
@@ -32,44 +36,48 @@ _LAZY = {
     "bootstrap_ci": "latte_lab.analysis.stats",
     "rank_biserial": "latte_lab.analysis.stats",
     "sem": "latte_lab.analysis.stats",
-    # figures
-    "figure2a": "latte_lab.analysis.figures",
-    "figure2b": "latte_lab.analysis.figures",
-    "figure3a": "latte_lab.analysis.figures",
-    "figure3b": "latte_lab.analysis.figures",
-    "figure3c": "latte_lab.analysis.figures",
-    "figure4": "latte_lab.analysis.figures",
-    "expected_cost_per_success": "latte_lab.analysis.figures",
-    "pareto_points": "latte_lab.analysis.figures",
-    "graph_layout": "latte_lab.analysis.figures",
-    "TEAM_PALETTE": "latte_lab.analysis.style",
+    # the numbers behind Figure 2
+    "expected_cost_per_success": "latte_lab.analysis.stats",
+    "pareto_points": "latte_lab.analysis.stats",
+    # the paper's figures, drawn by viz: their documented names here (see the module docstring)
+    "figure2a": "latte_lab.viz.figures",
+    "figure2b": "latte_lab.viz.figures",
+    "figure3a": "latte_lab.viz.figures",
+    "figure3b": "latte_lab.viz.figures",
+    "figure3c": "latte_lab.viz.figures",
+    "figure4": "latte_lab.viz.figures",
     # paper comparison and report
     "paper_reference": "latte_lab.analysis.report",
     "compare_with_paper": "latte_lab.analysis.report",
-    "write_all": "latte_lab.analysis.report",
+    "write_tables": "latte_lab.analysis.report",
     "formatted": "latte_lab.analysis.report",
     "format_p": "latte_lab.analysis.report",
     "format_number": "latte_lab.analysis.report",
     "task_names": "latte_lab.analysis.report",
-    # when does LATTE help: the sensitivity study on the simulated model
-    "load_sensitivity": "latte_lab.analysis.sensitivity",
-    "sensitivity_configs": "latte_lab.analysis.sensitivity",
-    "team_table": "latte_lab.analysis.sensitivity",
-    "directions": "latte_lab.analysis.sensitivity",
-    "coordination_counts": "latte_lab.analysis.sensitivity",
+    # when does LATTE help: the sensitivity study's results (latte_lab.sweep.sensitivity runs the study)
+    "sensitivity": "latte_lab.analysis.sensitivity_results",
+    "load_sensitivity": "latte_lab.analysis.sensitivity_results",
+    "team_table": "latte_lab.analysis.sensitivity_results",
+    "directions": "latte_lab.analysis.sensitivity_results",
+    "coordination_counts": "latte_lab.analysis.sensitivity_results",
     # how close the simulated model comes to the published trials (docs/calibration.md)
     "validate_sim": "latte_lab.analysis.validation",
 }
-_SUBMODULES = ("schema", "sensitivity")  # ll.analysis.sensitivity is a module you can call (its main function)
+_MOVED = {  # names this package no longer has, and where they are
+    "graph_layout": "ll.viz.graph_layout (latte_lab.viz.figures)",
+    "TEAM_PALETTE": "ll.viz.TEAM_PALETTE (latte_lab.viz.style)",
+    "write_all": "ll.viz.write_all (latte_lab.viz.paper)",
+    "sensitivity_configs": "latte_lab.sweep.sensitivity.sensitivity_configs",
+    "style": "latte_lab.viz.style",
+    "graph_drawing": "latte_lab.viz.graph_drawing",
+}
 
 __all__ = [
-    "TEAM_PALETTE",
     "coordination_counts",
     "directions",
     "load_sensitivity",
     "validate_sim",
     "sensitivity",
-    "sensitivity_configs",
     "team_table",
     "TrialData",
     "bootstrap_ci",
@@ -86,7 +94,6 @@ __all__ = [
     "format_p",
     "format_table2",
     "formatted",
-    "graph_layout",
     "is_published_dir",
     "load",
     "load_published",
@@ -102,7 +109,7 @@ __all__ = [
     "stats_5_1",
     "table2",
     "task_names",
-    "write_all",
+    "write_tables",
 ]
 
 
@@ -113,8 +120,9 @@ def __getattr__(name: str):
         return value
     if name == "schema":
         return importlib.import_module("latte_lab.schema")
-    if name == "sensitivity":
-        return importlib.import_module("latte_lab.analysis.sensitivity")
+    if name in _MOVED:
+        raise AttributeError(f"latte_lab.analysis has no {name!r} (analysis returns DataFrames and numbers): "
+                             f"it is {_MOVED[name]}")
     raise AttributeError(f"module 'latte_lab.analysis' has no attribute {name!r}")
 
 

@@ -365,3 +365,50 @@ def cost_regression(trials: pd.DataFrame, metric: str = "tokens"):
     rows.append(("Residual", fit.ssr, fit.df_resid, math.nan, math.nan))
     anova = pd.DataFrame(rows, columns=["term", "sum_sq", "df", "F", "PR(>F)"])
     return coefs.reset_index(), anova
+
+
+# --- the numbers behind Figure 2 ------------------------------------------------------------------
+
+def expected_cost_per_success(trials: pd.DataFrame) -> pd.DataFrame:
+    """Figure 2A numbers: per model, team and cost metric, the mean cost of successful trials with a
+    positive cost divided by the pass rate (fraction of the model x team trials with public success,
+    tasks pooled); the error is the SEM of those costs divided by the pass rate."""
+    schema.require_columns(trials, ("model", "team", "success", "total_tokens", "wall_clock_seconds"))
+    t = usable(trials)
+    rows = []
+    for (model, team), g in t.groupby(["model", "team"]):
+        ok = g["success"].fillna(False).astype(bool)
+        rate = float(ok.mean()) if len(g) else 0.0
+        for metric, col in COST_FIELDS.items():
+            vals = pd.to_numeric(g.loc[ok, col], errors="coerce")
+            vals = vals[vals > 0]
+            value = err = math.nan
+            if rate > 0 and len(vals):
+                value = float(vals.mean()) / rate
+                err = sem(vals) / rate
+            rows.append({"model": model, "team": team, "metric": metric, "pass_rate": rate,
+                         "n_success": len(vals), "expected_cost": value, "err": err})
+    return pd.DataFrame(rows, columns=["model", "team", "metric", "pass_rate", "n_success",
+                                       "expected_cost", "err"])
+
+
+def pareto_points(trials: pd.DataFrame, s51: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Figure 2B numbers: per team the normalised token cost (successful trials) and accuracy (all
+    trials) with SEMs, and whether the team is on the Pareto frontier (no other team is at least as
+    cheap and as accurate and strictly better in one). ``s51``: ``stats_5_1(trials)`` if already computed."""
+    s = stats_5_1(trials, tests=False) if s51 is None else s51  # means and SEMs; no p-values needed
+    cost = s[s["metric"] == "tokens"].set_index("team")
+    acc = s[s["metric"] == "accuracy"].set_index("team")
+    teams = [t for t in schema.ordered(cost.index, schema.TEAM_ORDER) if t in acc.index]
+    pts = pd.DataFrame({"team": teams, "cost": [float(cost.loc[t, "mean"]) for t in teams],
+                        "cost_sem": [cost.loc[t, "sem"] for t in teams],
+                        "accuracy": [acc.loc[t, "mean"] for t in teams],
+                        "accuracy_sem": [acc.loc[t, "sem"] for t in teams]},
+                       columns=["team", "cost", "cost_sem", "accuracy", "accuracy_sem"])
+    on = []
+    for _, p in pts.iterrows():
+        dominated = ((pts["cost"] <= p["cost"]) & (pts["accuracy"] >= p["accuracy"])
+                     & ((pts["cost"] < p["cost"]) | (pts["accuracy"] > p["accuracy"]))).any()
+        on.append(not dominated)
+    pts["on_frontier"] = on
+    return pts

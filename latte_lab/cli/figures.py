@@ -68,6 +68,7 @@ def run(args) -> int:
 def _run(args) -> int:
     from latte_lab import data as bundled
     from latte_lab.analysis import loaders, report
+    from latte_lab.viz import paper
 
     data_dir = Path(args.data) if args.data else bundled.published_dir()
     if not data_dir.is_dir():
@@ -80,8 +81,8 @@ def _run(args) -> int:
         raise DataError(f"--data {data_dir} holds neither the published layout (experiment1/n4/results.csv, "
                         "...) nor run directories with result.json")
     reference = report.paper_reference(args.reference) if args.reference else None
-    jobs = default_jobs(len(report.FIGURES)) if args.jobs is None else args.jobs
-    written = report.write_all(data, args.out, reference=reference, figure_workers=jobs)
+    jobs = default_jobs(len(paper.FIGURES)) if args.jobs is None else args.jobs
+    written = paper.write_all(data, args.out, reference=reference, figure_workers=jobs)
     print(f"{data.source}: {len(data.trials)} trials from {data_dir}")
     print(f"wrote {len(written)} files to {args.out}")
     for path in written:

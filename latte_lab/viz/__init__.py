@@ -1,5 +1,6 @@
-"""Pictures of a trial or a scheduling run: the coordination graph at a round, its animation, the
-message flow of teams without a graph, who did what when, scheduling plots, and notebook widgets.
+"""Every picture latte_lab draws: the coordination graph at a round, its animation, the message flow of
+teams without a graph, who did what when, scheduling plots, notebook widgets, the trial viewer's page, and
+the paper's figures.
 
 - :mod:`latte_lab.viz.graph`: ``layout``, ``draw`` (displays itself, hover for details), ``draw_graph``
   (on an Axes), ``graph_panels``;
@@ -8,10 +9,15 @@ message flow of teams without a graph, who did what when, scheduling plots, and 
 - :mod:`latte_lab.viz.gantt`: ``gantt``, ``activity``;
 - :mod:`latte_lab.viz.scheduling`: workloads, makespan curves, straggler runs, ``explore``;
 - :mod:`latte_lab.viz.widgets`: ``trial_form`` (the trial explorer), ``compare``;
-- :mod:`latte_lab.viz.viewer`: ``build_page`` (a trial's, a sweep's or two trials' HTML page), ``transcript``.
+- :mod:`latte_lab.viz.viewer`: ``build_page`` (a trial's, a sweep's or two trials' HTML page), ``transcript``;
+- :mod:`latte_lab.viz.figures`: the paper's ``figure2a`` ... ``figure4``, ``graph_layout`` (Figure 3C's fixed
+  positions), ``sensitivity_figure``;
+- :mod:`latte_lab.viz.paper`: ``write_all`` (every figure, table and report.md: ``latte-lab figures``);
+- :mod:`latte_lab.viz.graph_drawing`: the one renderer of coordination graphs, which every graph picture uses.
 
-Every figure follows :mod:`latte_lab.analysis.style`. Names are resolved on first use and matplotlib,
-networkx drawing and ipywidgets are imported inside the functions, so importing latte_lab stays fast.
+Every figure follows :mod:`latte_lab.viz.style` (``TEAM_PALETTE``, ``STATUS_COLORS``, paper sizes and fonts).
+Names are resolved on first use and matplotlib, networkx drawing and ipywidgets are imported inside the
+functions, so importing latte_lab stays fast.
 
 >>> import latte_lab as ll
 >>> res = ll.scheduling.simulate(ll.scheduling.chain(3), n_workers=2)
@@ -30,12 +36,17 @@ from latte_lab.viz.gantt import activity, gantt
 from latte_lab.viz.graph import STATUS_COLORS, GraphDrawing, draw, draw_graph, graph_panels, layout
 
 _LAZY = {"trial_form": "widgets", "compare": "widgets", "TrialForm": "widgets",  # widgets pull in the config
-         "transcript": "viewer", "build_page": "viewer"}
-_SUBMODULES = {"graph", "scheduling", "widgets", "animation", "viewer"}
+         "transcript": "viewer", "build_page": "viewer",
+         # the paper's figures and their writer pull in pandas and the analysis
+         **dict.fromkeys(("figure2a", "figure2b", "figure3a", "figure3b", "figure3c", "figure4", "graph_layout",
+                          "sensitivity_figure"), "figures"),
+         "write_all": "paper", "TEAM_PALETTE": "style"}
+_SUBMODULES = {"graph", "scheduling", "widgets", "animation", "viewer", "figures", "paper", "style", "graph_drawing"}
 
-__all__ = ["STATUS_COLORS", "GraphDrawing", "TrialAnimation", "TrialForm", "activity", "animate", "build_page",
-           "compare", "draw", "draw_graph", "flow", "gantt", "graph_panels", "layout", "round_lines", "scheduling",
-           "transcript", "trial_form"]
+__all__ = ["STATUS_COLORS", "TEAM_PALETTE", "GraphDrawing", "TrialAnimation", "TrialForm", "activity", "animate",
+           "build_page", "compare", "draw", "draw_graph", "figure2a", "figure2b", "figure3a", "figure3b", "figure3c",
+           "figure4", "flow", "gantt", "graph_layout", "graph_panels", "layout", "round_lines", "scheduling",
+           "sensitivity_figure", "transcript", "trial_form", "write_all"]
 
 
 def __getattr__(name: str):

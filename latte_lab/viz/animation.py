@@ -20,12 +20,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from latte_lab.analysis import graph_drawing as gd
-from latte_lab.analysis import style
+import latte_lab.viz.flow as flowmod
+import latte_lab.viz.graph as graphmod
+import latte_lab.viz.graph_drawing as gd
+import latte_lab.viz.style as style
 from latte_lab.errors import DataError, LatteError
 from latte_lab.graph import SYSTEM_AGENT
-from latte_lab.viz import flow as flowmod
-from latte_lab.viz import graph as graphmod
 
 __all__ = ["TrialAnimation", "animate"]
 

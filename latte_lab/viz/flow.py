@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from latte_lab.analysis import style
+import latte_lab.viz.style as style
 from latte_lab.graph import LEAD
 from latte_lab.graph import SYSTEM_AGENT as SYSTEM
 

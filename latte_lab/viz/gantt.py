@@ -77,7 +77,7 @@ def _short_ids(obj) -> dict[str, str]:
     snaps = list(getattr(obj, "snapshots", []) or [])
     if not snaps:
         return {}
-    from latte_lab.analysis import graph_drawing as gd
+    import latte_lab.viz.graph_drawing as gd
 
     nodes, order = gd.collect_nodes(snaps)
     return gd.short_ids(nodes, order)
@@ -94,7 +94,7 @@ def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None,
     T2, ... of the graph drawings. ``pyplot=False`` (without ``ax``) draws on a Figure that pyplot does not
     manage: nothing shows or closes it on its own, for code that renders it itself (a widget callback).
     """
-    from latte_lab.analysis import style
+    import latte_lab.viz.style as style
     from latte_lab.scheduling.trials import attempts
 
     plt = style.pyplot()
@@ -132,8 +132,8 @@ def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None,
 def _attempt_bars(ax, obj, iv, workers, sim: bool, labels: bool | None, short: dict[str, str]) -> None:
     from matplotlib.patches import Patch
 
-    from latte_lab.analysis import graph_drawing as gd
-    from latte_lab.analysis import style
+    import latte_lab.viz.graph_drawing as gd
+    import latte_lab.viz.style as style
 
     labels = len(iv) <= MAX_LABELLED_BARS if labels is None else labels
     row = {w: i for i, w in enumerate(workers)}
@@ -182,7 +182,7 @@ def _activity_bars(ax, act, agents: list[str]) -> None:
     """Teams without a task graph: a bar per round an agent acted, coloured by the weightiest action."""
     from matplotlib.patches import Patch
 
-    from latte_lab.analysis import style
+    import latte_lab.viz.style as style
 
     weight = {k: i for i, k in enumerate(ACTIVITY_COLORS)}
     used = set()

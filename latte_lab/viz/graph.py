@@ -6,7 +6,7 @@ Each function takes a :class:`~latte_lab.trial.TrialResult`, a
 snapshot, or a live :class:`~latte_lab.graph.CoordinationGraph`. The layout is computed once from the
 final graph (every node that ever appears), layered left to right by dependency depth and spaced by the
 width of the labels, so a node keeps its place across rounds and no label overlaps another. The renderer
-is :mod:`latte_lab.analysis.graph_drawing` (shared with the paper's Figure 3C).
+is :mod:`latte_lab.viz.graph_drawing` (shared with the paper's Figure 3C).
 
 >>> import latte_lab as ll
 >>> from latte_lab.scheduling import diamond, simulate
@@ -29,11 +29,11 @@ import io
 import re
 from collections.abc import Iterable
 
-from latte_lab.analysis import graph_drawing as gd
-from latte_lab.analysis import style
-from latte_lab.analysis.graph_drawing import LEGEND_ROW_IN, MARGIN_IN, TITLE_IN
-from latte_lab.analysis.style import STATUS_COLORS
+import latte_lab.viz.graph_drawing as gd
+import latte_lab.viz.style as style
 from latte_lab.errors import DataError
+from latte_lab.viz.graph_drawing import LEGEND_ROW_IN, MARGIN_IN, TITLE_IN
+from latte_lab.viz.style import STATUS_COLORS
 
 __all__ = ["STATUS_COLORS", "GraphDrawing", "Layout", "draw", "draw_graph", "graph_panels", "layout"]
 

@@ -108,7 +108,7 @@ def straggler_figure(spec: WorkloadSpec, n_workers: int, straggler_p: float, *, 
     ``pyplot=False``: on a Figure that pyplot does not manage (see :func:`~latte_lab.viz.gantt.gantt`)."""
     runs = [simulate(spec, n_workers, policy, straggler_p=straggler_p, straggler_factor=straggler_factor,
                      heartbeat=hb, seed=seed) for hb in (None, heartbeat)]
-    from latte_lab.analysis import style
+    import latte_lab.viz.style as style
 
     fig, axes = style.subplots(2, 1, figsize=(9.5, 1.6 + 0.7 * n_workers), pyplot=pyplot)
     right = max(max(r.makespan, r.lower_bound) for r in runs) + 0.5
@@ -130,7 +130,7 @@ def explore(spec: WorkloadSpec, *, n_workers: int = 4, straggler_p: float = 0.2,
     import ipywidgets as w
     from IPython.display import display
 
-    from latte_lab.analysis import style
+    import latte_lab.viz.style as style
 
     workers_w = w.IntSlider(value=n_workers, min=1, max=max_workers, description="workers", continuous_update=False)
     p_w = w.FloatSlider(value=straggler_p, min=0.0, max=0.6, step=0.05, description="straggler p",

@@ -8,7 +8,7 @@ disk and can be mailed. What a trial page shows, for the round chosen with the s
 - a header with the configuration, outcome, accuracy, tokens, dollars and wall clock, and the tokens over
   rounds as a sparkline (click it to jump to a round);
 - the coordination graph at that round, laid out as :func:`latte_lab.viz.draw` lays it out (the positions
-  are computed here by :func:`latte_lab.analysis.graph_drawing.plan`); clicking a node lists its events;
+  are computed here by :func:`latte_lab.viz.graph_drawing.plan`); clicking a node lists its events;
 - one lane per agent: each prompt (collapsible; the messages new in this call, the view the prompt was
   built from this round, are marked), the reply with its actions highlighted and each action's outcome,
   file edits as unified diffs (:mod:`difflib`) and test runs with their failures;
@@ -128,7 +128,7 @@ def action_spans(text: str) -> list[tuple[int, int, str]]:
 def _graph(snaps: list[dict]) -> dict | None:
     if not snaps:
         return None
-    from latte_lab.analysis import graph_drawing as gd
+    import latte_lab.viz.graph_drawing as gd
 
     plan = gd.plan(snaps)
     order = plan.order

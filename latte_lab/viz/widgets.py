@@ -214,7 +214,7 @@ class TrialForm:
         """The animation, the Gantt chart and the results row of one trial, in ``area``."""
         from IPython.display import HTML, display
 
-        from latte_lab.analysis import style
+        import latte_lab.viz.style as style
         from latte_lab.viz.animation import animate
         from latte_lab.viz.gantt import gantt
 

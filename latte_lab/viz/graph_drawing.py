@@ -2,9 +2,9 @@
 drawing of one snapshot on it.
 
 Every graph picture uses it: ``ll.viz.draw`` and its animation, the small multiples of
-``ll.viz.graph_panels`` and the paper's Figure 3C (which is why it sits in the analysis layer, below
-viz). The layout is computed once from every node that ever appears (the final graph), so a node keeps
-its place across rounds. Coordinates are inches: drawn at scale 1, text keeps its point size and the
+``ll.viz.graph_panels``, the trial viewer's page and the paper's Figure 3C (:mod:`latte_lab.viz.figures`).
+The layout is computed once from every node that ever appears (the final graph), so a node keeps its
+place across rounds. Coordinates are inches: drawn at scale 1, text keeps its point size and the
 spacing computed from measured label widths holds exactly.
 
 Three label modes:
@@ -31,8 +31,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+import latte_lab.viz.style as style
 from latte_lab import dag
-from latte_lab.analysis import style
 
 LABELS_MAX_NODES = 40  # beyond this many nodes, titles would not fit a screen: nodes go unlabelled
 LABEL_PT = style.MIN_FONT_PT

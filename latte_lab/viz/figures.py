@@ -1,21 +1,24 @@
-"""Figures 2-4 of the paper from a ``TrialData`` (published or ours).
+"""Figures 2-4 of the paper from a ``TrialData`` (published or ours), and the sensitivity study's figure.
 
-Each ``figure*`` function returns a matplotlib Figure; the numbers behind Figure 2 come from
-DataFrame functions (``expected_cost_per_success``, ``pareto_points``) so they can be tested and
-tabulated. The figures are drawn with matplotlib alone (no seaborn), imported inside the functions so that
-``import latte_lab.analysis`` stays light. Constructions follow the released notebook (reference §10).
+Each ``figure*`` function returns a matplotlib Figure; the numbers behind Figure 2 come from the DataFrame
+functions of :mod:`latte_lab.analysis.stats` (``expected_cost_per_success``, ``pareto_points``), so they can
+be tested and tabulated without drawing. The figures are drawn with matplotlib alone (no seaborn), imported
+inside the functions so that importing this module stays light. Constructions follow the released notebook
+(reference §10). ``ll.viz.figure2a`` ... ``ll.viz.figure4`` are these functions; ``ll.analysis.figure2a`` ...
+``ll.analysis.figure4`` name them too, where the analysis pages document them.
 """
 
 from __future__ import annotations
 
-import math
 import re
 
 import numpy as np
 import pandas as pd
 
+import latte_lab.viz.graph_drawing as graph_drawing
+import latte_lab.viz.style as style
 from latte_lab import schema
-from latte_lab.analysis import graph_drawing, stats, style
+from latte_lab.analysis import stats
 from latte_lab.errors import DataError
 
 FIGURE3A_OPERATORS = ("discover_task", "assign_task", "claim_task", "complete_task", "claim_blocked",
@@ -53,54 +56,9 @@ def _thousands(ax) -> None:
 
 # --- Figure 2 --------------------------------------------------------------------------------------
 
-def expected_cost_per_success(trials: pd.DataFrame) -> pd.DataFrame:
-    """Figure 2A numbers: per model, team and cost metric, the mean cost of successful trials with a
-    positive cost divided by the pass rate (fraction of the model x team trials with public success,
-    tasks pooled); the error is the SEM of those costs divided by the pass rate."""
-    schema.require_columns(trials, ("model", "team", "success", "total_tokens", "wall_clock_seconds"))
-    t = stats.usable(trials)
-    rows = []
-    for (model, team), g in t.groupby(["model", "team"]):
-        ok = g["success"].fillna(False).astype(bool)
-        rate = float(ok.mean()) if len(g) else 0.0
-        for metric, col in stats.COST_FIELDS.items():
-            vals = pd.to_numeric(g.loc[ok, col], errors="coerce")
-            vals = vals[vals > 0]
-            value = err = math.nan
-            if rate > 0 and len(vals):
-                value = float(vals.mean()) / rate
-                err = stats.sem(vals) / rate
-            rows.append({"model": model, "team": team, "metric": metric, "pass_rate": rate,
-                         "n_success": len(vals), "expected_cost": value, "err": err})
-    return pd.DataFrame(rows, columns=["model", "team", "metric", "pass_rate", "n_success",
-                                       "expected_cost", "err"])
-
-
-def pareto_points(trials: pd.DataFrame, s51: pd.DataFrame | None = None) -> pd.DataFrame:
-    """Figure 2B numbers: per team the normalised token cost (successful trials) and accuracy (all
-    trials) with SEMs, and whether the team is on the Pareto frontier (no other team is at least as
-    cheap and as accurate and strictly better in one). ``s51``: ``stats_5_1(trials)`` if already computed."""
-    s = stats.stats_5_1(trials, tests=False) if s51 is None else s51  # means and SEMs; no p-values needed
-    cost = s[s["metric"] == "tokens"].set_index("team")
-    acc = s[s["metric"] == "accuracy"].set_index("team")
-    teams = [t for t in schema.ordered(cost.index, schema.TEAM_ORDER) if t in acc.index]
-    pts = pd.DataFrame({"team": teams, "cost": [float(cost.loc[t, "mean"]) for t in teams],
-                        "cost_sem": [cost.loc[t, "sem"] for t in teams],
-                        "accuracy": [acc.loc[t, "mean"] for t in teams],
-                        "accuracy_sem": [acc.loc[t, "sem"] for t in teams]},
-                       columns=["team", "cost", "cost_sem", "accuracy", "accuracy_sem"])
-    on = []
-    for _, p in pts.iterrows():
-        dominated = ((pts["cost"] <= p["cost"]) & (pts["accuracy"] >= p["accuracy"])
-                     & ((pts["cost"] < p["cost"]) | (pts["accuracy"] > p["accuracy"]))).any()
-        on.append(not dominated)
-    pts["on_frontier"] = on
-    return pts
-
-
 def figure2a(trials: pd.DataFrame):
     """Figure 2A: expected cost per success (tokens; wall clock), one column per model; two-column width."""
-    data = expected_cost_per_success(trials)
+    data = stats.expected_cost_per_success(trials)
     models = sorted(data["model"].unique())
     if not models:
         raise DataError("figure2a: no trials to plot")
@@ -131,7 +89,7 @@ def figure2b(trials: pd.DataFrame):
     from matplotlib.lines import Line2D
     from matplotlib.patches import Patch
 
-    pts = pareto_points(trials)
+    pts = stats.pareto_points(trials)
     if pts.empty:
         raise DataError("figure2b: no team has both successful trials with a cost and an accuracy")
     with style.theme():
@@ -226,7 +184,7 @@ def _node_key(node: str):
 
 def graph_layout(snapshots: pd.DataFrame) -> dict[str, tuple[float, float]]:
     """Fixed positions, in inches, for every node of a run: the layout Figure 3C draws
-    (:func:`latte_lab.analysis.graph_drawing.plan` over every round: a column per dependency depth, spaced
+    (:func:`latte_lab.viz.graph_drawing.plan` over every round: a column per dependency depth, spaced
     by label width), so nodes that vanished before the final snapshot are placed too."""
     if snapshots.empty:
         raise DataError("graph_layout: no snapshots to lay out")
@@ -326,3 +284,36 @@ def figure4(trials: pd.DataFrame):
                     Line2D([], [], ls="", marker="o", ms=2.5, color="black", alpha=0.5, label="one trial")]
         style.legend_below(fig, handles, ncol=len(handles))
     return style.finish(fig)
+
+
+# --- the sensitivity study ---------------------------------------------------------------------------
+
+SENSITIVITY_PANELS = (("token_ratio_vs_leader_worker", "tokens vs Leader-Worker", 1.0),
+                      ("token_ratio_vs_decentralized", "tokens vs decentralized", 1.0),
+                      ("wall_ratio_vs_leader_worker", "wall clock vs Leader-Worker", 1.0),
+                      ("overwrite_ratio_vs_decentralized", "overwrites vs decentralized", 1.0),
+                      ("accuracy_gap_vs_static", "accuracy gap to static", 0.0),
+                      ("accuracy_gap_vs_pipeline", "accuracy gap to the pipeline", 0.0))
+"""(summary column, panel title, the value at which LATTE and the other team are level)."""
+
+
+def sensitivity_figure(summary: pd.DataFrame):
+    """LATTE's ratios and gaps per setting of the sensitivity study, one panel per comparison (a matplotlib
+    Figure). ``summary``: ``ll.analysis.sensitivity(rows)``, one row per setting."""
+    from latte_lab.analysis.sensitivity_results import BASELINE
+
+    missing = [col for col, _, _ in SENSITIVITY_PANELS if col not in summary.columns] + [
+        c for c in ("parameter", "value") if c not in summary.columns]
+    if missing:
+        raise DataError(f"sensitivity_figure: the summary lacks {missing}; pass ll.analysis.sensitivity(rows)")
+    plt = style.pyplot()
+    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharey=False)
+    labels = [BASELINE if p == BASELINE else f"{p}={v:g}" for p, v in zip(summary["parameter"], summary["value"])]
+    for axis, (col, title, even) in zip(axes.flat, SENSITIVITY_PANELS):
+        axis.barh(labels, summary[col], color=["#444" if lab == BASELINE else "#4C72B0" for lab in labels])
+        axis.axvline(even, color="#c44", lw=1)
+        axis.set_title(f"LATTE {title}", fontsize=10)
+        axis.invert_yaxis()
+        axis.tick_params(labelsize=8)
+    fig.tight_layout()
+    return fig

@@ -1,36 +1,33 @@
-"""When does LATTE help? The headline comparisons, measured as the simulated agents' behaviour changes.
+"""When does LATTE help? The sensitivity study's results: how the headline comparisons move as the simulated
+agents' behaviour changes.
 
 The simulated model's parameters describe how an agent works (how often its patch is right, how often
 it stalls, how fast it reads its prompt, how much an observation helps it); the comparisons between
-teams come out of the protocols. This module varies a few parameters one at a time around a base
-profile, runs every team on every task for a number of seeds at each setting, and reports for each
-setting how LATTE compares: its token, wall-clock and overwrite ratios to Leader-Worker and the
-decentralized team, and its accuracy gap to the static team and the pipeline.
+teams come out of the protocols. The study (:mod:`latte_lab.sweep.sensitivity` runs it) varies a few
+parameters one at a time around a base profile and runs every team on every task for a number of seeds at
+each setting. This module reads its per-trial rows and reports for each setting how LATTE compares: its
+token, wall-clock and overwrite ratios to Leader-Worker and the decentralized team, and its accuracy gap
+to the static team and the pipeline. ``ll.analysis.sensitivity(rows)`` is :func:`sensitivity`; the
+figure is ``ll.viz.sensitivity_figure``.
 
-The module is callable: ``ll.analysis.sensitivity(grid, seeds)`` is :func:`sensitivity`.
-
->>> configs = sensitivity_configs({"p_straggler": [0.0]}, seeds=1, tasks=["debug"], teams=["latte"])
->>> [c["model"] for c in configs]
-['simulated/default', 'simulated/default?p_straggler=0.0']
+>>> model_spec("p_straggler", 0.0), setting_of("simulated/default?p_straggler=0.0")
+('simulated/default?p_straggler=0.0', ('p_straggler', 0.0))
 
 The full study takes hours of compute, so its per-trial results ship with latte_lab
 (``latte_lab/data/sensitivity.csv``, read by :func:`load_sensitivity`); ``make sensitivity`` reruns it
-(``python -m latte_lab.analysis.sensitivity``), resuming where it stopped.
+(``python -m latte_lab.sweep.sensitivity``), resuming where it stopped.
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import math
-import sys
-import types
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from urllib.parse import parse_qsl
 
 from latte_lab import data as bundled
-from latte_lab.errors import ConfigError, DataError
+from latte_lab.errors import DataError
 
 TEAMS = ("latte", "leader_worker", "decentralized", "static", "pipeline")
 TASKS = ("debug", "eda", "textproc")
@@ -70,38 +67,6 @@ def setting_of(model: str) -> tuple[str, float | None]:
         return name, float(text)
     except ValueError:
         return name, math.nan
-
-
-def _seed_list(seeds: int | Iterable[int]) -> list[int]:
-    return list(range(seeds)) if isinstance(seeds, int) else list(seeds)
-
-
-def sensitivity_configs(grid: dict[str, Sequence] | None = None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *,
-                        tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
-                        grid_seeds: int | Iterable[int] | None = None, grid_tasks: Sequence[str] | None = None,
-                        **trial) -> list[dict]:
-    """TrialConfig fields of every trial of the study: the base profile, then each parameter at each of
-    its values with the others at base, for every task, team and seed (seed-major, so a study stopped
-    half-way has every setting at a similar number of seeds). ``grid_seeds`` (default: ``seeds``) are
-    the seeds of the varied settings, when the base profile gets more than they do, and ``grid_tasks``
-    (default: ``tasks``) their tasks."""
-    from latte_lab.models.sim.profiles import resolve_profile
-
-    grid = DEFAULT_GRID if grid is None else grid
-    seed_list = _seed_list(seeds)
-    varied_seeds = set(seed_list if grid_seeds is None else _seed_list(grid_seeds))
-    varied_tasks = set(tasks if grid_tasks is None else grid_tasks)
-    if not seed_list:
-        raise ConfigError("sensitivity needs at least one seed")
-    specs = [model_spec(base=base)]
-    for parameter, values in grid.items():
-        for value in values:
-            spec = model_spec(parameter, value, base)
-            resolve_profile(spec.partition("/")[2])  # an unknown parameter or bad value fails here, listing them
-            specs.append(spec)
-    return [dict(task=task, team=team, model=spec, seed=seed, **trial)
-            for seed in sorted(set(seed_list) | varied_seeds) for spec in specs for task in tasks for team in teams
-            if (seed in varied_seeds and task in varied_tasks if spec != specs[0] else seed in seed_list)]
 
 
 # ============================================================================ trial counts ====
@@ -288,7 +253,7 @@ def _say(metric: str, direction: str) -> str:
 
 def markdown(rows, reference=None) -> str:
     """The baseline's team table beside the paper's Table 2, and the directions of every comparison, as
-    Markdown (what ``docs/simulated-model.md`` shows; ``python -m latte_lab.analysis.sensitivity
+    Markdown (what ``docs/simulated-model.md`` shows; ``python -m latte_lab.sweep.sensitivity
     --collect --markdown`` prints it)."""
     from latte_lab.analysis.report import paper_reference
 
@@ -359,135 +324,15 @@ def load_sensitivity() -> "pd.DataFrame":  # noqa: F821
     return pd.read_csv(io.StringIO(bundled.read_text(DATA_FILE)))
 
 
-def sensitivity(grid: dict[str, Sequence] | None = None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, rows=None,
-                out: str | Path = "runs/sensitivity", n_jobs: int = 2, tasks: Sequence[str] = TASKS,
-                teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE, progress: bool = True) -> "pd.DataFrame":  # noqa: F821
-    """How LATTE's comparisons change with the agents' behaviour: one row per setting.
+def sensitivity(rows) -> "pd.DataFrame":  # noqa: F821
+    """How LATTE's comparisons change with the agents' behaviour: one row per setting of the study's per-trial
+    ``rows`` (:func:`load_sensitivity`, or what ``latte_lab.sweep.sensitivity.run`` returns), as :func:`summarise`.
 
-    With ``rows`` (per-trial results, e.g. :func:`load_sensitivity`) it only summarises them; otherwise it
-    runs the study with :func:`latte_lab.run_sweep` under ``out`` (resumable: finished trials are not run
-    again) and summarises what it ran. ``grid`` maps profile parameters to the values to try, each with
-    the others at ``base``; ``seeds`` is a count or a list.
-
-    >>> s = sensitivity(rows=load_sensitivity())            # doctest: +SKIP
-    >>> s[["parameter", "value", "token_ratio_vs_leader_worker"]]  # doctest: +SKIP
+    >>> s = sensitivity(load_sensitivity())
+    >>> list(s["parameter"])[:2], bool(s["token_ratio_vs_leader_worker"].notna().all())
+    (['baseline', 'p_correct_patch'], True)
     """
-    if rows is None:
-        rows = run(grid, seeds, out=out, n_jobs=n_jobs, tasks=tasks, teams=teams, base=base, progress=progress)
+    if rows is None or (isinstance(rows, dict) and "parameter" not in rows):
+        raise DataError("ll.analysis.sensitivity summarises the study's per-trial rows; run a grid with "
+                        "ll.sweep.sensitivity.run(grid, seeds) and pass what it returns")
     return summarise(rows)
-
-
-def run(grid=None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, out: str | Path = "runs/sensitivity",
-        n_jobs: int = 2, tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
-        progress: bool = True, grid_seeds: int | Iterable[int] | None = None,
-        grid_tasks: Sequence[str] | None = None) -> "pd.DataFrame":  # noqa: F821
-    """Runs (or resumes) the study and returns its per-trial rows."""
-    from latte_lab.sweep import run_sweep
-
-    configs = sensitivity_configs(grid, seeds, tasks=tasks, teams=teams, base=base, grid_seeds=grid_seeds,
-                                  grid_tasks=grid_tasks)
-    return trial_rows(run_sweep(configs, out=out, n_jobs=n_jobs, progress=progress))
-
-
-def collect(grid=None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, out: str | Path = "runs/sensitivity",
-            tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
-            grid_seeds: int | Iterable[int] | None = None,
-            grid_tasks: Sequence[str] | None = None) -> "pd.DataFrame":  # noqa: F821
-    """The per-trial rows of the study's trials finished under ``out``, without running any: for each
-    setting only the seeds at which every one of its tasks and every team has finished, so each setting
-    compares teams on the same seeds (for a study stopped part-way)."""
-    from latte_lab.sweep import dry_run
-
-    configs = sensitivity_configs(grid, seeds, tasks=tasks, teams=teams, base=base, grid_seeds=grid_seeds,
-                                  grid_tasks=grid_tasks)
-    planned: dict[tuple, set] = {}
-    for c in configs:
-        planned.setdefault(_key(*setting_of(c["model"])), set()).add((c["task"], c["team"]))
-    done = dry_run(configs, out).done
-    rows = trial_rows(list(done.values()))
-    if rows.empty:
-        raise DataError(f"no finished trials of the study under {out}; run it first (make sensitivity)")
-    finished: dict[tuple, set] = {}
-    for r in rows.itertuples():
-        finished.setdefault((*_key(r.parameter, r.value), r.seed), set()).add((r.task, r.team))
-    keep = [finished[(*_key(p, v), seed)] >= planned[_key(p, v)]
-            for p, v, seed in zip(rows["parameter"], rows["value"], rows["seed"])]
-    if not any(keep):
-        raise DataError(f"no seed under {out} has finished every task and team yet; let the study run longer")
-    return rows[keep].reset_index(drop=True)
-
-
-def _key(parameter, value) -> tuple:
-    """A setting as a dictionary key (the baseline's value is None or NaN, which never equals itself)."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return parameter, None
-    return parameter, float(value)
-
-
-def figure(summary, *, ax=None):
-    """LATTE's ratios and gaps per setting, one panel per comparison (a matplotlib Figure)."""
-    import matplotlib.pyplot as plt
-
-    panels = [("token_ratio_vs_leader_worker", "tokens vs Leader-Worker", 1.0),
-              ("token_ratio_vs_decentralized", "tokens vs decentralized", 1.0),
-              ("wall_ratio_vs_leader_worker", "wall clock vs Leader-Worker", 1.0),
-              ("overwrite_ratio_vs_decentralized", "overwrites vs decentralized", 1.0),
-              ("accuracy_gap_vs_static", "accuracy gap to static", 0.0),
-              ("accuracy_gap_vs_pipeline", "accuracy gap to the pipeline", 0.0)]
-    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharey=False)
-    labels = [BASELINE if p == BASELINE else f"{p}={v:g}" for p, v in zip(summary["parameter"], summary["value"])]
-    for axis, (col, title, even) in zip(axes.flat, panels):
-        axis.barh(labels, summary[col], color=["#444" if lab == BASELINE else "#4C72B0" for lab in labels])
-        axis.axvline(even, color="#c44", lw=1)
-        axis.set_title(f"LATTE {title}", fontsize=10)
-        axis.invert_yaxis()
-        axis.tick_params(labelsize=8)
-    fig.tight_layout()
-    return fig
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description="Run (or resume) the sensitivity study and write its per-trial CSV.")
-    ap.add_argument("--seeds", type=int, default=DEFAULT_SEEDS)
-    ap.add_argument("--grid-seeds", type=int, default=None,
-                    help="seeds of each varied setting (default: --seeds); the base profile always gets --seeds")
-    ap.add_argument("--grid-tasks", default=None,
-                    help="comma-separated tasks of each varied setting (default: every task)")
-    ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--out", default="runs/sensitivity", help="where the trials' run directories go")
-    from importlib.resources import files
-
-    ap.add_argument("--write", default=str(files("latte_lab.data").joinpath(DATA_FILE)),
-                    help="the per-trial CSV to write (default: the copy shipped in latte_lab/data)")
-    ap.add_argument("--markdown", action="store_true", help="also print the baseline's tables as Markdown")
-    ap.add_argument("--collect", action="store_true",
-                    help="run nothing: write the trials already finished under --out (whole seeds of each setting)")
-    args = ap.parse_args(argv)
-    grid_tasks = args.grid_tasks.split(",") if args.grid_tasks else None
-    try:
-        if args.collect:
-            rows = collect(None, args.seeds, out=args.out, grid_seeds=args.grid_seeds, grid_tasks=grid_tasks)
-        else:
-            rows = run(None, args.seeds, out=args.out, n_jobs=args.jobs, grid_seeds=args.grid_seeds,
-                       grid_tasks=grid_tasks)
-    except (ConfigError, DataError) as exc:
-        sys.exit(f"error: {exc}")
-    rows = rows.sort_values(["parameter", "value", "task", "team", "seed"], na_position="first")
-    rows.to_csv(args.write, index=False, float_format="%.6g")
-    print(f"{len(rows)} trials written to {args.write}")
-    print(summarise(rows).to_string(index=False, float_format=lambda x: f"{x:.3f}"))
-    if args.markdown:
-        print(markdown(rows))
-
-
-class _CallableModule(types.ModuleType):
-    """This module, callable as its main function: ``ll.analysis.sensitivity(grid, seeds)``."""
-
-    def __call__(self, *args, **kwargs):
-        return sensitivity(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
-
-if __name__ == "__main__":
-    main()

@@ -1,6 +1,6 @@
 """One visual style for every latte_lab figure: paper sizes, fonts, colours, panel labels and legends.
 
-The paper figures (:mod:`latte_lab.analysis.figures`) and the notebook pictures (:mod:`latte_lab.viz`)
+The paper figures (:mod:`latte_lab.viz.figures`) and the notebook pictures (the rest of :mod:`latte_lab.viz`)
 both draw with these constants, so a team, a node status or an edge kind has one colour everywhere.
 Figures are sized for a two-column paper: :data:`ONE_COLUMN` or :data:`TWO_COLUMN` inches wide, and no
 text below :data:`MIN_FONT_PT` points at that size (a journal's usual floor).
