@@ -11,6 +11,8 @@ ours) and returns a DataFrame. The constructions follow the released analysis ex
   one-sided Mann-Whitney U: LATTE less costly (``alternative='less'``), LATTE more accurate on
   per-trial accuracy (``'greater'``).
 - §5.3: per-trial coordination metrics over all trials having them; one-sided Mann-Whitney (LATTE less).
+- Figure 2's numbers: :func:`expected_cost_per_success` (2A) and :func:`pareto_points` (2B), which
+  :mod:`latte_lab.viz.figures` draws.
 """
 
 from __future__ import annotations

@@ -96,15 +96,20 @@ def _import_figure_stack() -> None:
 
 
 def _draw_all_forked(workers: int, out: str) -> dict[str, tuple[list[Path], str | None]]:
-    """Every figure, drawn by ``workers`` processes forked from this one once it has imported matplotlib
-    (each drawer would otherwise import it again); slowest figures first, so the drawers end together."""
+    """Every figure, drawn by ``workers`` processes: this one, once it has imported matplotlib, and ``workers`` - 1
+    forked from it (which inherit the import). This one draws every ``workers``-th figure of the slowest-first
+    order and the others share the rest, so the drawers end together; a process fewer than a pool of
+    ``workers`` drawers beside an idle parent, which a busy machine feels (another process to fork, schedule
+    and page in, while a core is taken)."""
     _import_figure_stack()
     if workers < 2:
         return {name: _draw_forked(name, out) for name in _BY_COST}
     gc.freeze()  # the drawers' full collections then skip the heap they inherit (0.1 s each)
-    with _fork_pool(workers) as pool:
-        drawn = {name: pool.submit(_draw_forked, name, out) for name in _BY_COST}
-        return {name: future.result() for name, future in drawn.items()}
+    mine = _BY_COST[::workers]
+    with _fork_pool(workers - 1) as pool:
+        drawn = {name: pool.submit(_draw_forked, name, out) for name in _BY_COST if name not in mine}
+        here = {name: _draw_forked(name, out) for name in mine}
+        return {name: here[name] if name in here else drawn[name].result() for name in _BY_COST}
 
 
 def _fork_pool(workers: int):
