@@ -225,8 +225,8 @@ def under_load(checkouts: dict[str, Path], data: Path, repeats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for checkout in checkouts.values():  # warm-up: bytecode written, disk cache filled
             _cli(checkout, data, Path(tmp) / "warm")
-        for condition in ("idle", "one core busy"):
-            for i in range(repeats):
+        for i in range(repeats):  # the conditions and checkouts alternate, so all see the same machine
+            for condition in ("idle", "one core busy"):
                 for label, checkout in checkouts.items():
                     if condition == "idle":
                         result = _cli(checkout, data, Path(tmp) / f"idle{i}")
