@@ -162,3 +162,12 @@ def test_stats_5_1_matches_scipy_on_the_published_data():
     ref = sps.mannwhitneyu(costs.loc[costs["team"] == "latte", "norm_cost"],
                            costs.loc[costs["team"] == "metagpt", "norm_cost"], alternative="less")
     assert (row["u"], row["p"]) == (pytest.approx(ref.statistic), pytest.approx(ref.pvalue, rel=1e-9))
+
+
+def test_ols_on_trials_that_all_score_the_same_has_no_r2_and_does_not_fail():
+    """Two trials with the same outcome (a tiny runs folder given to latte-lab figures): R^2 is undefined
+    (NaN), the fit itself stands."""
+    design = inference.Design(y=np.array([3.0, 3.0]), X=np.array([[1.0, 0.0], [1.0, 1.0]]), columns=("Intercept", "x[T.b]"),
+                              terms=(("x", slice(1, 2)),))
+    fit = inference.ols(design)
+    assert math.isnan(fit.rsquared) and np.allclose(fit.params, [3.0, 0.0])

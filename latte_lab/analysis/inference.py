@@ -240,4 +240,6 @@ def ols(design: Design) -> OLSFit:
     ssr = float(resid @ resid)
     centered = y - y.mean()
     df_resid = float(len(y) - np.linalg.matrix_rank(X))
-    return OLSFit(params, cov, len(y), df_resid, ssr, 1.0 - ssr / float(centered @ centered))
+    total = float(centered @ centered)
+    r2 = 1.0 - ssr / total if total > 0 else float("nan")  # every trial the same: nothing to explain
+    return OLSFit(params, cov, len(y), df_resid, ssr, r2)

@@ -1,7 +1,7 @@
 """Paper-vs-recomputed comparison, and the tables and report.md that ``latte-lab figures`` writes beside the figures.
 
 The paper's printed numbers live in ``latte_lab/data/paper_reference.csv`` (typed from the paper with their
-section, unit, precision and, for the known deviations of reference §11, the explanation); nothing in
+section, unit, precision and, for the published numbers that a recomputation does not reproduce, the explanation); nothing in
 this package hard-codes them. :func:`compare_with_paper` recomputes every referenced number from a
 ``TrialData`` and says whether it agrees at the paper's precision.
 """
@@ -98,9 +98,9 @@ def compare_with_paper(data, reference: pd.DataFrame | None = None, *, tables: d
 
     Columns id, section, metric, task, team, quantity, paper, ours, agrees, status, note. ``agrees`` is
     a nullable boolean: NA where the data cannot give the number. ``note`` says when a number cannot be
-    computed from the data; on the published data it explains a known deviation (reference §11) and flags
+    computed from the data; on the published data it explains a known deviation (the ``explanation`` column of the paper reference table) and flags
     an unexpected mismatch. Own trials are expected to differ: their note says only whether they agree,
-    and where reference §11 explains the published number, adds that explanation as being about the
+    and where the paper reference table explains the published number, adds that explanation as being about the
     published data. ``tables``: the data's ``table2``, ``stats_5_1`` and ``section53`` when the caller
     has computed them already.
     """
@@ -125,7 +125,7 @@ def compare_with_paper(data, reference: pd.DataFrame | None = None, *, tables: d
             ours_text = _fmt(v, dec, rule)
         if pd.isna(v):
             note = r["explanation"] or "not computable from this data"
-        elif source != "published":  # reference §11 explains the published data, not these trials
+        elif source != "published":  # the table's explanations are about the published data, not these trials
             note = "agrees with the paper (own trials)" if agrees else "differs from the paper (own trials)"
             if r["status"] == "deviation" and r["explanation"]:
                 note += f"; on the published data: {r['explanation']}"
@@ -309,12 +309,12 @@ def _report(data, t2, s51, robust, regression_md, comparison, skipped) -> str:
                      f"(Table 2: {int(t2c['agrees'].fillna(False).sum())} of {len(t2c)} cells).")
         if data.source != "published":  # other trials than the paper's: no difference is explained in advance
             summary = (f"{int(differs.sum())} differ: these are trials of their own, not the paper's, so their "
-                       "numbers are not expected to match; what reference §11 explains is the published data.")
+                       "numbers are not expected to match; the paper reference table's explanations are about the published data.")
             sections = [("Differences", comparison[differs])]
         else:
             known = comparison[differs & comparison["status"].ne("exact")]
             unexpected = comparison[differs & comparison["status"].eq("exact")]
-            summary = f"{len(known)} differ for known reasons (reference §11); {len(unexpected)} differ otherwise."
+            summary = f"{len(known)} differ for known reasons (each explained in the table below); {len(unexpected)} differ otherwise."
             sections = [("Known deviations", known), ("Other differences", unexpected)]
         lines += ["## Paper vs recomputed", "", f"{agreement} {summary}", ""]
         for title, rows in sections:
