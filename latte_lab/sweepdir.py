@@ -8,6 +8,8 @@ sweep at a time.
                                       process, the sweep's budget), kept; the next sweep runs the trial again
     <out>/.sweep/lock                 held (flock) by the sweep working in <out>, with its PID
     <out>/.sweep/running/<trial_id>/  trials under way, renamed into place when they end
+    <out>/.sweep/memo/                the test runs of the sweep's trials, memoised by content and shared by
+                                      its workers (:func:`latte_lab.sandbox.pytest.sharing_memo`)
 
 A trial's directory appears by one rename of a complete run directory (:mod:`latte_lab.rundir`), so
 ``<out>/<trial_id>`` is never partial and never replaced: a finished trial is never run again and never
@@ -40,12 +42,13 @@ from latte_lab.rundir import RESULT_FILE, read_config, read_json
 
 __all__ = [
     "FAILED_INFIX", "FINAL_STATUSES", "SPECIAL_FILES", "SWEEP_DIR", "SweepLock", "attempt_of", "describe_special",
-    "finish_attempt", "is_finished", "mark_failed", "note_special_files", "read_special_files", "record_special_files",
+    "finish_attempt", "is_finished", "mark_failed", "memo_dir", "note_special_files", "read_special_files", "record_special_files",
     "recover_running", "running_dir", "set_aside", "walk_run_dir",
 ]
 
 SWEEP_DIR = ".sweep"
 RUNNING_DIR = "running"
+MEMO_DIR = "memo"
 LOCK_FILE = "lock"
 FAILED_INFIX = ".failed-"
 SPECIAL_FILES = "special_files.json"  # in a run directory: {relative path: what was there} (record_special_files)
@@ -71,6 +74,11 @@ def attempt_of(name: str) -> tuple[str, int | None]:
     if sep and n.isdigit():
         return stem, int(n)
     return name, None
+
+
+def memo_dir(out: str | Path) -> Path:
+    """Where a sweep in ``out`` memoises its trials' test runs (made by the first run stored there)."""
+    return Path(out) / SWEEP_DIR / MEMO_DIR
 
 
 def running_dir(out: str | Path) -> Path:

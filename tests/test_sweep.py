@@ -51,6 +51,29 @@ def test_run_sweep_resumes_without_rerunning(tmp_path):
     assert payload["row"]["run_dir"] == str(out / dirs[0])
 
 
+def test_a_sweeps_trials_share_one_memo_of_test_runs(tmp_path, monkeypatch):
+    """Every worker stores its test runs in <out>/.sweep/memo, unless a memo directory is set already
+    ($LATTE_LAB_MEMO_DIR, or an enclosing sharing_memo): those win."""
+    from latte_lab.sandbox import clear_memo
+    from latte_lab.sandbox.pytest import sharing_memo
+
+    monkeypatch.delenv("LATTE_LAB_MEMO_DIR", raising=False)
+    grid = {"task": "debug", "team": "static", "replicates": 2, "max_rounds": 1, "sandbox": "local"}
+    clear_memo()  # the workers are forked from this process: nothing it memoised may spare them a run
+    run_sweep(grid, out=tmp_path / "own", n_jobs=2, progress=False)
+    assert any(sweepdir.memo_dir(tmp_path / "own").glob("*.json"))
+    one = {**grid, "replicates": 1}
+    clear_memo()
+    monkeypatch.setenv("LATTE_LAB_MEMO_DIR", str(tmp_path / "mine"))
+    run_sweep(one, out=tmp_path / "env", progress=False)
+    assert not sweepdir.memo_dir(tmp_path / "env").exists() and any((tmp_path / "mine").glob("*.json"))
+    monkeypatch.delenv("LATTE_LAB_MEMO_DIR")
+    clear_memo()
+    with sharing_memo(tmp_path / "series"):
+        run_sweep(one, out=tmp_path / "inner", progress=False)
+    assert not sweepdir.memo_dir(tmp_path / "inner").exists() and any((tmp_path / "series").glob("*.json"))
+
+
 def test_unknown_backend(tmp_path):
     with pytest.raises(ll.ConfigError, match="backend"):
         run_sweep({"task": "debug", "max_rounds": 1}, out=tmp_path, backend="slurm", progress=False)

@@ -15,6 +15,7 @@ and a script, the next session.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -442,16 +443,37 @@ def tree_digest(root: Path | str) -> list[tuple[str, str]]:
     return entries
 
 
+_SHARED_MEMO_DIR: list[Path] = []  # the memo directories of the sweeps this process works for (sharing_memo)
+
+
 def default_memo_dir() -> Path | None:
-    """The on-disk memo shared between processes: ``$LATTE_LAB_MEMO_DIR`` if set (``~`` expanded), else None.
+    """The on-disk memo shared between processes: ``$LATTE_LAB_MEMO_DIR`` if set (``~`` expanded), else the
+    memo directory of the sweep this process works for (:func:`sharing_memo`), else None.
 
     A workspace created without ``memo_dir`` uses it, and so does every trial (its public test runs and the
-    hidden evaluation): set it once, for a sweep across worker processes or for a notebook and the
-    scripts beside it, and a workspace state that any of them has tested before costs nothing again.
+    hidden evaluation): set it once, for a notebook and the scripts beside it or for every sweep, and a
+    workspace state that any of them has tested before costs nothing again.
     Entries are content-addressed and written atomically, so concurrent writers are safe; what a hit
     changes is only the run's ``cached`` flag and its measured seconds (which no trial result uses)."""
     value = os.environ.get(MEMO_DIR_VAR, "").strip()
-    return Path(value).expanduser() if value else None
+    if value:
+        return Path(value).expanduser()
+    return _SHARED_MEMO_DIR[-1] if _SHARED_MEMO_DIR else None
+
+
+@contextlib.contextmanager
+def sharing_memo(memo_dir: Path | str):
+    """For the ``with`` block, :func:`default_memo_dir` is ``memo_dir`` unless ``$LATTE_LAB_MEMO_DIR`` names one.
+
+    A local sweep runs in one (its own ``<out>/.sweep/memo``, when none is set already), so that its workers,
+    forked inside it, share their test runs: a trial of one seed reaching a state that a trial of another
+    seed tested runs no session. Around a series of sweeps (evaluations of a fit on the same seeds, say)
+    it makes them share one memo."""
+    _SHARED_MEMO_DIR.append(Path(memo_dir).expanduser())
+    try:
+        yield
+    finally:
+        _SHARED_MEMO_DIR.pop()
 
 
 @functools.lru_cache(maxsize=64)

@@ -10,6 +10,9 @@ that did not finish is kept as ``<trial_id>.failed-<N>`` and the trial runs agai
 may work in a directory: a second gets a clear error naming the first one's process.
 
 - ``backend="local"``: ``n_jobs`` worker processes (1: in this process), which never outlive the sweep.
+  They share one memo of test runs, ``<out>/.sweep/memo`` (``$LATTE_LAB_MEMO_DIR`` or an enclosing
+  ``sharing_memo`` instead, when set): a workspace state that any trial of the sweep, or of an earlier sweep
+  in ``out``, has tested runs no session.
 - ``backend="ray"``: one task per trial on a Ray cluster; every run directory comes back to ``out`` on
   the driver (see :mod:`latte_lab.sweep.distributed`).
 - Ctrl-C (a notebook's stop button) or SIGTERM: no queued trial starts, running ones are stopped and
@@ -69,6 +72,17 @@ def _plan(configs: list[TrialConfig], out: Path, *, settle: bool) -> SweepPlan:
                 sweepdir.mark_failed(path, "found without a readable result.json; set aside to run the trial again")
             sweepdir.set_aside(path, out, cfg.trial_id)
     return plan
+
+
+def _shared_memo(out: Path):
+    """The memo of test runs the sweep's trials share: ``<out>/.sweep/memo``, unless one is set already
+    (``$LATTE_LAB_MEMO_DIR``, or an enclosing :func:`~latte_lab.sandbox.pytest.sharing_memo`, which a series
+    of sweeps over the same seeds may share)."""
+    import contextlib
+
+    from latte_lab.sandbox.pytest import default_memo_dir, sharing_memo
+
+    return contextlib.nullcontext() if default_memo_dir() is not None else sharing_memo(sweepdir.memo_dir(out))
 
 
 def dry_run(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path = "runs/sweep") -> SweepPlan:
@@ -148,10 +162,11 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
                 stopped = runner.run(todo, on_row, lambda: None if sweep_budget.unlimited
                                      else sweep_budget.reached(*settings_ray.state.spend()))
             elif jobs == 1:
-                with settings.applied():
+                with settings.applied(), _shared_memo(out):
                     stopped = local.run_serial(todo, out, on_row, may_start)
             else:
-                stopped = local.LocalPool(jobs, out, settings).run(todo, on_row, may_start)
+                with _shared_memo(out):  # the workers, forked inside, share it
+                    stopped = local.LocalPool(jobs, out, settings).run(todo, on_row, may_start)
         except KeyboardInterrupt:  # between trials, or while landing one
             stopped = "interrupted"
         finally:
