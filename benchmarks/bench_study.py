@@ -220,10 +220,10 @@ def run(configs: list, jobs: int, root: Path, name: str) -> dict:
     start = time.time()
     df = ll.run_sweep([c.model_copy() for c in configs], out=out, n_jobs=jobs, progress=False)
     wall = time.time() - start
-    cpu = cpu_seconds() - cpu_before
     if saved is not None:
         os.environ["LATTE_LAB_MEMO_DIR"] = saved
-    fresh_state(memo)
+    fresh_state(memo)  # this process's fork servers end here: their CPU (and their runs') is counted once waited for
+    cpu = cpu_seconds() - cpu_before
     records = [json.loads(line) for line in profile.read_text().splitlines()] if profile.exists() else []
     return {"name": name, "jobs": jobs, "trials": len(df), "ok": int((df["status"] == "ok").sum()), "wall": wall,
             "start": start, "records": records, "load": (load_before, os.getloadavg()[0]), "cpu": cpu}
