@@ -110,21 +110,26 @@ def fit(out: str | Path = "runs/calibration", *, n_jobs: int = 2, log=print) -> 
         (out / "calibration.json").write_text(json.dumps(record, indent=1))
         return loss
 
+    from latte_lab.sandbox.pytest import sharing_memo
+
     lo = np.array([v[0] for v in PARAMETERS.values()])
     hi = np.array([v[1] for v in PARAMETERS.values()])
     stage = "latin_hypercube"
     sample = qmc.LatinHypercube(d=len(PARAMETERS), seed=LHS_SEED).random(LHS_POINTS)
     points = lo + sample * (hi - lo)
-    losses = [loss_of(p) for p in points]
-    best = points[int(np.argmin(losses))]
-    stage = "nelder_mead"
     scale = hi - lo
 
     def scaled(z):  # Nelder-Mead on the unit box, so one step size suits every parameter
         return loss_of(lo + np.clip(z, 0, 1) * scale)
 
-    minimize(scaled, (best - lo) / scale, method="Nelder-Mead",
-             options={"maxfev": NM_EVALUATIONS, "initial_simplex": None, "xatol": 0.01, "fatol": 0.01})
+    # The evaluations run the same seeds, so many of their trials reach the same files: one memo of test runs
+    # for the whole fit (results are the same with or without it; only the sessions run differ).
+    with sharing_memo(out / "memo"):
+        losses = [loss_of(p) for p in points]
+        best = points[int(np.argmin(losses))]
+        stage = "nelder_mead"
+        minimize(scaled, (best - lo) / scale, method="Nelder-Mead",
+                 options={"maxfev": NM_EVALUATIONS, "xatol": 0.01, "fatol": 0.01})
     top = min(record["evaluations"], key=lambda e: e["loss"])
     record["best"] = top
     (out / "calibration.json").write_text(json.dumps(record, indent=1))
@@ -140,14 +145,17 @@ def validate(out: str | Path = "runs/sim_validation", *, profiles=("default", "c
 
     import latte_lab as ll
 
+    from latte_lab.sandbox.pytest import sharing_memo
+
     frames = []
-    for profile in profiles:
-        grid = {"task": list(TASKS), "team": list(VALIDATION_TEAMS), "seeds": list(VALIDATION_SEEDS),
-                "model": f"simulated/{profile}", "sandbox": "local"}
-        rows = ll.run_sweep(grid, out=Path(out) / profile, n_jobs=n_jobs, progress=False)
-        rows = rows[rows["status"] == "ok"].copy() if "status" in rows else rows.copy()
-        rows.insert(0, "profile", profile)
-        frames.append(rows)
+    with sharing_memo(Path(out) / "memo"):  # the profiles' trials start from the same files: one memo for both
+        for profile in profiles:
+            grid = {"task": list(TASKS), "team": list(VALIDATION_TEAMS), "seeds": list(VALIDATION_SEEDS),
+                    "model": f"simulated/{profile}", "sandbox": "local"}
+            rows = ll.run_sweep(grid, out=Path(out) / profile, n_jobs=n_jobs, progress=False)
+            rows = rows[rows["status"] == "ok"].copy() if "status" in rows else rows.copy()
+            rows.insert(0, "profile", profile)
+            frames.append(rows)
     trials = pd.concat(frames, ignore_index=True)
     keep = ["profile", "task", "team", "model", "seed", "trial_id", "success", "accuracy", "total_rounds",
             "total_input_tokens", "total_output_tokens", "total_tokens", "wall_clock_seconds",
