@@ -165,10 +165,12 @@ def test_hidden_work_grows_the_latte_graph_and_static_leaves_it_undone(tmp_path,
 def test_the_virtual_clock_adds_the_lead_then_the_slowest_worker(tmp_path, team):
     """Each call takes base + input / prefill rate + output / decode rate; within a round the agents that act
     together cost the slowest of them, and an agent run before them (the Lead, a pipeline role) adds its own
-    call; tools add their nominal seconds."""
+    call; tools add their nominal seconds, one after another in the summed reading (``tool_time="summed"``), and
+    overlapping between the agents of a step in the paper's (the default), which therefore lies between the
+    calls alone and the summed clock."""
     from latte_lab.teams.engine import VIRTUAL_SCRIPT_SECONDS, VIRTUAL_TEST_SECONDS
 
-    res = run(tmp_path, "textproc", team, max_rounds=6)
+    res = run(tmp_path / "summed", "textproc", team, max_rounds=6, tool_time="summed")
     ev = res.events
     profile = SimulatedModel().profile
     replies = ev[ev["type"] == "agent_reply"]
@@ -187,3 +189,8 @@ def test_the_virtual_clock_adds_the_lead_then_the_slowest_worker(tmp_path, team)
     if "returncode" in tools:
         expected += VIRTUAL_SCRIPT_SECONDS * ((tools["type"] == "run_script") & tools["returncode"].notna()).sum()
     assert res.virtual_seconds == pytest.approx(expected, rel=1e-6)  # planning included
+    calls_alone = expected - VIRTUAL_TEST_SECONDS * (tools["type"] == "run_tests").sum() - (
+        VIRTUAL_SCRIPT_SECONDS * ((tools["type"] == "run_script") & tools["returncode"].notna()).sum()
+        if "returncode" in tools else 0.0)
+    paper = run(tmp_path / "parallel", "textproc", team, max_rounds=6)
+    assert calls_alone <= paper.virtual_seconds <= res.virtual_seconds
