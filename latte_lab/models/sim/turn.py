@@ -17,25 +17,20 @@ from dataclasses import dataclass, field
 
 from latte_lab.models.base import AgentView, ModelRequest
 from latte_lab.models.sim.profiles import Profile
-from latte_lab.models.sim.skill import TaskSkill
+from latte_lab.models.sim.fixbook import FixBook
+from latte_lab.models.sim.skill import Skill
 from latte_lab.models.sim.text import WORK_MARKER, Act, act, marked_task, tags_in
 from latte_lab.models.view import SYSTEM, failures_in, segments
-from latte_lab.tasks.base import WorkUnit
+from latte_lab.models.sim.skill import WorkUnit
 
 _CHECK_LINE = re.compile(r"^(PASSED|FAILED|ERROR)\s+(\S+)", re.MULTILINE)
 OBSERVE_TAGS = ("run_tests", "run_script")
-PROBE_PREFIX = "check_"  # a check script an agent writes for a unit: check_<unit>_<agent>.py
 
 
 def stable_seed(*parts) -> int:
     """A 64-bit seed from the parts (SHA-256 of their repr): same parts, same seed, on any machine."""
     digest = hashlib.sha256(repr(parts).encode("utf-8")).digest()
     return int.from_bytes(digest[:8], "big")
-
-
-def probe_path(unit: WorkUnit, agent: str) -> str:
-    """Where an agent keeps its check script for a unit (its own file: checks never collide)."""
-    return f"{PROBE_PREFIX}{unit.id.replace('-', '_')}_{agent.lower()}.py"
 
 
 @dataclass
@@ -45,7 +40,7 @@ class Turn:
     request: ModelRequest
     view: AgentView
     profile: Profile
-    skill: TaskSkill
+    book: FixBook
     rng: random.Random
     notes: list[str] = field(default_factory=list)
     acts: list[Act] = field(default_factory=list)
@@ -64,6 +59,10 @@ class Turn:
         if self.view.current_task:
             reported.append(self.view.current_task.get("description") or "")
         self.reported = tuple(dict.fromkeys(f for text in reported for f in failures_in(text)))
+        # what work exists, and where: only from the prompt's text (and the files it shows)
+        text = "\n".join([self.request.system, *(m.content for m in self.request.messages)])
+        project = self.book.project_for(self.view.files_read, text)
+        self.skill = Skill(project, text, self.observations())
 
     # ----- the reply -----
     def allows(self, tag: str) -> bool:
