@@ -29,6 +29,7 @@ from functools import cached_property
 from latte_lab.models.sim import source as S
 
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(?:py|json|txt|csv|md))(?![\w])")
+_WORD = re.compile(r"[A-Za-z_]\w{4,}")
 MIN_TEXT_LINE = 30  # characters: shorter project-text lines are too generic to say which project it is
 
 
@@ -88,7 +89,17 @@ class Project:
         """What every agent may read of the project: its description and its public test files."""
         return "\n".join([self.description, *(self.start.get(p, "") for p in self.public_tests)])
 
-    def match(self, files: Mapping[str, str], mentioned: set[str], text: str) -> int:
+    @cached_property
+    def names(self) -> frozenset[str]:
+        """The test classes of its public tests and the names defined in its code (5 characters or more)."""
+        out = set(re.findall(r"^class (Test\w+)", "\n".join(self.start.get(p, "") for p in self.public_tests), re.M))
+        for path in self.paths:
+            if path.endswith(".py") and path not in self.public_tests:
+                out |= {n for name in (*self.start_symbols(path), *self.correct_symbols(path))
+                        for n in name.split(".") if len(n) >= 5 and not n.startswith("__")}
+        return frozenset(out)
+
+    def match(self, files: Mapping[str, str], mentioned: set[str], text: str, words: frozenset[str] = frozenset()) -> int:
         """How well a prompt's content fits this project (0: not at all)."""
         score = 0
         for path, seen in files.items():
@@ -102,6 +113,7 @@ class Project:
             known = {**self.start_symbols(path), **self.correct_symbols(path)}
             score += 5 * sum(1 for name, body in have.items() if name in known and S.same_symbol(body, known[name], path))
         score += 3 * len(mentioned & self.paths)
+        score += 2 * len(words & self.names)  # its test classes and code names, as failures and tasks name them
         if text and self.lines:
             score += sum(1 for line in self.lines if line in text)
         return score
@@ -118,13 +130,14 @@ class FixBook:
         """The project whose files and text the prompt shows most of; None when nothing matches."""
         mentioned = paths_in(text)
         lines = frozenset(line.strip() for line in text.splitlines() if len(line.strip()) >= MIN_TEXT_LINE)
-        key = (tuple(sorted((p, hash(t)) for p, t in files.items())), frozenset(mentioned), hash(lines))
+        words = frozenset(_WORD.findall(text))
+        key = (tuple(sorted((p, hash(t)) for p, t in files.items())), frozenset(mentioned), hash(lines), hash(words))
         if key in self._picks:
             return self._picks[key]
         joined = "\n".join(lines)
         best, best_score = None, 0
         for project in self.projects:
-            score = project.match(files, mentioned, joined)
+            score = project.match(files, mentioned, joined, words)
             if score > best_score:
                 best, best_score = project, score
         if len(self._picks) > 4096:

@@ -419,6 +419,12 @@ class Skill:
         for f in failures:  # a failure or check about a symbol no known unit covers
             if any(_matches(t, f) for u in units + extra for t in u.tests):
                 continue
+            named_by_failure = [u for u in cat.units if any(_matches(t, f) for t in u.tests)]
+            if named_by_failure:  # a test named after a function or file of the project
+                extra += named_by_failure
+                extra += [u for c in named_by_failure if c.id.startswith(CHECK)
+                          and (u := cat.resolve(FIX + c.id[len(CHECK):]))]
+                continue
             m = re.fullmatch(r"([\w/]+)\.([A-Za-z_][\w.]*)", f)
             if m:
                 u = cat.resolve(unit_id(m.group(2)))

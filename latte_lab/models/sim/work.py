@@ -97,12 +97,15 @@ def in_place(t: Turn, unit: WorkUnit) -> bool:
 
 def revealed(t: Turn) -> list[WorkUnit]:
     """Units the description does not reveal that the agent's observations now point at: a check of
-    theirs fails while every unit they build on is in place."""
+    theirs fails while every unit they build on is in place and their code, as far as the prompt shows
+    it, is not already right."""
     out = []
     fails = t.failures() + t.reported
     for u in t.skill.units:
         if u.visible or not t.skill.unit_failing(u, fails):
             continue
+        if t.skill.patchable(u) and t.state(u) == "solution":
+            continue  # its code, as the prompt shows it, has nothing wrong: the failure comes from elsewhere
         if all(in_place(t, d) for d in upstream(t, [u]) if t.skill.patchable(d)):
             out.append(u)
     return out
