@@ -63,6 +63,7 @@ class Project:
             h = hashlib.sha256()
             for path in sorted(self.start):
                 h.update(path.encode() + b"\0" + self.start[path].encode() + b"\0")
+            h.update(self.description.encode())
             self.key = h.hexdigest()[:16]
         self.lines = frozenset(line.strip() for line in self.description.splitlines()
                                if len(line.strip()) >= MIN_TEXT_LINE)

@@ -124,7 +124,7 @@ def examples_in(text: str) -> tuple[Example, ...]:
                                                 re.split(r",|\bimport\b", imp.split(" import ", 1)[-1]) if n.strip())]
         out.append(Example(check=check, module=module, setup="\n".join(needed), expr=code,
                            expected="\n".join(expected)))
-    return tuple(out)
+    return tuple(dict.fromkeys(out))
 
 
 CHECK_HELPERS_TEXT = '''"""Runs examples and prints one PASSED/FAILED line per example (shared by the check scripts)."""
@@ -241,7 +241,6 @@ class Catalogue:
         public = p.public_text
         tests_text = "\n".join(p.start.get(t, "") for t in p.public_tests)
         self.test_classes = tuple(dict.fromkeys(re.findall(r"^class (Test\w+)", tests_text, re.M)))
-        self.examples = examples_in(p.description)
         described = sorted((f for f in paths_in(p.description) if f in p.paths and f not in p.public_tests),
                            key=lambda f: p.description.index(f))
         self.code_files = [f for f in sorted(p.paths) if S.kind(f) == "py" and f not in p.public_tests]
@@ -363,10 +362,6 @@ class Catalogue:
             self._resolved[uid] = unit
         return unit
 
-    def examples_for(self, files: Iterable[str]) -> tuple[Example, ...]:
-        mods = {_stem(f) for f in files}
-        return tuple(e for e in self.examples if e.module in mods)
-
 
 def _replace(u: WorkUnit, **kw) -> WorkUnit:
     from dataclasses import replace
@@ -403,8 +398,10 @@ class Skill:
             self.by_id: dict[str, WorkUnit] = {}
             self.covered: dict[str, bool] = {}
             self.public_classes: tuple[str, ...] = ()
+            self.examples: tuple[Example, ...] = ()
             return
         cat = self.cat = catalogue(project)
+        self.examples = examples_in(text)
         self.public_classes = cat.test_classes
         described = bool(project.lines) and any(line in text for line in project.lines)
         named = {m.group(1) for m in cat.id_pattern.finditer(text)}
@@ -443,11 +440,12 @@ class Skill:
         return bool(self.unit_files(unit))
 
     def probe(self, unit: WorkUnit) -> tuple[str, str] | None:
-        """(path, text) of the unit's check script: the description's examples for its module."""
+        """(path, text) of the unit's check script: the examples its prompt shows for the unit's module."""
         if self.cat is None:
             return None
         files = unit.files or tuple(f for d in unit.deps if (u := self.unit(d)) for f in u.files)
-        examples = self.cat.examples_for(files)
+        mods = {_stem(f) for f in files}
+        examples = [e for e in self.examples if e.module in mods]
         if not examples:
             return None
         module = examples[0].module
@@ -625,3 +623,12 @@ def _matches(test_substring: str, failure: str) -> bool:
 
 
 failures_in_text = failures_in  # failing test or check ids named in a text (FAILED/ERROR lines)
+
+
+def skill_from_text(text: str, files: Mapping[str, str] | None = None, failures: Iterable[str] = (),
+                    tasks: Mapping[str, object] | None = None) -> Skill:
+    """The skill an agent whose prompt shows ``text`` (and the ``files`` it read) would have: for tests
+    and notebooks that look at what a prompt reveals."""
+    from latte_lab.models.sim.fixbook import fix_book
+
+    return Skill(fix_book(tasks).project_for(dict(files or {}), text), text, failures)

@@ -33,6 +33,15 @@ def stable_seed(*parts) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+def view_text(view: AgentView) -> str:
+    """The view's fields as text (read from the prompt, so nothing new; a view built by hand has only these)."""
+    import json
+
+    parts = [json.dumps(x, sort_keys=True, default=str) for x in (view.current_task, view.frontier, view.graph)
+             if x] + [view.test_output or "", *view.script_output, *map(str, (view.extra.get("documents") or {}).values())]
+    return "\n".join(p for p in parts if p)
+
+
 @dataclass
 class Turn:
     """One call: the request, the agent's knowledge, and the reply being built."""
@@ -60,7 +69,7 @@ class Turn:
             reported.append(self.view.current_task.get("description") or "")
         self.reported = tuple(dict.fromkeys(f for text in reported for f in failures_in(text)))
         # what work exists, and where: only from the prompt's text (and the files it shows)
-        text = "\n".join([self.request.system, *(m.content for m in self.request.messages)])
+        text = "\n".join([self.request.system, *(m.content for m in self.request.messages), view_text(self.view)])
         project = self.book.project_for(self.view.files_read, text)
         self.skill = Skill(project, text, self.observations())
 
