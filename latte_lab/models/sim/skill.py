@@ -16,7 +16,8 @@ so that every agent derives the same id for the same thing:
   only when its tests still fail with its callees in place. Dependencies come from the calls in the code.
 
 Which failures and checks are about a unit: the test classes named after its file or function, the
-``[<stem>]`` parameter of a test, and check ids ``<module>.<symbol>``. A unit's check script runs the
+tests of a file ``test_<stem>.py``, the ``[<stem>]`` parameter of a test, and check ids
+``<module>.<symbol>``. A unit's check script runs the
 examples the project description gives for its module (``>>> ...`` lines and the output the user
 expects) and prints ``PASSED``/``FAILED <module>.<symbol> - <difference>`` lines.
 
@@ -241,6 +242,7 @@ class Catalogue:
         public = p.public_text
         tests_text = "\n".join(p.start.get(t, "") for t in p.public_tests)
         self.test_classes = tuple(dict.fromkeys(re.findall(r"^class (Test\w+)", tests_text, re.M)))
+        self._examples = examples_in(p.description)
         described = sorted((f for f in paths_in(p.description) if f in p.paths and f not in p.public_tests),
                            key=lambda f: p.description.index(f))
         self.code_files = [f for f in sorted(p.paths) if S.kind(f) == "py" and f not in p.public_tests]
@@ -252,10 +254,13 @@ class Catalogue:
                 continue
             in_files[f] = set(syms)
             units.append(self._file_unit(f, syms, tests_text))
-        stems = {_stem(u.files[0]): u.id for u in units}
-        for i, u in enumerate(units):
-            deps = tuple(dict.fromkeys(stems[m] for m in _imports(p.start.get(u.files[0], "")) if m in stems
-                                       and stems[m] != u.id))
+        stems = {_stem(u.files[0]): u for u in units}
+        for i, u in enumerate(units):  # a module builds on the units it imports whose new parts its code uses
+            f = u.files[0]
+            code = p.correct(f) or ""
+            deps = tuple(dict.fromkeys(stems[m].id for m in _imports(p.start.get(f, "")) if m in stems
+                                       and stems[m].id != u.id
+                                       and any(_named(sym.rsplit(".", 1)[-1], code) for sym in stems[m].symbols)))
             units[i] = _replace(u, deps=deps)
         # functions the public tests cover one class each, in files the description names
         covered: dict[str, tuple[str, str]] = {}  # symbol -> (file, test class)
@@ -324,6 +329,7 @@ class Catalogue:
         tests = [c for c in self.test_classes if _norm(c.removeprefix("Test")) in (_norm(stem), base)]
         if f'"{stem}"' in tests_text:
             tests.append(f"[{stem}]")
+        tests += [f"test_{stem}.py::" for t in self.project.public_tests if t.rsplit("/", 1)[-1] == f"test_{stem}.py"]
         tests += [f"{stem}.{s}" for s in syms] or [f"{stem}."]
         for s in syms:  # the attributes a constructor it writes sets up
             if s.endswith(".__init__"):
@@ -331,11 +337,17 @@ class Catalogue:
                 tests += [f"{stem}.{s[:-len('__init__')]}{a}" for a in dict.fromkeys(re.findall(r"self\.(\w+)\s*=", init))
                           if not a.startswith("_")]
         what = ", ".join(syms) if syms else "the whole file"
-        item = next((para.strip() for para in re.split(r"\n\s*\n|\n(?=\d+\. |- )", self.project.description)
-                     if f in para), "")
+        paras = [para.strip() for para in re.split(r"\n\s*\n|\n(?=\d+\. |- )", self.project.description) if f in para]
+        item = next((para for para in paras if re.match(r"\d+\. ", para)), paras[0] if paras else "")
         verb = "Write" if f not in self.project.start else "Complete"
+        text = f"{verb} {f} ({what}) as the project description states. {item}"[:600]
+        mine = [e for e in self._examples if e.module == stem]
+        if mine:  # the description's examples for the module travel with the task, so whoever takes it can check
+            lines = list(dict.fromkeys(line for e in mine for line in e.setup.splitlines()))
+            text += "\nExamples:\n" + "\n".join(f">>> {line}" for line in lines) + "\n"
+            text += "\n".join(f">>> {e.expr}\n{e.expected}" for e in mine)
         return WorkUnit(id=stem, title=f"{verb} {f}", files=(f,), symbols=tuple(syms), tests=tuple(tests),
-                        description=f"{verb} {f} ({what}) as the project description states. {item}"[:600])
+                        description=text)
 
     # ----- ids -----
     def resolve(self, uid: str) -> WorkUnit | None:
@@ -432,6 +444,7 @@ class Skill:
         tests_text = "\n".join(project.start.get(t, "") for t in project.public_tests)
         self.covered = {u.id: any(c in self.public_classes for c in u.tests)
                         or any(t.startswith("[") and t[1:-1] and f'"{t[1:-1]}"' in tests_text for t in u.tests)
+                        or any(t.startswith("test_") and t.endswith(".py::") for t in u.tests)
                         for u in self.units}
 
     # ----- unit facts -----

@@ -136,7 +136,7 @@ the library is for):
     >>> from summarizer import Summarizer
     >>> from similarity import cosine_similarity, jaccard_similarity
     >>> from formatter import Formatter
-    >>> from pipeline import Pipeline, add_sentiment, add_keywords
+    >>> from pipeline import Pipeline, add_sentiment, add_keywords, add_summary
     >>> Tokenizer().tokenize_words("Customers don\u2019t like the app\u2019s new look.")
     ['customers', "don't", 'like', 'the', "app's", 'new', 'look']
     >>> Tokenizer().tokenize_sentences("Pi is 3.14. Wait... Really?  Yes!")
@@ -149,6 +149,10 @@ the library is for):
     ['Hi there.', 'Hi again!']
     >>> Document("Hi there. Hi again!").unique_words
     ['hi', 'there', 'again']
+    >>> Document("Hi there. Hi again!").sentence_count
+    2
+    >>> Document("Hi there. Hi again!").unique_word_count
+    3
     >>> Document("Hi there. Hi again!").char_count
     19
     >>> Document("one").metadata
@@ -157,18 +161,30 @@ the library is for):
     0
     >>> SentimentAnalyzer(positive_words={"good"}, negative_words={"bad"}).analyze("Good, GOOD... bad!")
     {'score': 0.3333333333333333, 'label': 'positive', 'positive_count': 2, 'negative_count': 1}
+    >>> SentimentAnalyzer(positive_words={"good"}, negative_words={"bad"}).analyze("bad")
+    {'score': -1.0, 'label': 'negative', 'positive_count': 0, 'negative_count': 1}
+    >>> SentimentAnalyzer().analyze("")
+    {'score': 0.0, 'label': 'neutral', 'positive_count': 0, 'negative_count': 0}
     >>> KeywordExtractor().extract("Rivers feed lakes. Lakes feed rivers. Rivers flood towns.", top_k=2)
     ['rivers', 'feed']
     >>> KeywordExtractor().extract_ngrams("Rivers feed lakes. Lakes feed rivers. Rivers flood towns.", n=2, top_k=1)
     [('rivers', 'feed')]
+    >>> KeywordExtractor().extract("the an of", top_k=3)
+    []
     >>> Summarizer().summarize("Cats purr. Dogs bark loudly at dogs. Birds sing.", 1)
     'Dogs bark loudly at dogs.'
+    >>> Summarizer().summarize("Alpha beta. Gamma. Alpha beta alpha.", 2)
+    'Alpha beta. Alpha beta alpha.'
     >>> round(cosine_similarity("a b", "a c"), 4)
     0.5
     >>> round(jaccard_similarity("a b", "b c"), 4)
     0.3333
+    >>> cosine_similarity("", "x")
+    0.0
     >>> Formatter().truncate("Hello world", 5)
     'He...'
+    >>> Formatter().wrap("aa bb cc", 5)
+    ['aa bb', 'cc']
     >>> Formatter().wrap("a verylongword b", 4)
     ['a', 'verylongword', 'b']
     >>> Formatter().to_titlecase("don't STOP")
@@ -177,6 +193,10 @@ the library is for):
     'a b'
     >>> Pipeline([add_sentiment, add_keywords]).run("Great food. Slow service but great staff.").metadata
     {'sentiment': {'score': 1.0, 'label': 'positive', 'positive_count': 2, 'negative_count': 0}, 'keywords': ['great', 'food', 'slow', 'service', 'staff']}
+    >>> Pipeline([add_summary]).run("Cats purr. Dogs bark loudly at dogs.").metadata
+    {'summary': 'Dogs bark loudly at dogs.'}
+    >>> Pipeline().run("text").text
+    'text'
 
 The public test (python -m pytest -q test_interfaces.py tests) only checks that the interfaces
 exist; it does not check correctness. Write your own tests (e.g. under tests/) as you go.
