@@ -35,9 +35,9 @@ from dataclasses import asdict
 
 from latte_lab.errors import ModelError
 from latte_lab.models.base import ModelRequest, ModelResponse, Usage, estimate_tokens
+from latte_lab.models.sim.fixbook import fix_book
 from latte_lab.models.sim.policy import decide
 from latte_lab.models.sim.profiles import Profile, resolve_profile
-from latte_lab.models.sim.fixbook import fix_book
 from latte_lab.models.sim.text import reply_text
 from latte_lab.models.sim.turn import Turn, stable_seed
 

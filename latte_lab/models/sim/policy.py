@@ -18,9 +18,9 @@ from latte_lab import prompts
 from latte_lab.errors import ModelError
 from latte_lab.models.sim import documents, flat, lead
 from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, discover_fix, node_targets
+from latte_lab.models.sim.skill import WorkUnit
 from latte_lab.models.sim.turn import Turn, stable_seed
 from latte_lab.models.sim.work import BLOCKED, FINISHED, WORKING, blamed, files_of, revealed, stalled, upstream, work
-from latte_lab.models.sim.skill import WorkUnit
 
 __all__ = ["Turn", "decide", "stable_seed"]
 

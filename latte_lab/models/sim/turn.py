@@ -16,12 +16,11 @@ import re
 from dataclasses import dataclass, field
 
 from latte_lab.models.base import AgentView, ModelRequest
-from latte_lab.models.sim.profiles import Profile
 from latte_lab.models.sim.fixbook import FixBook
-from latte_lab.models.sim.skill import Skill
+from latte_lab.models.sim.profiles import Profile
+from latte_lab.models.sim.skill import Skill, WorkUnit
 from latte_lab.models.sim.text import WORK_MARKER, Act, act, marked_task, tags_in
 from latte_lab.models.view import SYSTEM, failures_in, segments
-from latte_lab.models.sim.skill import WorkUnit
 
 _CHECK_LINE = re.compile(r"^(PASSED|FAILED|ERROR)\s+(\S+)", re.MULTILINE)
 OBSERVE_TAGS = ("run_tests", "run_script")

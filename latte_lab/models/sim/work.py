@@ -15,10 +15,9 @@ reveal whose check fails while everything it builds on is in place.
 
 from __future__ import annotations
 
+from latte_lab.models.sim.skill import CHECK_HELPERS, CHECK_HELPERS_TEXT, WorkUnit
 from latte_lab.models.sim.text import marked_task
-from latte_lab.models.sim.skill import CHECK_HELPERS, CHECK_HELPERS_TEXT
 from latte_lab.models.sim.turn import OBSERVE_TAGS, Turn
-from latte_lab.models.sim.skill import WorkUnit
 
 WORKING, FINISHED, BLOCKED = "working", "finished", "blocked"
 MAX_PATCHES = 3  # patches of the same units in one subtask before an agent decides the fault lies elsewhere
