@@ -119,13 +119,23 @@ def examples_in(text: str) -> tuple[Example, ...]:
         elif m := next((m for m in _CALL.finditer(code) if m.group(1) in names), None):
             module = names[m.group(1)]
             check = f"{module}.{m.group(1)}"
-        if check is None or module is None:
-            continue
+        if check is None or module is None or not _complete(code, expected):
+            continue  # an example cut short (a listing that truncates task texts) is not one to run
         needed = [imp for imp in imports if any(_named(n.split(" as ")[-1].strip(), code) for n in
                                                 re.split(r",|\bimport\b", imp.split(" import ", 1)[-1]) if n.strip())]
         out.append(Example(check=check, module=module, setup="\n".join(needed), expr=code,
                            expected="\n".join(expected)))
-    return tuple(dict.fromkeys(out))
+    return tuple({(e.check, e.expr): e for e in reversed(out)}.values())[::-1]
+
+
+def _complete(code: str, expected: list[str]) -> bool:
+    """Whether an example's expression and its expected output are whole Python expressions."""
+    try:
+        compile(code, "<example>", "eval")
+        compile("\n".join(expected), "<expected>", "eval")
+    except SyntaxError:
+        return False
+    return True
 
 
 CHECK_HELPERS_TEXT = '''"""Runs examples and prints one PASSED/FAILED line per example (shared by the check scripts)."""
