@@ -128,13 +128,18 @@ def _found_apostrophes(run_dir: Path) -> bool:
 
 @pytest.mark.slow
 def test_hidden_work_whose_symptom_is_taken_away_is_never_found():
+    """The tokenizer's defect shows only through the description's sample review: typed with plain
+    apostrophes, no agent of 20 trials ever names it; as shipped, most short trials find it."""
     ll.tasks.register(PlainTextprocTask)
     assert "\u2019" in TextprocTask.description and "\u2019" not in PlainTextprocTask.description
-    found = {"textproc": 0, PlainTextprocTask.id: 0}
-    for task in found:
-        for seed in range(20):
+
+    def found(task: str, seeds) -> int:
+        n = 0
+        for seed in seeds:
             with tempfile.TemporaryDirectory() as tmp:
-                _trial(task, "latte", seed, None, Path(tmp), n_workers=2, max_rounds=6)
-                found[task] += _found_apostrophes(Path(tmp))
-    assert found[PlainTextprocTask.id] == 0
-    assert found["textproc"] >= 15, found  # with the symptom in the sample text, it is found nearly always
+                _trial(task, "latte", seed, None, Path(tmp), n_workers=2, max_rounds=8)
+                n += _found_apostrophes(Path(tmp))
+        return n
+
+    assert found(PlainTextprocTask.id, range(20)) == 0
+    assert found("textproc", range(10)) >= 7  # the same trials with the symptom in the sample text

@@ -133,7 +133,7 @@ def test_agents_whose_read_file_does_nothing_write_much_worse_code(tmp_path, mon
 
     monkeypatch.setattr(Team, "do_read_file", read_nothing)
     blind = _mean_accuracy(tmp_path / "b", "latte", "textproc", seeds, **limit)
-    assert default > 0.8 and blind < default - 0.5, (blind, default)
+    assert default > 0.6 and blind < default - 0.5, (blind, default)
 
 
 def _hidden_done(result, task) -> int:
