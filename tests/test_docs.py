@@ -17,7 +17,8 @@ TASK_PAYLOADS = ("files", "hidden", "probes", "solution", "wrong")  # tasks/<tas
 INTERNAL = {
     "latte_lab.cli.cache", "latte_lab.cli.figures", "latte_lab.cli.prices", "latte_lab.cli.sweep",  # api/cli.md
     "latte_lab.cli.trial",
-    "latte_lab.models.sim.documents", "latte_lab.models.sim.flat", "latte_lab.models.sim.lead",
+    "latte_lab.models.sim.documents", "latte_lab.models.sim.fixbook", "latte_lab.models.sim.flat",
+    "latte_lab.models.sim.lead",
     "latte_lab.models.sim.mutate", "latte_lab.models.sim.nodes", "latte_lab.models.sim.policy",
     "latte_lab.models.sim.skill", "latte_lab.models.sim.source", "latte_lab.models.sim.text",
     "latte_lab.models.sim.turn", "latte_lab.models.sim.work",  # the simulated model's internals

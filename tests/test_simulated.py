@@ -16,7 +16,7 @@ from latte_lab.errors import ConfigError, ModelError
 from latte_lab.models.base import CHARS_PER_TOKEN, AgentView, Message, ModelRequest, Scope
 from latte_lab.models.sim import PROFILES, Profile, SimulatedModel, resolve_profile
 from latte_lab.models.sim import source as S
-from latte_lab.models.sim.skill import failures_in_text, skill_for
+from latte_lab.models.sim.skill import failures_in_text, skill_from_text
 
 EXPERT = Profile(name="expert", p_correct_patch=1.0, blind_factor=1.0, unguided_factor=1.0, upstream_factor=1.0,
                  p_observe_first=0.0, p_straggler=0.0, p_reread=0.0, p_forget_complete=0.0, chattiness=0.0,
@@ -29,13 +29,29 @@ LEAD_ACTIONS = ("assign_task", "broadcast", "run_script", "request_status", "run
                 "verify_task", "release_task", "close_task")
 
 
+def intro(task: str) -> str:
+    """The project introduction every agent of a trial on ``task`` receives (as the teams render it)."""
+    import latte_lab as ll
+    from latte_lab import prompts
+    from latte_lab.models.sim.fixbook import starting_files
+
+    t = ll.tasks.get(task)
+    return prompts.render_project(t.title, t.description, t.success_criteria, sorted(starting_files(t)))
+
+
+def skill_of(task: str, failures=()):
+    """What an agent whose prompt shows the project introduction makes of the project."""
+    return skill_from_text(intro(task), failures=failures)
+
+
 @pytest.fixture(scope="module")
 def debug():
-    return skill_for("debug")
+    return skill_of("debug")
 
 
-def ask(model, view: AgentView, *, seed: int = 0, call: int = 0, history: list[str] = ()):
-    msgs = []
+def ask(model, view: AgentView, *, seed: int = 0, call: int = 0, history: list[str] = (), project: str = "debug"):
+    """A request as a team builds it: the project introduction, earlier turns, and a newest message."""
+    msgs = [Message("user", f"[From System]: {intro(project)}")] if project else []
     for h in history:
         msgs += [Message("user", "[From System]: Continue."), Message("assistant", h)]
     msgs.append(Message("user", "[From System]: Continue."))
@@ -146,13 +162,40 @@ def test_skill_maps_failures_to_units(debug):
     assert "signal_toolkit.py" in debug.start
 
 
-def test_skill_maps_public_form_tests_by_file_and_probe_checks_by_id():
-    eda = skill_for("eda")
+def test_skill_maps_public_form_tests_by_file_and_checks_by_the_symbol_they_name():
+    eda = skill_of("eda")
     ids = {u.id for u in eda.failing_units(["test_suite.py::TestFindingsJson::test_has_categories"])}
-    assert ids == {u.id for u in eda.units if "findings.json" in u.files and u.visible}
-    assert [u.id for u in eda.failing_units(["data_quality::placeholder"])] == ["data_quality"]
-    assert eda.observable(eda.unit("summary")) and not eda.patchable(skill_for("debug").unit("check-rms")
-                                                                       or debug_check(skill_for("debug")))
+    assert ids == {u.id for u in eda.units if "findings.json" in u.files and u.visible} == {"findings"}
+    assert eda.observable(eda.unit("summary")) and not eda.patchable(debug_check(skill_of("debug")))
+    shown = ["tokenizer.Tokenizer.tokenize_words", "tokenizer.Tokenizer.get_ngrams"]
+    text = skill_of("textproc", failures=shown)
+    assert [u.id for u in text.failing_units(shown[1:])] == ["tokenizer"]  # a member the description asks for
+    hidden = text.failing_units(shown[:1])  # a working member whose check fails: work no plan contains
+    assert [(u.id, u.visible, u.files, u.symbols) for u in hidden] == [
+        ("fix-Tokenizer-tokenize_words", False, ("tokenizer.py",), ("Tokenizer.tokenize_words",))]
+    assert "fix-Tokenizer-tokenize_words" not in {u.id for u in skill_of("textproc").units}  # unseen: unknown
+    path, script = text.probe(text.unit("tokenizer"))
+    assert path == "check_tokenizer.py" and "tokenize_words" in script and "\u2019" in script  # the sample review
+
+
+def test_units_come_from_the_description_the_files_and_the_tests():
+    """The units an agent builds from a project's public text match what a task author would list."""
+    debug = skill_of("debug")
+    assert [u.id for u in debug.visible_units()] == [
+        "fix-normalize", "fix-moving_average", "fix-rms", "fix-find_peaks", "fix-linear_detrend",
+        "fix-autocorrelation", "fix-zero_crossings", "fix-downsample", "check-band_energy", "check-smooth_detrend",
+        "check-peak_rate"]
+    assert debug.unit("check-peak_rate").deps == ("fix-downsample", "fix-find_peaks")  # from the calls in the code
+    assert not debug.unit("fix-peak_rate").visible and debug.unit("fix-peak_rate").deps == ("fix-downsample", "fix-find_peaks")
+    text = skill_of("textproc")
+    assert [u.id for u in text.visible_units()] == ["document", "tokenizer", "sentiment", "keywords", "summarizer",
+                                                     "similarity", "formatter", "pipeline"]
+    assert text.unit("pipeline").deps == ("document", "keywords", "sentiment", "summarizer")  # its imports
+    assert "Tokenizer.tokenize_words" not in text.unit("tokenizer").symbols  # described as working
+    eda = skill_of("eda")
+    assert [(u.id, u.files) for u in eda.visible_units()] == [
+        ("config", ("config.py",)), ("findings", ("findings.json",)), ("summary", ("summary.txt",))]
+    assert skill_from_text("Nothing about any project here.").units == []
 
 
 def debug_check(skill):
@@ -167,7 +210,7 @@ def test_a_failed_draw_is_a_generic_slip_of_the_correct_unit(task):
     it, still parses, and for code units is usually caught by the unit's own tests or checks."""
     import random
 
-    skill = skill_for(task)
+    skill = skill_of(task)
     for u in skill.units:
         for f in skill.unit_files(u):
             good = skill.version(u, f, True, random.Random(0))

@@ -18,7 +18,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from trial_helpers import run_unit_probes
 
 import latte_lab as ll
 from latte_lab.errors import WorkspaceError
@@ -317,35 +316,12 @@ def test_the_hidden_unit_is_what_a_plan_from_the_description_misses(task, hidden
     assert "99" not in task.description and "placeholder value that column uses" in task.description
 
 
-def _run_probes(task, files: dict[str, str], root: Path) -> dict[str, list[str]]:
-    """{unit id: PASSED/FAILED lines} of every unit's probe run on the files."""
-    root.mkdir(exist_ok=True)
-    (root / "employee_data.csv").write_text(eda_pkg._data(), encoding="utf-8")
-    for rel, text in files.items():
-        (root / rel).write_text(text, encoding="utf-8")
-    return {unit: [ln for ln in lines if ln.startswith(("PASSED", "FAILED"))]
-            for unit, lines in run_unit_probes(task, root).items()}
+def test_the_fix_book_finds_the_task_by_its_description(task):
+    from latte_lab.models.sim.fixbook import fix_book
 
-
-def test_probes_pass_the_solution_and_reveal_the_placeholder_from_the_data(task, solution, tmp_path):
-    good = _run_probes(task, solution, tmp_path / "good")
-    assert all(ln.startswith("PASSED") for lines in good.values() for ln in lines), good
-    assert all(good[u] for u in good)  # every probe reports something about its unit
-    start = _run_probes(task, {}, tmp_path / "start")
-    assert any(ln.startswith("FAILED data_quality::") for ln in start["config"])
-    for unit_id, lines in start.items():
-        assert any(ln.startswith(f"FAILED {unit_id}::") for ln in lines), (unit_id, lines)
-    undeclared = {**solution, "config.py": solution["config.py"].replace('{"satisfaction": 99}', "{}")}
-    seen = _run_probes(task, undeclared, tmp_path / "undeclared")
-    for unit_id in ("config", "findings_univariate", "findings_relationships"):
-        assert any(ln.startswith("FAILED data_quality::placeholder") for ln in seen[unit_id])
-
-
-def test_skill_model_accepts_the_task(task):
-    from latte_lab.models.sim.skill import TaskSkill
-
-    skill = TaskSkill.from_task(task)
-    assert set(skill.start) == {"employee_data.csv", "test_suite.py"}
+    project = fix_book().project_for({}, task.description)
+    assert set(project.start) == {"employee_data.csv", "test_suite.py"}
+    assert set(project.solution) == {"config.py", "findings.json", "summary.txt"}
 
 
 # --- wording robustness of the direction checks ----------------------------------------------------

@@ -48,20 +48,3 @@ def discover(*nodes: tuple[str, str], tag: str = "discover_task") -> str:
     """A planning reply discovering ``(id, comma-separated deps)`` nodes."""
     return "Planning the work.\n" + "\n".join(
         f'<{tag} id="{nid}" title="Task {nid}" dependencies="{deps}">Do {nid}.</{tag}>' for nid, deps in nodes)
-
-
-def run_unit_probes(task, root) -> dict[str, list[str]]:
-    """{unit id: stdout lines} of every work unit's probe, run as an agent runs it: a script in ``root``
-    (which already holds the files), by this interpreter; a probe must never end in a traceback."""
-    import subprocess
-    import sys
-
-    out = {}
-    for unit in task.work_units():
-        if unit.probe:
-            (root / f"check_{unit.id}.py").write_text(unit.probe, encoding="utf-8")
-            run = subprocess.run([sys.executable, f"check_{unit.id}.py"], cwd=root, capture_output=True,
-                                 text=True, timeout=60)
-            assert "Traceback" not in run.stderr, run.stderr
-            out[unit.id] = run.stdout.splitlines()
-    return out

@@ -2,7 +2,7 @@
 
 A task is a small software project: files to set up in a workspace, a description and success
 criteria the agents see, a public test command, a hidden suite for scoring, a reference solution, and
-the work units a reference decomposition would have (used by the simulated model as its "skill").
+the work units a reference decomposition would have (for the scheduling workloads and the task tests).
 """
 
 from __future__ import annotations
@@ -28,9 +28,11 @@ class WorkUnit:
     ``tests`` are substrings of the test ids (e.g. ``"TestRms"``) or probe check ids that exercise the
     unit. ``visible`` is False for work the description does not reveal: it shows up only through an
     observation during execution (a test or a probe failing for a new reason), and a plan made from the
-    description alone does not contain it. ``probe`` is an optional script a careful agent would write
-    and run to observe the unit (an analysis of the data, a usage example, its own small tests); it
-    prints ``PASSED <check id>`` or ``FAILED <check id> - <reason>`` lines, pytest-style.
+    description alone does not contain it.
+
+    The decomposition is the task author's account of the work (the scheduling workloads and the task
+    tests use it). The simulated model never reads it: its agents build their own units from what their
+    prompts show (``latte_lab.models.sim.skill``).
     """
 
     id: str
@@ -42,7 +44,6 @@ class WorkUnit:
     visible: bool = True
     tests: tuple[str, ...] = ()
     effort: float = 1.0  # relative size of the unit (the scheduling workloads built from a task use it)
-    probe: str = ""
 
 
 class Task:
@@ -64,7 +65,7 @@ class Task:
     ``reference_solution() -> {path: text}``
         Files that pass every public and hidden test once written over the starting files.
     ``work_units() -> list[WorkUnit]``
-        The reference decomposition: what the simulated model knows about the task.
+        The reference decomposition (the simulated model does not read it).
     """
 
     id: str = ""

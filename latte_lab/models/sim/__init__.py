@@ -3,8 +3,9 @@
 :class:`SimulatedModel` (``model.py``) answers requests; its behaviour is set by a :class:`Profile`
 (``profiles.py``). Internals: what one call knows from its prompt (``turn.py``), the work on units and
 the evidence behind a patch (``work.py``), the role policies (``policy.py`` for graph workers and the
-dispatch, ``lead.py``, ``flat.py``, ``documents.py``, graph nodes in ``nodes.py``), the task skill
-(``skill.py``), source splicing (``source.py``), generic slips (``mutate.py``) and reply text
+dispatch, ``lead.py``, ``flat.py``, ``documents.py``, graph nodes in ``nodes.py``), the units an agent
+builds from its prompt (``skill.py``), the fix book that holds what correct code looks like and is the
+only module reading task internals (``fixbook.py``), source splicing (``source.py``), generic slips (``mutate.py``) and reply text
 (``text.py``).
 
 >>> from latte_lab.models.sim import PROFILES, SimulatedModel

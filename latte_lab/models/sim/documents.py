@@ -8,10 +8,10 @@ observation behind it; the QA Engineer's bug reports are what point it at failur
 
 from __future__ import annotations
 
+from latte_lab.models.sim.skill import WorkUnit
 from latte_lab.models.sim.turn import Turn
 from latte_lab.models.sim.work import blamed, observe, write
 from latte_lab.models.view import failures_in
-from latte_lab.tasks.base import WorkUnit
 
 MAX_REPORTED_FAILURES = 20  # failing ids listed in one bug report
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import re
 
+from latte_lab.models.sim.skill import WorkUnit
 from latte_lab.models.sim.text import marked_task
 from latte_lab.models.sim.turn import Turn
 from latte_lab.models.sim.work import BLOCKED, FINISHED, WORKING, blamed, revealed, stalled, uniq, work
 from latte_lab.models.view import SYSTEM
-from latte_lab.tasks.base import WorkUnit
 
 _TAKING = re.compile(r"I'm taking ([\w\-]+(?:, [\w\-]+)*)")
 _FOUND = "Found: "  # how an agent announces work the description did not show

@@ -13,9 +13,9 @@ import re
 from latte_lab import prompts
 from latte_lab.errors import ModelError
 from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, discover_fix, exists, failure_report, node_targets
+from latte_lab.models.sim.skill import WorkUnit
 from latte_lab.models.sim.turn import Turn
 from latte_lab.models.sim.work import blamed, files_of, uniq
-from latte_lab.tasks.base import WorkUnit
 
 VERIFY_MIN_SUCCESSORS = 3  # a finished task that this many waiting tasks build on is worth a review
 EXPLORE = ("run_tests", "read_file", "run_script")

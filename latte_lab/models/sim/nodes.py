@@ -4,9 +4,9 @@ description of a node it adds."""
 from __future__ import annotations
 
 from latte_lab import prompts
+from latte_lab.models.sim.skill import WorkUnit
 from latte_lab.models.sim.turn import Turn
 from latte_lab.models.view import failures_in
-from latte_lab.tasks.base import WorkUnit
 
 FIX_SUFFIX = "-fix"  # id of a follow-up task for a unit whose checks fail again: "<unit id>-fix"
 

@@ -1,7 +1,7 @@
 """The simulated agent's policy: what an agent in a given role does with what its prompt shows.
 
 Every decision is made from the agent's own prompt (``turn.Turn``: the view read back from the prompt
-text, and its own earlier replies) and its skill (``skill.TaskSkill``). Behaviour is chosen from the
+text, and its own earlier replies) and the units it builds from that prompt (``skill.Skill``). Behaviour is chosen from the
 role, the phase and the actions the prompt offers, never from the name of a team structure or a task,
 which the prompt does not carry.
 
@@ -18,9 +18,9 @@ from latte_lab import prompts
 from latte_lab.errors import ModelError
 from latte_lab.models.sim import documents, flat, lead
 from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, discover_fix, node_targets
+from latte_lab.models.sim.skill import WorkUnit
 from latte_lab.models.sim.turn import Turn, stable_seed
 from latte_lab.models.sim.work import BLOCKED, FINISHED, WORKING, blamed, files_of, revealed, stalled, upstream, work
-from latte_lab.tasks.base import WorkUnit
 
 __all__ = ["Turn", "decide", "stable_seed"]
 

@@ -1,134 +1,495 @@
-"""What the simulated agent "knows" about a task: its skill.
+"""What a simulated agent makes of a project from what its prompt shows: its units of work.
 
-A :class:`TaskSkill` is built once per task from the task's reference decomposition
-(``work_units()``), its reference solution and its starting files. It answers the questions an agent
-answers from experience: which units the description reveals, which unit a failing test or a check
-belongs to, what the correct version of a unit looks like (a wrong one is a generic slip of it,
-``latte_lab.models.sim.mutate``), and how to patch a file with it. Whether the agent gets to write the
-correct version is decided elsewhere, from what its prompt shows. Nothing here knows about teams,
-tasks by name, or outcomes.
+The agent builds its own units from the evidence in its prompt, with ids of a deterministic naming,
+so that every agent derives the same id for the same thing:
+
+- ``<stem>`` (``sentiment``, ``config``): a file the project description names that is still to be
+  written: a deliverable that does not exist yet, or a module whose functions are stubs or lack members
+  the description names. Its symbols are those stubs and named members (a deliverable: the names the
+  description gives it). Its dependencies are the described modules it imports.
+- ``fix-<symbol>`` (``fix-rms``, ``fix-Tokenizer-tokenize_words``): one function, class or method. A
+  function the public tests cover with a test class of its own (``TestRms``) and the description names
+  is visible work; any other symbol is work the description does not reveal, known only once a failure
+  or a check names it (``FAILED tokenizer.Tokenizer.tokenize_words - ...``).
+- ``check-<symbol>``: a covered function whose code calls other covered functions: a plan from the
+  description checks it once those are fixed; a bug of its own (``fix-<symbol>``, not visible) shows
+  only when its tests still fail with its callees in place. Dependencies come from the calls in the code.
+
+Which failures and checks are about a unit: the test classes named after its file or function, the
+tests of a file ``test_<stem>.py``, the ``[<stem>]`` parameter of a test, and check ids
+``<module>.<symbol>``. A unit's check script runs the
+examples the project description gives for its module (``>>> ...`` lines and the output the user
+expects) and prints ``PASSED``/``FAILED <module>.<symbol> - <difference>`` lines.
+
+The content of a correct patch comes from the fix book (``latte_lab.models.sim.fixbook``), the only
+place that knows the reference. Whether the agent gets to write it is decided elsewhere, from what its
+prompt shows (``latte_lab.models.sim.work``). Nothing here knows about teams, tasks by name, or outcomes.
 """
 
 from __future__ import annotations
 
+import ast
 import re
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from latte_lab.errors import TaskError
 from latte_lab.models.sim import source as S
+from latte_lab.models.sim.fixbook import Project, paths_in
 from latte_lab.models.sim.mutate import mutate_file, mutate_symbol
 from latte_lab.models.view import failures_in
-from latte_lab.tasks.base import Task, WorkUnit
+
+CHECK_HELPERS = "check_helpers.py"  # the shared module every check script imports (agents write it)
+CHECK_PREFIX = "check_"  # a check script: check_<module>.py, one per module checked, shared by the team
+FIX, CHECK = "fix-", "check-"
+STUB_MARKERS = ("NotImplementedError", "TODO")
 
 
-class _SetupRecorder:
-    """Stands in for a Workspace during ``task.setup`` to capture the starting files without I/O."""
 
-    def __init__(self) -> None:
-        self.files: dict[str, str] = {}
-        self.protected: set[str] = set()
-        self.test_args: tuple[str, ...] = ()
+@dataclass(frozen=True)
+class Unit:
+    """One piece of work as an agent sees it.
 
-    def setup_file(self, path: str, text: str) -> None:
-        self.files[str(path)] = text
+    ``files`` are the files it writes (none for a check), ``symbols`` what it changes in them (none: the
+    whole file), ``deps`` the ids of the units it builds on, ``tests`` substrings of the test and check
+    ids that exercise it, ``visible`` False for work a plan made from the description would not contain.
+    """
 
-    write = setup_file
-
-    def protect(self, *paths: str) -> None:
-        self.protected.update(paths)
-
-    def exists(self, path: str) -> bool:
-        return path in self.files
-
-    def read(self, path: str, agent: str | None = None) -> str:
-        return self.files[path]
+    id: str
+    title: str
+    description: str
+    files: tuple[str, ...]
+    symbols: tuple[str, ...] = ()
+    deps: tuple[str, ...] = ()
+    visible: bool = True
+    tests: tuple[str, ...] = ()
 
 
-def starting_files(task: Task) -> dict[str, str]:
-    """The files ``task.setup`` writes, captured without touching the disk when the task allows it."""
-    rec = _SetupRecorder()
+WorkUnit = Unit  # the name the policy modules use
+
+# ================================================================================ examples ====
+
+_IMPORT = re.compile(r"^(?:from\s+([\w.]+)\s+import\s+(.+)|import\s+([\w.]+))$")
+_MEMBER = re.compile(r"\b([A-Za-z_]\w*)\s*(?:\([^()]*\))?\s*\.\s*([A-Za-z_]\w*)")
+_CALL = re.compile(r"\b([A-Za-z_]\w*)\s*\(")
+
+
+@dataclass(frozen=True)
+class Example:
+    """One example of a project description: ``>>> expr`` and the output the user expects."""
+
+    check: str  # <module>.<symbol>: what the example exercises
+    module: str
+    setup: str  # the imports stated before it
+    expr: str
+    expected: str
+
+
+def examples_in(text: str) -> tuple[Example, ...]:
+    """The ``>>>`` examples of a text whose call can be traced to an imported module."""
+    names: dict[str, str] = {}  # imported name -> module
+    imports: list[str] = []
+    out: list[Example] = []
+    lines = (text or "").splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        i += 1
+        if not line.startswith(">>> "):
+            continue
+        code = line[4:].strip()
+        if m := _IMPORT.match(code):
+            imports.append(code)
+            if m.group(3):
+                names[m.group(3)] = m.group(3)
+            else:
+                for part in m.group(2).split(","):
+                    names[part.split(" as ")[-1].strip()] = m.group(1)
+            continue
+        expected = []
+        while i < len(lines) and lines[i].strip() and not lines[i].strip().startswith(">>> "):
+            expected.append(lines[i].strip())
+            i += 1
+        if not expected:
+            continue
+        check = module = None
+        if m := next((m for m in _MEMBER.finditer(code) if m.group(1) in names), None):
+            module = names[m.group(1)]
+            check = f"{module}.{m.group(2)}" if module == m.group(1) else f"{module}.{m.group(1)}.{m.group(2)}"
+        elif m := next((m for m in _CALL.finditer(code) if m.group(1) in names), None):
+            module = names[m.group(1)]
+            check = f"{module}.{m.group(1)}"
+        if check is None or module is None or not _complete(code, expected):
+            continue  # an example cut short (a listing that truncates task texts) is not one to run
+        needed = [imp for imp in imports if any(_named(n.split(" as ")[-1].strip(), code) for n in
+                                                re.split(r",|\bimport\b", imp.split(" import ", 1)[-1]) if n.strip())]
+        out.append(Example(check=check, module=module, setup="\n".join(needed), expr=code,
+                           expected="\n".join(expected)))
+    return tuple({(e.check, e.expr): e for e in reversed(out)}.values())[::-1]
+
+
+def _complete(code: str, expected: list[str]) -> bool:
+    """Whether an example's expression and its expected output are whole Python expressions."""
     try:
-        task.setup(rec)  # type: ignore[arg-type]
-        return dict(rec.files)
-    except (AttributeError, TypeError):
-        pass  # the task uses more of the Workspace API: set it up in a scratch workspace
-    import tempfile
+        compile(code, "<example>", "eval")
+        compile("\n".join(expected), "<expected>", "eval")
+    except SyntaxError:
+        return False
+    return True
 
-    from latte_lab.workspace import Workspace
 
-    with tempfile.TemporaryDirectory(prefix="latte_sim_") as tmp:
-        ws = Workspace(tmp)
-        task.setup(ws)
-        out = {}
-        for path in ws.list_files():
-            try:
-                out[path] = ws.read(path)
-            except Exception:  # binary or unreadable data files are not patched by agents
+CHECK_HELPERS_TEXT = '''"""Runs examples and prints one PASSED/FAILED line per example (shared by the check scripts)."""
+
+import importlib
+import sys
+
+sys.path.insert(0, ".")
+
+
+def run(examples):
+    """examples: (check id, setup code, expression, expected output as the user wrote it)."""
+    for check, setup, expr, expected in examples:
+        scope = {}
+        try:
+            for name in list(sys.modules):
+                if name.split(".")[0] in {line.split()[1] for line in setup.splitlines() if line.split()}:
+                    del sys.modules[name]
+            importlib.invalidate_caches()
+            exec(setup, scope)
+            got = eval(expr, scope)
+        except Exception as exc:  # noqa: BLE001 - every failure is a finding
+            print(f"FAILED {check} - {expr} raised {type(exc).__name__}: {exc}"[:300])
+            continue
+        try:
+            ok = got == eval(expected, {})
+        except Exception:  # noqa: BLE001 - expected output that is not an expression: compare the text
+            ok = repr(got) == expected or str(got) == expected
+        print(f"PASSED {check}" if ok else f"FAILED {check} - {expr} gave {got!r}, expected {expected}"[:300])
+'''
+
+
+def check_script(module: str, examples: Iterable[Example]) -> str:
+    """The check script of one module: its examples, run by the shared helpers."""
+    rows = ",\n".join(f"    ({e.check!r}, {e.setup!r}, {e.expr!r}, {e.expected!r})" for e in examples)
+    return (f'"""Checks {module} against the examples of the project description."""\n\n'
+            f"from check_helpers import run\n\nrun([\n{rows},\n])\n")
+
+
+def check_path(module: str) -> str:
+    return f"{CHECK_PREFIX}{module}.py"
+
+
+# ============================================================================= the catalogue ====
+
+def _norm(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def _stem(path: str) -> str:
+    return path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+
+
+def unit_id(symbol: str) -> str:
+    return FIX + symbol.replace(".", "-")
+
+
+def is_stub(text: str) -> bool:
+    """Whether a function's body is a placeholder (``raise NotImplementedError``, ``pass``, ``...``, TODO)."""
+    try:
+        node = ast.parse(text).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    body = list(node.body)
+    if body and isinstance(body[0], ast.Expr) and isinstance(getattr(body[0], "value", None), ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        body = body[1:]
+    if not body:
+        return True
+    if len(body) == 1:
+        b = body[0]
+        if isinstance(b, ast.Pass) or (isinstance(b, ast.Expr) and isinstance(b.value, ast.Constant)
+                                       and b.value.value is Ellipsis):
+            return True
+        if isinstance(b, ast.Raise) and "NotImplementedError" in ast.unparse(b):
+            return True
+    return "TODO" in text
+
+
+def _calls(text: str) -> set[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return set()
+    return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+
+
+def _imports(text: str) -> list[str]:
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return []
+    out = []
+    for n in tree.body:
+        if isinstance(n, ast.ImportFrom) and n.module:
+            out.append(n.module)
+        elif isinstance(n, ast.Import):
+            out.extend(a.name for a in n.names)
+    return out
+
+
+def _named(name: str, text: str) -> bool:
+    return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text) is not None
+
+
+class Catalogue:
+    """The units a project's public text and files show (computed once per project)."""
+
+    def __init__(self, project: Project):
+        self.project = project
+        p = project
+        public = p.public_text
+        tests_text = "\n".join(p.start.get(t, "") for t in p.public_tests)
+        self.test_classes = tuple(dict.fromkeys(re.findall(r"^class (Test\w+)", tests_text, re.M)))
+        self._examples = examples_in(p.description)
+        described = sorted((f for f in paths_in(p.description) if f in p.paths and f not in p.public_tests),
+                           key=lambda f: p.description.index(f))
+        self.code_files = [f for f in sorted(p.paths) if S.kind(f) == "py" and f not in p.public_tests]
+        units: list[WorkUnit] = []
+        in_files: dict[str, set[str]] = {}
+        for f in described:
+            syms = self._file_symbols(f, public)
+            if syms is None:
                 continue
-        return out
+            in_files[f] = set(syms)
+            units.append(self._file_unit(f, syms, tests_text))
+        stems = {_stem(u.files[0]): u for u in units}
+        for i, u in enumerate(units):  # a module builds on the units it imports whose new parts its code uses
+            f = u.files[0]
+            code = p.correct(f) or ""
+            deps = tuple(dict.fromkeys(stems[m].id for m in _imports(p.start.get(f, "")) if m in stems
+                                       and stems[m].id != u.id
+                                       and any(_named(sym.rsplit(".", 1)[-1], code) for sym in stems[m].symbols)))
+            units[i] = _replace(u, deps=deps)
+        # functions the public tests cover one class each, in files the description names
+        covered: dict[str, tuple[str, str]] = {}  # symbol -> (file, test class)
+        for cls in self.test_classes:
+            want = _norm(cls.removeprefix("Test"))
+            for f in described:
+                if S.kind(f) != "py":
+                    continue
+                hit = next((s for s in p.start_symbols(f) if "." not in s and _norm(s) == want
+                            and s not in in_files.get(f, set())), None)
+                if hit and _named(hit, p.description):
+                    covered.setdefault(hit, (f, cls))
+        self.covered_symbols = covered
+        for sym, (f, cls) in covered.items():
+            callees = sorted(c for c in _calls(p.start_symbols(f)[sym]) if c in covered and c != sym)
+            deps = tuple(unit_id(c) for c in callees)
+            check = f"{_stem(f)}.{sym}"
+            if callees:
+                units.append(WorkUnit(id=f"{CHECK}{sym}", title=f"Check {sym}", files=(), deps=deps, tests=(cls,),
+                                      description=f"{sym} calls {', '.join(callees)}; once they are fixed, run the "
+                                      f"tests and confirm {cls} passes."))
+            else:
+                units.append(WorkUnit(id=unit_id(sym), title=f"Fix {sym}", files=(f,), symbols=(sym,), tests=(cls, check),
+                                      description=f"Make {sym} in {f} meet its contract in the description; "
+                                      f"{cls} must pass."))
+        self.units = units
+        self.by_id = {u.id: u for u in units}
+        self._resolved: dict[str, WorkUnit | None] = {}
+        self._lock = threading.Lock()
+        self.id_pattern = re.compile(r"(?<![\w-])(" + "|".join(
+            [re.escape(u.id) for u in sorted(units, key=lambda u: -len(u.id))] + [rf"{FIX}[A-Za-z_][\w\-]*"])
+            + r")(?![\w-])")
+
+    # ----- what a described file leaves to write -----
+    def _file_symbols(self, f: str, public: str) -> list[str] | None:
+        p = self.project
+        start, correct = p.start_symbols(f), p.correct_symbols(f)
+        if f not in p.start:
+            if f not in p.solution:
+                return None
+            if S.kind(f) == "whole":
+                return []
+            return [s for s in correct if "." not in s and _named(s, p.description)] or None
+        if S.kind(f) != "py":
+            return None
+        stubs = [s for s, text in start.items() if is_stub(text)]
+        absent = [s for s in correct if s not in start and _named(s.rsplit(".", 1)[-1], public)
+                  and ("." not in s or s.split(".", 1)[0] in start)]
+        out: list[str] = []
+        for cls in dict.fromkeys(s.split(".", 1)[0] for s in stubs + absent if "." in s):
+            methods = [s for s in start if s.startswith(cls + ".")]
+            if methods and all(m in stubs for m in methods) and not any(a.startswith(cls + ".") for a in absent):
+                out.append(cls)
+            elif any(a.startswith(cls + ".") for a in absent) and f"{cls}.__init__" in start \
+                    and not S.same_symbol(start[f"{cls}.__init__"], correct.get(f"{cls}.__init__"), f) \
+                    and f"{cls}.__init__" not in stubs:
+                out.append(f"{cls}.__init__")  # new members that keep state need the constructor too
+        for s in stubs + absent:
+            if s not in out and not ("." in s and s.split(".", 1)[0] in out):
+                out.append(s)
+        return out or None
+
+    def _file_unit(self, f: str, syms: list[str], tests_text: str) -> WorkUnit:
+        stem = _stem(f)
+        base = _norm(f.rsplit("/", 1)[-1])
+        tests = [c for c in self.test_classes if _norm(c.removeprefix("Test")) in (_norm(stem), base)]
+        if f'"{stem}"' in tests_text:
+            tests.append(f"[{stem}]")
+        tests += [f"test_{stem}.py::" for t in self.project.public_tests if t.rsplit("/", 1)[-1] == f"test_{stem}.py"]
+        tests += [f"{stem}.{s}" for s in syms] or [f"{stem}."]
+        for s in syms:  # the attributes a constructor it writes sets up
+            if s.endswith(".__init__"):
+                init = self.project.correct_symbols(f).get(s, "")
+                tests += [f"{stem}.{s[:-len('__init__')]}{a}" for a in dict.fromkeys(re.findall(r"self\.(\w+)\s*=", init))
+                          if not a.startswith("_")]
+        what = ", ".join(syms) if syms else "the whole file"
+        paras = [para.strip() for para in re.split(r"\n\s*\n|\n(?=\d+\. |- )", self.project.description) if f in para]
+        item = next((para for para in paras if re.match(r"\d+\. ", para)), paras[0] if paras else "")
+        verb = "Write" if f not in self.project.start else "Complete"
+        text = f"{verb} {f} ({what}) as the project description states. {item}"[:600]
+        mine = [e for e in self._examples if e.module == stem]
+        if mine:  # the description's examples for the module travel with the task, so whoever takes it can check
+            lines = list(dict.fromkeys(line for e in mine for line in e.setup.splitlines()))
+            text += "\nExamples:\n" + "\n".join(f">>> {line}" for line in lines) + "\n"
+            text += "\n".join(f">>> {e.expr}\n{e.expected}" for e in mine)
+        return WorkUnit(id=stem, title=f"{verb} {f}", files=(f,), symbols=tuple(syms), tests=tuple(tests),
+                        description=text)
+
+    # ----- ids -----
+    def resolve(self, uid: str) -> WorkUnit | None:
+        """The unit an id stands for: a catalogue unit, or ``fix-<symbol>`` of a symbol in the project's code."""
+        if uid in self.by_id:
+            return self.by_id[uid]
+        with self._lock:
+            if uid in self._resolved:
+                return self._resolved[uid]
+        unit = None
+        if uid.startswith(FIX):
+            name = uid[len(FIX):].replace("-", ".")
+            p = self.project
+            f = next((f for f in self.code_files if name in p.start_symbols(f) or name in p.correct_symbols(f)), None)
+            if f is not None:
+                cov = self.covered_symbols.get(name)
+                callees = sorted(c for c in _calls(p.start_symbols(f).get(name, "")) if c in self.covered_symbols
+                                 and c != name)
+                tests = ((cov[1],) if cov else ()) + (f"{_stem(f)}.{name}",)
+                unit = WorkUnit(id=uid, title=f"Fix {name}", files=(f,), symbols=(name,), visible=False,
+                                deps=tuple(unit_id(c) for c in callees), tests=tests,
+                                description=f"{name} in {f} does not do what the checks expect; fix it.")
+        with self._lock:
+            self._resolved[uid] = unit
+        return unit
 
 
-@dataclass
-class TaskSkill:
-    """The simulated agent's knowledge of one task."""
+def _replace(u: WorkUnit, **kw) -> WorkUnit:
+    from dataclasses import replace
 
-    task_id: str
-    units: list[WorkUnit]
-    solution: dict[str, str]  # path -> reference content
-    start: dict[str, str]  # path -> starting content
-    public_tests: tuple[str, ...] = ()
-    _sol_symbols: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
-    _start_symbols: dict[str, dict[str, str]] = field(default_factory=dict, repr=False)
+    return replace(u, **kw)
 
-    def __post_init__(self) -> None:
+
+_CATALOGUES: dict[str, Catalogue] = {}
+_CAT_LOCK = threading.Lock()
+
+
+def catalogue(project: Project) -> Catalogue:
+    with _CAT_LOCK:
+        cat = _CATALOGUES.get(project.key)
+        if cat is None or cat.project is not project:
+            cat = _CATALOGUES[project.key] = Catalogue(project)
+        return cat
+
+
+# ================================================================================ the skill ====
+
+class Skill:
+    """The units one prompt shows, and how to write them (patch content from the fix book)."""
+
+    def __init__(self, project: Project | None, text: str, failures: Iterable[str]):
+        self.project = project
+        self.start: dict[str, str] = project.start if project else {}
+        self.solution: dict[str, str] = project.solution if project else {}
+        self.public_tests: tuple[str, ...] = project.public_tests if project else ()
         self._blame_cache: dict[str, frozenset[str]] = {}
-        ids = [u.id for u in self.units]
-        if len(set(ids)) != len(ids):
-            raise TaskError(f"task {self.task_id!r} has duplicate work unit ids: {ids}")
+        if project is None:
+            self.cat = None
+            self.units: list[WorkUnit] = []
+            self.by_id: dict[str, WorkUnit] = {}
+            self.covered: dict[str, bool] = {}
+            self.public_classes: tuple[str, ...] = ()
+            self.examples: tuple[Example, ...] = ()
+            return
+        cat = self.cat = catalogue(project)
+        self.examples = examples_in(text)
+        self.public_classes = cat.test_classes
+        described = bool(project.lines) and any(line in text for line in project.lines)
+        named = {m.group(1) for m in cat.id_pattern.finditer(text)}
+        units = [u for u in cat.units if described or u.id in named]
+        ids = {u.id for u in units}
+        # a check's failure is evidence about the checked function too: its own fix, not in any plan
+        extra = [u for c in units if c.id.startswith(CHECK) and (u := cat.resolve(FIX + c.id[len(CHECK):]))]
+        for uid in sorted(named - ids):
+            u = cat.resolve(uid)
+            if u is not None:
+                extra.append(u)
+        for f in failures:  # a failure or check about a symbol no known unit covers
+            if any(_matches(t, f) for u in units + extra for t in u.tests):
+                continue
+            named_by_failure = [u for u in cat.units if any(_matches(t, f) for t in u.tests)]
+            if named_by_failure:  # a test named after a function or file of the project
+                extra += named_by_failure
+                extra += [u for c in named_by_failure if c.id.startswith(CHECK)
+                          and (u := cat.resolve(FIX + c.id[len(CHECK):]))]
+                continue
+            m = re.fullmatch(r"([\w/]+)\.([A-Za-z_][\w.]*)", f)
+            if m:
+                u = cat.resolve(unit_id(m.group(2)))
+                if u is not None and f"{_stem(u.files[0])}" == m.group(1).rsplit("/", 1)[-1]:
+                    extra.append(u)
+        self.units = units + [u for u in dict((u.id, u) for u in extra).values() if u.id not in ids]
         self.by_id = {u.id: u for u in self.units}
-        for u in self.units:
-            for path in u.files:
-                if self.patchable(u) and path not in self.solution and path not in self.start:
-                    raise TaskError(f"work unit {u.id!r} of task {self.task_id!r} names {path!r}, which is "
-                                    "neither a starting file nor in the reference solution")
-            if u.symbols:
-                found = {s for path in u.files for s in self.solution_symbols(path)}
-                found |= {s for path in u.files for s in self.start_symbols(path)}
-                missing = [s for s in u.symbols if s not in found]
-                if missing and any(S.kind(p) != "whole" for p in u.files):
-                    raise TaskError(f"work unit {u.id!r} of task {self.task_id!r}: symbols {missing} are in "
-                                    f"neither the reference solution nor the starting version of {', '.join(u.files)}")
-        public_text = "\n".join(self.start.get(p, "") for p in self.public_tests)
-        self.public_classes = tuple(dict.fromkeys(re.findall(r"^class (Test\w+)", public_text, re.M)))
-        # covered: the public tests exercise the unit, so running them is an observation of it
-        self.covered = {u.id: any(_test_name(t) in public_text for t in u.tests if t.startswith("Test"))
-                        or (u.visible and any(self._by_file(c, u) for c in self.public_classes)) for u in self.units}
-
-    # ----- construction -----
-    @classmethod
-    def from_task(cls, task: Task) -> TaskSkill:
-        return cls(task_id=task.id, units=list(task.work_units()), solution=dict(task.reference_solution()),
-                   start=starting_files(task), public_tests=tuple(task.public_tests))
+        # covered: the public tests exercise the unit's behaviour (a test class or a test file of its own),
+        # so a green run says something about it; a test that only looks its names up does not
+        self.covered = {u.id: any(c in self.public_classes for c in u.tests)
+                        or any(t.startswith("test_") and t.endswith(".py::") for t in u.tests)
+                        for u in self.units}
 
     # ----- unit facts -----
     def patchable(self, unit: WorkUnit) -> bool:
         """False for check-only units (they write no file)."""
         return bool(self.unit_files(unit))
 
+    def probe(self, unit: WorkUnit) -> tuple[str, str] | None:
+        """(path, text) of the unit's check script: the examples its prompt shows for the unit's module."""
+        if self.cat is None:
+            return None
+        files = unit.files or tuple(f for d in unit.deps if (u := self.unit(d)) for f in u.files)
+        mods = {_stem(f) for f in files}
+        examples = [e for e in self.examples if e.module in mods]
+        if not examples:
+            return None
+        module = examples[0].module
+        mine = [e for e in examples if e.module == module]
+        return check_path(module), check_script(module, mine)
+
     def observable(self, unit: WorkUnit) -> bool:
-        """Whether anything an agent can run observes the unit: the public tests, or its probe."""
-        return bool(self.covered.get(unit.id)) or bool(unit.probe)
+        """Whether anything an agent can run observes the unit: the public tests, or its check script."""
+        return bool(self.covered.get(unit.id)) or self.probe(unit) is not None
 
     def visible_units(self) -> list[WorkUnit]:
         return [u for u in self.units if u.visible]
 
     def unit(self, unit_id: str) -> WorkUnit | None:
-        return self.by_id.get(unit_id)
+        u = self.by_id.get(unit_id)
+        if u is None and self.cat is not None:
+            u = self.cat.resolve(unit_id)
+        return u
 
     def order(self, units: Iterable[WorkUnit]) -> list[WorkUnit]:
-        """Units in dependency order (a unit after the units it depends on), else declaration order."""
+        """Units in dependency order (a unit after the units it depends on), else the order given."""
         chosen = {u.id: u for u in units}
         index = {u.id: i for i, u in enumerate(self.units)}
         out: list[WorkUnit] = []
@@ -142,72 +503,54 @@ class TaskSkill:
                 visit(d)
             out.append(chosen[uid])
 
-        for uid in sorted(chosen, key=lambda i: index.get(i, 0)):
+        for uid in sorted(chosen, key=lambda i: index.get(i, len(index))):
             visit(uid)
         return out
 
     def units_in_text(self, text: str) -> list[WorkUnit]:
         """Units whose id is named in a free text (whole word), in order of first mention."""
-        hits = []
-        for u in self.units:
-            m = re.search(rf"(?<![\w-]){re.escape(u.id)}(?![\w-])", text)
-            if m:
-                hits.append((m.start(), u))
-        return [u for _, u in sorted(hits, key=lambda h: h[0])]
+        if self.cat is None or not text:
+            return []
+        out: list[WorkUnit] = []
+        for m in self.cat.id_pattern.finditer(text):
+            u = self.unit(m.group(1))
+            if u is not None and u not in out:
+                out.append(u)
+        return out
 
     # ----- tests -----
     def failing_units(self, failures: Iterable[str]) -> list[WorkUnit]:
-        """Units exercised by any of the failing test ids; a collection error of a file counts for
-        every unit tested in it. Declaration order."""
+        """Units exercised by any of the failing test or check ids (a collection error of a file counts
+        for every unit tested in it), in the order of the units."""
         failures = list(failures)
         return [u for u in self.units if self.unit_failing(u, failures)]
 
     def unit_failing(self, unit: WorkUnit, failures: Iterable[str]) -> bool:
-        """Whether any failure exercises the unit: by its test or check ids, or, for a failure that no
-        unit names, by a test class named after the unit's file (``TestFindingsJson`` ->
-        findings.json; visible units only: work the description does not reveal is never blamed by
-        the file alone)."""
-        return any(unit.id in self._blames(f) for f in failures)
+        return any(unit.id in self._blames(f) or (unit.id not in self.by_id and any(_matches(t, f) for t in unit.tests))
+                   for f in failures)
 
     def _blames(self, failure: str) -> frozenset[str]:
-        """Ids of the units one failing id exercises (cached: the same ids come back every turn)."""
         hit = self._blame_cache.get(failure)
         if hit is None:
-            named = frozenset(u.id for u in self.units if any(_matches(t, failure) for t in u.tests))
-            hit = named or frozenset(u.id for u in self.units if u.visible and self._by_file(failure, u))
+            hit = frozenset(u.id for u in self.units if any(_matches(t, failure) for t in u.tests))
             self._blame_cache[failure] = hit
         return hit
 
     def names_unit(self, unit: WorkUnit, ids: Iterable[str]) -> bool:
-        """Whether any of the test or check ids is one of the unit's own (no matching by file)."""
+        """Whether any of the test or check ids is one of the unit's own."""
         return any(_matches(t, f) for f in ids for t in unit.tests)
 
-    def _by_file(self, test_id: str, unit: WorkUnit) -> bool:
-        cls = next((p for p in test_id.split("::") if p.startswith("Test")), "")
-        name = re.sub(r"[^a-z0-9]", "", cls.lower().removeprefix("test"))
-        if not name:
-            return False
-        for f in unit.files:
-            base = f.rsplit("/", 1)[-1].lower()
-            forms = {re.sub(r"[^a-z0-9]", "", base), re.sub(r"[^a-z0-9]", "", base.rsplit(".", 1)[0])}
-            if name in forms:
-                return True
-        return False
-
-    # ----- code -----
+    # ----- code (the fix book's content) -----
     def solution_symbols(self, path: str) -> dict[str, str]:
-        if path not in self._sol_symbols:
-            self._sol_symbols[path] = _safe_symbols(self.solution.get(path, ""), path)
-        return self._sol_symbols[path]
+        return self.project.correct_symbols(path) if self.project else {}
 
     def start_symbols(self, path: str) -> dict[str, str]:
-        if path not in self._start_symbols:
-            self._start_symbols[path] = _safe_symbols(self.start.get(path, ""), path)
-        return self._start_symbols[path]
+        return self.project.start_symbols(path) if self.project else {}
 
     def version(self, unit: WorkUnit, path: str, correct: bool, rng) -> dict[str, str] | str:
         """The unit's output for one file: {symbol: text}, or the whole file text for whole-file units.
 
+        A correct version brings the module-level names it uses that the file does not have yet.
         ``correct=False`` gives the correct output with one generic slip in one of its symbols (or in
         the whole file); when nothing can slip, the agent "fails to find the change" and leaves the
         version it started from.
@@ -220,8 +563,13 @@ class TaskSkill:
         sol = self.solution_symbols(path)
         start = self.start_symbols(path)
         out = {sym: sol.get(sym, start.get(sym, "")) for sym in unit.symbols if sym in sol or sym in start}
+        if S.kind(path) == "py":
+            used = {w for text in out.values() for w in re.findall(r"[A-Za-z_]\w*", text)}
+            for name in sol:
+                if "." not in name and name not in start and name not in out and name in used:
+                    out[name] = sol[name]
         if not correct and out:
-            names = list(out)
+            names = [s for s in out if s in unit.symbols]
             rng.shuffle(names)
             for sym in names:
                 slipped = mutate_symbol(out[sym], path, rng)
@@ -241,14 +589,11 @@ class TaskSkill:
         if isinstance(versions, str):
             return versions
         if base is None:
-            base = self.start.get(path)
-        if base is None:  # a file the agent creates: an empty document, or the module's known layout
-            base = "" if S.kind(path) == "json" else self.solution.get(path, "")
+            base = self.start.get(path, "")
         try:
             return S.splice(base, path, dict(versions))
         except S.SpliceError:
-            fallback = self.start.get(path, self.solution.get(path, ""))
-            return S.splice(fallback, path, dict(versions))
+            return S.splice(self.start.get(path, ""), path, dict(versions))
 
     def state(self, unit: WorkUnit, path: str, view: str | None) -> str:
         """How a unit looks in one file as the agent sees it: ``start`` (untouched or absent),
@@ -271,10 +616,10 @@ class TaskSkill:
             if sym not in sol and sym not in start:
                 continue
             cur = have.get(sym)
-            if cur is None or (sym in start and S.same_symbol(cur, start[sym], path)):
+            if cur is not None and sym in sol and S.same_symbol(cur, sol[sym], path):
+                states.append("solution")  # first: a symbol already right at the start is right as it is
+            elif cur is None or (sym in start and S.same_symbol(cur, start[sym], path)):
                 states.append("start")
-            elif sym in sol and S.same_symbol(cur, sol[sym], path):
-                states.append("solution")
             else:
                 states.append("other")
         if not states or all(s == "solution" for s in states):
@@ -288,10 +633,6 @@ class TaskSkill:
         return [p for p in unit.files if p in self.start or p in self.solution]
 
 
-def _test_name(test: str) -> str:
-    return test.split("::")[-1]
-
-
 def _matches(test_substring: str, failure: str) -> bool:
     """Whether a failing test id (or a file that failed to collect) exercises a unit's test."""
     if test_substring in failure:
@@ -301,36 +642,16 @@ def _matches(test_substring: str, failure: str) -> bool:
     # a collection error names only the file: every test in that file fails
     if "::" in test_substring:
         return test_substring.split("::", 1)[0] == failure
-    return True
-
-
-def _safe_symbols(text: str, path: str) -> dict[str, str]:
-    try:
-        return S.get_symbols(text, path)
-    except S.SpliceError:
-        return {}
+    return test_substring.startswith("Test") or test_substring.startswith("[")
 
 
 failures_in_text = failures_in  # failing test or check ids named in a text (FAILED/ERROR lines)
 
 
-_CACHE: dict[str, TaskSkill] = {}
-_LOCK = threading.Lock()
+def skill_from_text(text: str, files: Mapping[str, str] | None = None, failures: Iterable[str] = (),
+                    tasks: Mapping[str, object] | None = None) -> Skill:
+    """The skill an agent whose prompt shows ``text`` (and the ``files`` it read) would have: for tests
+    and notebooks that look at what a prompt reveals."""
+    from latte_lab.models.sim.fixbook import fix_book
 
-
-def skill_for(task_id: str, tasks: Mapping[str, Task] | None = None) -> TaskSkill:
-    """The (cached) skill of a task: from ``tasks`` when given, else the task registry."""
-    if tasks is not None and task_id in tasks:
-        key = f"{task_id}@{id(tasks[task_id])}"
-        task = tasks[task_id]
-    else:
-        key = task_id
-        task = None
-    with _LOCK:
-        if key not in _CACHE:
-            if task is None:
-                from latte_lab import tasks as registry
-
-                task = registry.get(task_id)
-            _CACHE[key] = TaskSkill.from_task(task)
-        return _CACHE[key]
+    return Skill(fix_book(tasks).project_for(dict(files or {}), text), text, failures)

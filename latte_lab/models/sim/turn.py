@@ -16,15 +16,14 @@ import re
 from dataclasses import dataclass, field
 
 from latte_lab.models.base import AgentView, ModelRequest
+from latte_lab.models.sim.fixbook import FixBook
 from latte_lab.models.sim.profiles import Profile
-from latte_lab.models.sim.skill import TaskSkill
+from latte_lab.models.sim.skill import Skill, WorkUnit
 from latte_lab.models.sim.text import WORK_MARKER, Act, act, marked_task, tags_in
 from latte_lab.models.view import SYSTEM, failures_in, segments
-from latte_lab.tasks.base import WorkUnit
 
 _CHECK_LINE = re.compile(r"^(PASSED|FAILED|ERROR)\s+(\S+)", re.MULTILINE)
 OBSERVE_TAGS = ("run_tests", "run_script")
-PROBE_PREFIX = "check_"  # a check script an agent writes for a unit: check_<unit>_<agent>.py
 
 
 def stable_seed(*parts) -> int:
@@ -33,9 +32,13 @@ def stable_seed(*parts) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
-def probe_path(unit: WorkUnit, agent: str) -> str:
-    """Where an agent keeps its check script for a unit (its own file: checks never collide)."""
-    return f"{PROBE_PREFIX}{unit.id.replace('-', '_')}_{agent.lower()}.py"
+def view_text(view: AgentView) -> str:
+    """The view's fields as text (read from the prompt, so nothing new; a view built by hand has only these)."""
+    import json
+
+    parts = [json.dumps(x, sort_keys=True, default=str) for x in (view.current_task, view.frontier, view.graph)
+             if x] + [view.test_output or "", *view.script_output, *map(str, (view.extra.get("documents") or {}).values())]
+    return "\n".join(p for p in parts if p)
 
 
 @dataclass
@@ -45,7 +48,7 @@ class Turn:
     request: ModelRequest
     view: AgentView
     profile: Profile
-    skill: TaskSkill
+    book: FixBook
     rng: random.Random
     notes: list[str] = field(default_factory=list)
     acts: list[Act] = field(default_factory=list)
@@ -64,6 +67,10 @@ class Turn:
         if self.view.current_task:
             reported.append(self.view.current_task.get("description") or "")
         self.reported = tuple(dict.fromkeys(f for text in reported for f in failures_in(text)))
+        # what work exists, and where: only from the prompt's text (and the files it shows)
+        text = "\n".join([self.request.system, *(m.content for m in self.request.messages), view_text(self.view)])
+        project = self.book.project_for(self.view.files_read, text)
+        self.skill = Skill(project, text, self.observations())
 
     # ----- the reply -----
     def allows(self, tag: str) -> bool:

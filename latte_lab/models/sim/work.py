@@ -15,9 +15,9 @@ reveal whose check fails while everything it builds on is in place.
 
 from __future__ import annotations
 
+from latte_lab.models.sim.skill import CHECK_HELPERS, CHECK_HELPERS_TEXT, WorkUnit
 from latte_lab.models.sim.text import marked_task
-from latte_lab.models.sim.turn import OBSERVE_TAGS, Turn, probe_path
-from latte_lab.tasks.base import WorkUnit
+from latte_lab.models.sim.turn import OBSERVE_TAGS, Turn
 
 WORKING, FINISHED, BLOCKED = "working", "finished", "blocked"
 MAX_PATCHES = 3  # patches of the same units in one subtask before an agent decides the fault lies elsewhere
@@ -96,12 +96,15 @@ def in_place(t: Turn, unit: WorkUnit) -> bool:
 
 def revealed(t: Turn) -> list[WorkUnit]:
     """Units the description does not reveal that the agent's observations now point at: a check of
-    theirs fails while every unit they build on is in place."""
+    theirs fails while every unit they build on is in place and their code, as far as the prompt shows
+    it, is not already right."""
     out = []
     fails = t.failures() + t.reported
     for u in t.skill.units:
         if u.visible or not t.skill.unit_failing(u, fails):
             continue
+        if t.skill.patchable(u) and t.state(u) == "solution":
+            continue  # its code, as the prompt shows it, has nothing wrong: the failure comes from elsewhere
         if all(in_place(t, d) for d in upstream(t, [u]) if t.skill.patchable(d)):
             out.append(u)
     return out
@@ -117,7 +120,7 @@ def blamed(t: Turn, failures) -> list[WorkUnit]:
 # ============================================================================= observing ====
 
 def can_observe(t: Turn, units: list[WorkUnit]) -> bool:
-    return any((t.skill.covered.get(u.id) and t.allows("run_tests")) or (u.probe and t.allows("run_script")
+    return any((t.skill.covered.get(u.id) and t.allows("run_tests")) or (t.skill.probe(u) and t.allows("run_script")
                and t.allows("edit_file")) for u in units)
 
 
@@ -128,12 +131,12 @@ def observe(t: Turn, units: list[WorkUnit]) -> bool:
     if any(t.skill.covered.get(u.id) for u in units) and t.allows("run_tests"):
         added = t.add("run_tests") or added
     if t.allows("run_script") and t.allows("edit_file"):
-        for u in units:
-            if not u.probe:
-                continue
-            path = probe_path(u, t.view.agent)
-            if t.seen(path) != u.probe:
-                t.add("edit_file", u.probe, path=path)
+        scripts = dict(p for p in (t.skill.probe(u) for u in units) if p)
+        if scripts and t.seen(CHECK_HELPERS) is None and not any(a.attr("path") == CHECK_HELPERS for a in t.acts):
+            t.add("edit_file", CHECK_HELPERS_TEXT, path=CHECK_HELPERS)
+        for path, text in scripts.items():
+            if t.seen(path) != text:
+                t.add("edit_file", text, path=path)
             added = t.add("run_script", path=path) or added
     return added
 

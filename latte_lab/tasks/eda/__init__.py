@@ -11,8 +11,7 @@ Hidden work: the satisfaction column holds a placeholder (99) for unanswered sur
 (``generator.PLACEHOLDER``). Nothing in the description says so; it shows when the data is analysed
 (any profile of that column), and an analysis that misses it finds satisfaction unrelated to churn.
 Declaring it (``MISSING_VALUES`` in config.py) is the hidden unit ``data_quality``; the analyses and the
-summary depend on it. Each unit comes with the probe a careful analyst would run (``probes/``): the
-analysis itself, with ``PASSED``/``FAILED`` lines for what it finds.
+summary depend on it.
 
 Missing deliverables: the released evaluator drops such runs from Table 2; ``evaluate`` still scores
 them (every test reading a missing file fails) and lists the missing files in
@@ -22,7 +21,7 @@ them (every test reading a missing file fails) and lists the missing files in
 from __future__ import annotations
 
 import json
-from functools import cache, lru_cache
+from functools import lru_cache
 from importlib import resources  # not `files`: the task's files/ folder has that name
 from typing import TYPE_CHECKING
 
@@ -60,11 +59,6 @@ def _solution() -> dict[str, str]:
     from latte_lab.tasks.eda import solution  # pandas: imported only when a solution is needed
 
     return solution.build(_data(), planted()["column_map"], planted()["missing_values"])
-
-
-@cache
-def _probe(name: str) -> str:
-    return _package_text("probes", f"{name}.py")
 
 
 DESCRIPTION = """\
@@ -155,7 +149,6 @@ class EdaTask(Task):
                 symbols=("COLUMN_MAP", "TARGET", "NUMERIC_FEATURES", "CATEGORICAL_FEATURES", "ID_COLUMN"),
                 tests=("TestConfigCompleteness", "TestConfigAccuracy", "TestOutputContract::test_config", "config::"),
                 effort=1.5,
-                probe=_probe("config"),
             ),
             WorkUnit(
                 id="findings_univariate",
@@ -167,7 +160,6 @@ class EdaTask(Task):
                 deps=("config", "data_quality"),
                 tests=("TestPlantedFindings::test_salary", "TestDataQuality::test_missing_data",
                        "TestOutputContract::test_findings", "findings_univariate::"),
-                probe=_probe("findings_univariate"),
             ),
             WorkUnit(
                 id="findings_relationships",
@@ -180,7 +172,6 @@ class EdaTask(Task):
                 tests=("TestPlantedFindings::test_satisfaction", "TestPlantedFindings::test_department",
                        "findings_relationships::"),
                 effort=1.5,
-                probe=_probe("findings_relationships"),
             ),
             WorkUnit(
                 id="summary",
@@ -189,7 +180,6 @@ class EdaTask(Task):
                 files=("summary.txt",),
                 deps=("findings_univariate", "findings_relationships"),
                 tests=("TestNarrative", "TestOutputContract::test_summary", "summary::"),
-                probe=_probe("summary"),
             ),
             WorkUnit(
                 id="data_quality",
