@@ -12,7 +12,7 @@ import latte_lab
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = Path(latte_lab.__file__).parent
-TASK_PAYLOADS = ("files", "hidden", "probes", "solution", "wrong")  # tasks/<task>/<these>: data the sandbox runs
+TASK_PAYLOADS = ("files", "hidden", "solution", "wrong")  # tasks/<task>/<these>: data the sandbox runs
 # Modules documented through the module that uses them, or implementation details of one feature.
 INTERNAL = {
     "latte_lab.cli.cache", "latte_lab.cli.figures", "latte_lab.cli.prices", "latte_lab.cli.sweep",  # api/cli.md
