@@ -6,9 +6,13 @@ report, how much it talks, and how fast it reads and writes. No field names a te
 outcome; each default is argued from what a current frontier model does with a prompt like the
 paper's, independently of what it does to any team's results.
 
+``calibrated`` (when the package holds the fit, :func:`calibrated_profile`) is the one profile whose values
+come from data: five behaviour parameters fitted to the published LATTE and static trials as
+``docs/calibration.md`` pre-registered; ``default`` stays a priori.
+
 A profile can be named with overrides, as in a model spec: ``simulated/default?p_straggler=0.2``.
 
->>> sorted(PROFILES)
+>>> sorted(set(PROFILES) - {"calibrated"})
 ['careful', 'default', 'fast']
 >>> resolve_profile("simulated/careful").p_correct_patch
 0.95
@@ -166,6 +170,31 @@ PROFILES: dict[str, Profile] = {
                     straggler_turns=(2, 6), p_forget_complete=0.15, verbosity=35, chattiness=0.1,
                     base_latency_s=0.8, decode_tokens_per_s=90.0),
 }
+
+
+CALIBRATION_FILE = "calibration.json"  # latte_lab/data: the record of the pre-registered fit (make calibrate)
+
+
+def calibrated_profile() -> Profile | None:
+    """The ``calibrated`` profile: the default profile with the five behaviour parameters that the
+    pre-registered fit to the published LATTE and static trials chose (``docs/calibration.md``; the fit's
+    record, every evaluation included, ships as ``latte_lab/data/calibration.json``). None when the package
+    holds no fit."""
+    import json
+    from importlib import resources
+
+    path = resources.files("latte_lab.data").joinpath(CALIBRATION_FILE)
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        params = dict(record["best"]["params"])
+    except (FileNotFoundError, KeyError, TypeError, ValueError):
+        return None
+    return PROFILES[DEFAULT_SIMULATED_PROFILE].with_overrides(name="calibrated", **params)
+
+
+_CALIBRATED = calibrated_profile()
+if _CALIBRATED is not None:
+    PROFILES["calibrated"] = _CALIBRATED
 
 
 def _coerce(name: str, text: str, current):
