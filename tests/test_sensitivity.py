@@ -39,18 +39,19 @@ def test_the_study_runs_from_the_command_line(tmp_path):
 
 def test_one_parameter_at_a_time_around_the_base_profile():
     configs = study.sensitivity_configs({"p_straggler": [0.0, 0.3], "prefill_tokens_per_s": [1000]}, seeds=2,
-                                    tasks=["debug", "eda"], teams=["latte", "static"])
+                                    tasks=["debug", "eda"], teams=["latte", "static"], readings={})
     specs = list(dict.fromkeys(c["model"] for c in configs))
     assert specs == ["simulated/default", "simulated/default?p_straggler=0.0", "simulated/default?p_straggler=0.3",
                      "simulated/default?prefill_tokens_per_s=1000"]
     assert len(configs) == 4 * 2 * 2 * 2 and [c["seed"] for c in configs[:16]] == [0] * 16  # seed-major
     assert [S.setting_of(s) for s in specs] == [("baseline", None), ("p_straggler", 0.0), ("p_straggler", 0.3),
                                                 ("prefill_tokens_per_s", 1000.0)]
-    fewer = study.sensitivity_configs({"p_straggler": [0.0]}, seeds=3, grid_seeds=1, tasks=["debug"], teams=["latte"])
+    fewer = study.sensitivity_configs({"p_straggler": [0.0]}, seeds=3, grid_seeds=1, tasks=["debug"], teams=["latte"],
+                                      readings={})
     assert [(c["model"], c["seed"]) for c in fewer] == [("simulated/default", 0), ("simulated/default?p_straggler=0.0", 0),
                                                         ("simulated/default", 1), ("simulated/default", 2)]
     narrow = study.sensitivity_configs({"p_straggler": [0.0]}, seeds=1, grid_tasks=["eda"], tasks=["debug", "eda"],
-                                   teams=["latte"])
+                                   teams=["latte"], readings={})
     assert [(c["model"], c["task"]) for c in narrow] == [("simulated/default", "debug"), ("simulated/default", "eda"),
                                                          ("simulated/default?p_straggler=0.0", "eda")]
     with pytest.raises(ConfigError, match="known: .*p_correct_patch"):
@@ -124,7 +125,8 @@ def test_markdown_puts_the_paper_beside_and_marks_every_difference():
 def test_the_shipped_study_covers_the_grid_and_summarises():
     rows = S.load_sensitivity()
     settings = rows.groupby(["parameter", "value"], dropna=False).size()
-    assert len(settings) == 1 + sum(len(v) for v in S.DEFAULT_GRID.values())
+    assert len(settings) == 1 + sum(len(v) for v in S.DEFAULT_GRID.values()) + sum(
+        len(v) for v in S.DEFAULT_READINGS.values())
     counts = rows.groupby(["parameter", "value", "task", "team"], dropna=False)["seed"].nunique()
     assert (counts.loc[S.BASELINE] == S.DEFAULT_SEEDS).all()  # the must-show table: 10 seeds of every cell
     varied = counts.drop(index=S.BASELINE, level="parameter")
@@ -136,3 +138,16 @@ def test_the_shipped_study_covers_the_grid_and_summarises():
     summary = ll.analysis.sensitivity(rows=rows)
     assert len(summary) == len(settings) and summary["token_ratio_vs_leader_worker"].notna().all()
     assert summary["tasks"].nunique() == 1  # every setting summarised over the same tasks
+
+
+def test_readings_of_the_protocol_are_settings_of_the_study_at_the_base_profile():
+    configs = study.sensitivity_configs({}, seeds=1, tasks=["debug"], teams=["latte"],
+                                        readings={"dispatch": ["busy_every_round"], "graph_change": ["counts"]})
+    assert [(c["model"], c.get("dispatch"), c.get("graph_change")) for c in configs] == [
+        ("simulated/default", None, None), ("simulated/default", "busy_every_round", None),
+        ("simulated/default", None, "counts")]
+    assert S.reading_of(configs[2]) == "graph_change=counts" and S.reading_of(configs[0]) is None
+    with pytest.raises(ll.ConfigError, match="not a protocol switch"):
+        study.sensitivity_configs({}, seeds=1, readings={"p_reread": ["x"]})
+    with pytest.raises(ll.ConfigError, match="dispatch"):
+        study.sensitivity_configs({}, seeds=1, readings={"dispatch": ["sometimes"]})

@@ -39,6 +39,16 @@ DEFAULT_GRID: dict[str, list] = {
     "p_correct_patch": [0.65, 0.95],  # patch skill: how often a well-informed patch is right
     "p_straggler": [0.0, 0.25],  # straggler rate: how often an agent stalls on a subtask
     "prefill_tokens_per_s": [1000.0, 25000.0],  # how fast long prompts are read (context cost in time)
+    "p_reread": [0.1, 0.9],  # whether an agent re-reads a file before patching it again (stale copies, overwrites)
+    "p_delegate": [0.1, 0.9],  # how much of the ready queue the Lead assigns rather than leaving it to self-claims
+}
+# Readings of the protocol varied the same way (TrialConfig switch -> its other values; docs/fidelity.md): who
+# the orchestrator dispatches each round, when the Lead runs, and what counts as "G_t has changed". A reading's
+# setting is named "switch=value" in the rows' parameter column, its value column empty.
+DEFAULT_READINGS: dict[str, list[str]] = {
+    "dispatch": ["busy_every_round", "released"],
+    "lead_triggers": ["released"],
+    "graph_change": ["counts"],
 }
 TRIAL_COLUMNS = ("task", "team", "model", "seed", "status", "success", "accuracy", "total_tokens",
                  "wall_clock_seconds", "total_rounds", "cross_agent_overwrites", "graph_size_initial",
@@ -54,6 +64,20 @@ def model_spec(parameter: str | None = None, value=None, base: str = BASE_PROFIL
     if parameter is None:
         return f"simulated/{base}"
     return f"simulated/{base}?{parameter}={value}"
+
+
+def reading_of(config: dict, readings: dict[str, list[str]] | None = None) -> str | None:
+    """The reading a trial's config sets (``"dispatch=released"``), or None at the paper's defaults.
+
+    >>> reading_of({"dispatch": "released", "lead_triggers": "paper"})
+    'dispatch=released'
+    >>> reading_of({"dispatch": "paper"}) is None
+    True
+    """
+    for name, values in (DEFAULT_READINGS if readings is None else readings).items():
+        if config.get(name) in values:
+            return f"{name}={config[name]}"
+    return None
 
 
 def setting_of(model: str) -> tuple[str, float | None]:
@@ -124,6 +148,10 @@ def trial_rows(rows) -> "pd.DataFrame":  # noqa: F821 - pandas is imported lazil
         record = {c: row.get(c) for c in TRIAL_COLUMNS}
         record["parameter"], record["value"] = setting_of(row.get("model", ""))
         run_dir = row.get("run_dir")
+        config = rundir.read_json(Path(run_dir) / "config.json") if run_dir and (Path(run_dir) / "config.json").exists() else {}
+        reading = reading_of(config or {})
+        if reading is not None:
+            record["parameter"], record["value"] = reading, None
         events = rundir.read_jsonl(Path(run_dir) / "events.jsonl") if run_dir else []
         record.update(coordination_counts(events))
         out.append(record)
@@ -178,7 +206,8 @@ def summarise(rows) -> "pd.DataFrame":  # noqa: F821
         out.append({"parameter": parameter, "value": value, "trials": len(group), "seeds": group["seed"].nunique(),
                     "tasks": ",".join(sorted(common)), **summary})
     result = pd.DataFrame(out)
-    order = {p: i for i, p in enumerate([BASELINE, *DEFAULT_GRID])}
+    readings = [f"{k}={v}" for k, vs in DEFAULT_READINGS.items() for v in vs]
+    order = {p: i for i, p in enumerate([BASELINE, *DEFAULT_GRID, *readings])}
     result["_o"] = result["parameter"].map(lambda p: order.get(p, len(order)))
     return result.sort_values(["_o", "value"]).drop(columns="_o").reset_index(drop=True)
 

@@ -5,7 +5,7 @@ What the study reports is analysis over its per-trial rows (:mod:`latte_lab.anal
 ``ll.analysis.sensitivity(rows)``); this module makes the configs, runs or resumes them with
 :func:`latte_lab.run_sweep` and gathers the rows.
 
->>> configs = sensitivity_configs({"p_straggler": [0.0]}, seeds=1, tasks=["debug"], teams=["latte"])
+>>> configs = sensitivity_configs({"p_straggler": [0.0]}, seeds=1, tasks=["debug"], teams=["latte"], readings={})
 >>> [c["model"] for c in configs]
 ['simulated/default', 'simulated/default?p_straggler=0.0']
 
@@ -25,11 +25,13 @@ from latte_lab.analysis.sensitivity_results import (
     BASE_PROFILE,
     DATA_FILE,
     DEFAULT_GRID,
+    DEFAULT_READINGS,
     DEFAULT_SEEDS,
     TASKS,
     TEAMS,
     markdown,
     model_spec,
+    reading_of,
     setting_of,
     summarise,
     trial_rows,
@@ -46,15 +48,29 @@ def _seed_list(seeds: int | Iterable[int]) -> list[int]:
 def sensitivity_configs(grid: dict[str, Sequence] | None = None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *,
                         tasks: Sequence[str] = TASKS, teams: Sequence[str] = TEAMS, base: str = BASE_PROFILE,
                         grid_seeds: int | Iterable[int] | None = None, grid_tasks: Sequence[str] | None = None,
-                        **trial) -> list[dict]:
+                        readings: dict[str, Sequence[str]] | None = None, **trial) -> list[dict]:
     """TrialConfig fields of every trial of the study: the base profile, then each parameter at each of
-    its values with the others at base, for every task, team and seed (seed-major, so a study stopped
-    half-way has every setting at a similar number of seeds). ``grid_seeds`` (default: ``seeds``) are
-    the seeds of the varied settings, when the base profile gets more than they do, and ``grid_tasks``
-    (default: ``tasks``) their tasks."""
+    its values with the others at base, then each reading of the protocol (``readings``: switch -> values,
+    default :data:`DEFAULT_READINGS`; ``{}`` for none) at the base profile, for every task, team and seed
+    (seed-major, so a study stopped half-way has every setting at a similar number of seeds).
+    ``grid_seeds`` (default: ``seeds``) are the seeds of the varied settings, when the base profile gets
+    more than they do, and ``grid_tasks`` (default: ``tasks``) their tasks.
+
+    >>> [c.get("dispatch") for c in sensitivity_configs({}, 1, tasks=["debug"], teams=["latte"],
+    ...                                                 readings={"dispatch": ["released"]})]
+    [None, 'released']
+    """
+    from latte_lab.config import TrialConfig
     from latte_lab.models.sim.profiles import resolve_profile
 
     grid = DEFAULT_GRID if grid is None else grid
+    readings = DEFAULT_READINGS if readings is None else readings
+    switches = TrialConfig.switches()
+    for name, values in readings.items():
+        if name not in switches:
+            raise ConfigError(f"sensitivity: {name!r} is not a protocol switch; switches: {', '.join(switches)}")
+        for value in values:
+            TrialConfig(task=tasks[0], **{name: value})  # an unknown value fails here, naming the allowed ones
     seed_list = _seed_list(seeds)
     varied_seeds = set(seed_list if grid_seeds is None else _seed_list(grid_seeds))
     varied_tasks = set(tasks if grid_tasks is None else grid_tasks)
@@ -66,9 +82,12 @@ def sensitivity_configs(grid: dict[str, Sequence] | None = None, seeds: int | It
             spec = model_spec(parameter, value, base)
             resolve_profile(spec.partition("/")[2])  # an unknown parameter or bad value fails here, listing them
             specs.append(spec)
-    return [dict(task=task, team=team, model=spec, seed=seed, **trial)
-            for seed in sorted(set(seed_list) | varied_seeds) for spec in specs for task in tasks for team in teams
-            if (seed in varied_seeds and task in varied_tasks if spec != specs[0] else seed in seed_list)]
+    settings = [(spec, {}) for spec in specs] + [(specs[0], {name: value}) for name, values in readings.items()
+                                                  for value in values]
+    return [dict(task=task, team=team, model=spec, seed=seed, **switch, **trial)
+            for seed in sorted(set(seed_list) | varied_seeds) for i, (spec, switch) in enumerate(settings)
+            for task in tasks for team in teams
+            if (seed in varied_seeds and task in varied_tasks if i else seed in seed_list)]
 
 
 def run(grid=None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, out: str | Path = "runs/sensitivity",
@@ -96,7 +115,9 @@ def collect(grid=None, seeds: int | Iterable[int] = DEFAULT_SEEDS, *, out: str |
                                   grid_tasks=grid_tasks)
     planned: dict[tuple, set] = {}
     for c in configs:
-        planned.setdefault(_key(*setting_of(c["model"])), set()).add((c["task"], c["team"]))
+        reading = reading_of(c)
+        setting = (reading, None) if reading is not None else setting_of(c["model"])
+        planned.setdefault(_key(*setting), set()).add((c["task"], c["team"]))
     done = dry_run(configs, out).done
     rows = trial_rows(list(done.values()))
     if rows.empty:

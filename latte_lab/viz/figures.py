@@ -307,8 +307,9 @@ def sensitivity_figure(summary: pd.DataFrame):
     if missing:
         raise DataError(f"sensitivity_figure: the summary lacks {missing}; pass ll.analysis.sensitivity(rows)")
     plt = style.pyplot()
-    fig, axes = plt.subplots(2, 3, figsize=(13, 6.5), sharey=False)
-    labels = [BASELINE if p == BASELINE else f"{p}={v:g}" for p, v in zip(summary["parameter"], summary["value"])]
+    fig, axes = plt.subplots(2, 3, figsize=(13, 3.2 + 0.28 * len(summary)), sharey=False)
+    labels = [p if p == BASELINE or v is None or v != v else f"{p}={v:g}"  # a reading's name holds its value
+              for p, v in zip(summary["parameter"], summary["value"])]
     for axis, (col, title, even) in zip(axes.flat, SENSITIVITY_PANELS):
         axis.barh(labels, summary[col], color=["#444" if lab == BASELINE else "#4C72B0" for lab in labels])
         axis.axvline(even, color="#c44", lw=1)
