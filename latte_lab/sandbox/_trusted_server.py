@@ -109,6 +109,9 @@ def run_session(args: list) -> int:
 ZYGOTE.TRUSTED = run_session
 
 
+if __name__ == "_latte_lab_trusted_server":  # the init of a kept bubblewrap sandbox (_sandbox_server.py)
+    protect()
+
 if __name__ == "__main__":
     ZYGOTE.SPARES = sys.argv[3] if len(sys.argv) > 3 else "idle"
     ZYGOTE.USE_SPARES = ZYGOTE.SPARES != "never" and ZYGOTE.USE_SPARES
