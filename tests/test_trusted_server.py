@@ -18,10 +18,12 @@ import textwrap
 import uuid
 from pathlib import Path
 
+import psutil
 import pytest
 from sandbox_helpers import BACKENDS, survivors
 
 from latte_lab.sandbox import trusted, warm
+from latte_lab.sandbox.lifetime import Sandbox
 from latte_lab.sandbox import zygote as zyg
 from latte_lab.sandbox.trusted import run_trusted_pytest
 
@@ -271,7 +273,7 @@ def test_random_state(probes):
 
 def test_a_killed_server_is_replaced(tmp_path, monkeypatch):
     """A local run of the same user can SIGKILL the server: the next evaluation starts a new one and scores as
-    before."""
+    before; Sandbox.close_all stops it."""
     monkeypatch.delenv(trusted.SERVER_DISABLE_VAR, raising=False)
     monkeypatch.setattr(zyg, "USE_ZYGOTE", True)
     see = "def test_ok():\n    assert True\n"
@@ -289,7 +291,10 @@ def test_a_killed_server_is_replaced(tmp_path, monkeypatch):
     evaluate(tmp_path / "b", {"test_kill.py": kill}, "test_kill.py", "local")
     again = evaluate(tmp_path / "c", {"test_ok.py": see}, "test_ok.py", "local")
     assert (first.passed, again.passed, again.failed, again.errors) == (1, 1, 0, 0)
-    assert server_identity("local") != [old]
+    (new,) = server_identity("local")
+    assert new != old
+    Sandbox.close_all()  # a sweep's worker, at its end: the server stops with the other fork servers
+    assert server_identity("local") == [] and not psutil.pid_exists(new[1])
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
