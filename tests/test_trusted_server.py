@@ -23,8 +23,8 @@ import pytest
 from sandbox_helpers import BACKENDS, survivors
 
 from latte_lab.sandbox import trusted, warm
-from latte_lab.sandbox.lifetime import Sandbox
 from latte_lab.sandbox import zygote as zyg
+from latte_lab.sandbox.lifetime import Sandbox
 from latte_lab.sandbox.trusted import run_trusted_pytest
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork") or not Path("/proc/self/stat").exists(),

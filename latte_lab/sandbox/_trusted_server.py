@@ -58,15 +58,15 @@ def _load(filename: str, name: str):
 # pytest imported and rehearsed, through its public API (mode "pytest": the module's name does not end in
 # "_script" or "_patched"), with the fork server's machinery: the reaper, the child's set-up, the spares.
 ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server_trusted")
-import _pytest.config  # noqa: E402, F401
 import hashlib  # noqa: E402, F401  (the boot script's channel)
 import hmac  # noqa: E402, F401
 import json  # noqa: E402, F401
-import pluggy  # noqa: E402, F401
 import random  # noqa: E402
 import secrets  # noqa: E402, F401
 import unittest  # noqa: E402, F401
 
+import _pytest.config  # noqa: E402, F401
+import pluggy  # noqa: E402, F401
 import pytest  # noqa: E402, F401
 
 BOOT = _load("_trusted_boot.py", "_latte_lab_trusted_boot")
