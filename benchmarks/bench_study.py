@@ -3,6 +3,7 @@ trials per minute, 2 jobs against 1, where the time goes, and the floor (the pyt
 
     python benchmarks/bench_study.py [--trials 1000] [--jobs 2] [--backend auto|local|bwrap] [--quick]
                                      [--sample 120] [--bwrap-sample 30] [--label NAME] [--keep DIR]
+    python benchmarks/bench_study.py --hidden-pairs 10   # the hidden evaluation alone: server against fresh
 
 The study: 3 tasks x 5 teams x 67 seeds on the simulated model, cut to ``--trials`` in the sweep's own
 (interleaved) order, on the default sandbox backend unless ``--backend`` says otherwise. ``--quick``: 60 trials.
@@ -348,6 +349,44 @@ def figures_under_load() -> str:
     return f"figures under load (benchmarks/bench_figures.py --under-load):\n{tail}"
 
 
+def hidden_pairs(pairs: int, backends: list[str]) -> list[str]:
+    """The hidden evaluation alone: ``pairs`` evaluations forked from the trusted evaluation server and as many in
+    a fresh interpreter, alternating (so both see the same machine), of a half-solved textproc and an unsolved
+    debug workspace, on each backend; median wall seconds per evaluation. Empty in a checkout without the
+    server."""
+    import statistics
+
+    from latte_lab.sandbox import trusted
+
+    if not hasattr(trusted, "use_server"):
+        return []
+    lines = []
+    with tempfile.TemporaryDirectory(prefix="bench_hidden-") as tmp:
+        for backend in backends:
+            for task, solved in (("textproc", 0.5), ("debug", 0.0)):
+                t = ll.tasks.get(task)
+                ws = ll.Workspace(Path(tmp) / f"{backend}-{task}", memo=False, sandbox=backend)
+                t.setup(ws)
+                solution = sorted(t.reference_solution().items())
+                for path, text in solution[: round(len(solution) * solved)]:
+                    ws.write(path, text, agent="Dev1")
+                times: dict[bool, list[float]] = {True: [], False: []}
+                scores = set()
+                for i in range(2 * pairs + 1):  # the first, with the server, starts it: not counted
+                    use = i % 2 == 0
+                    trusted.USE_SERVER = use
+                    start = time.perf_counter()
+                    ev = t.evaluate(ws)
+                    if i:
+                        times[use].append(time.perf_counter() - start)
+                    scores.add((ev.passed, ev.failed, ev.errors))
+                trusted.USE_SERVER = True
+                server, fresh = statistics.median(times[True]), statistics.median(times[False])
+                lines.append(f"  {backend:5s} {task:8s} server {server:.3f} s, fresh interpreter {fresh:.3f} s "
+                             f"({server / fresh:.2f}x); the same score every time: {len(scores) == 1}")
+    return lines
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--trials", type=int, default=1000)
@@ -360,7 +399,23 @@ def main() -> None:
     ap.add_argument("--label", default=None, help="what to call this checkout in the table (default: its commit)")
     ap.add_argument("--keep", type=Path, default=None, help="keep the sweep directories under this folder")
     ap.add_argument("--no-figures", action="store_true", help="skip bench_figures.py --under-load")
+    ap.add_argument("--hidden-pairs", type=int, default=0,
+                    help="only the hidden evaluation: this many evaluations forked from the trusted evaluation "
+                         "server and as many in a fresh interpreter, alternating, on each backend")
     args = ap.parse_args()
+    if args.hidden_pairs > 0:
+        from latte_lab.sandbox import resolve_sandbox
+
+        backends = ["local"]
+        try:
+            backends.append(resolve_sandbox("bwrap"))
+        except Exception:  # noqa: BLE001 - bubblewrap cannot run here
+            pass
+        print(f"bench_study --hidden-pairs {args.hidden_pairs}: median wall seconds of one hidden evaluation "
+              f"(load {os.getloadavg()[0]:.2f})", flush=True)
+        lines = hidden_pairs(args.hidden_pairs, backends)
+        print("\n".join(lines) or "  this checkout has no trusted evaluation server")
+        return
     if args.quick:
         args.trials = 60
     sample = args.sample if args.sample is not None else (30 if args.quick else 120)

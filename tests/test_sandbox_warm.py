@@ -317,9 +317,11 @@ def test_sandboxes_are_bounded_and_a_trial_leaves_only_the_staged_ones(tmp_path,
     warm.shutdown()
     result = ll.run_trial(ll.TrialConfig(task="debug", seed=0, max_rounds=3, sandbox="bwrap"), runs_dir=tmp_path / "runs")
     # the trial's test runs took the process's staged sandbox, kept for the next trial; its hidden evaluation
-    # took a sandbox of its own (a trusted session is never forked from a kept one), and none was started
-    # for its workspace, whose own (had a run needed one) is stopped at its end
-    assert result.rounds >= 1 and sorted(s.root.name for s in live_sandboxes()) == ["workspace"]
+    # took the process's evaluation stage's, whose init is the trusted evaluation server (never a test
+    # sandbox), kept too; none was started for its workspace, whose own (had a run needed one) is stopped at
+    # its end
+    assert result.rounds >= 1
+    assert sorted((s.root.name, s.mode) for s in live_sandboxes()) == [("repo", "trusted"), ("workspace", "pytest")]
     assert all(str(s.root.parent.name).startswith("latte_lab-") for s in live_sandboxes())
 
 

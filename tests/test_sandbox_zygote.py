@@ -51,16 +51,20 @@ def wait_dead(pids: list[int], seconds: float = 3.0) -> list[int]:
 
 
 class Launches:
-    """Counts test runs that were (or were not) forked by the zygote."""
+    """Counts test runs that were (or were not) forked by the zygote; hidden evaluations, forked from the trusted
+    evaluation server, apart."""
 
     def __init__(self, monkeypatch):
         self.zygote = 0
         self.exec = 0
+        self.trusted = 0
         real = zyg.launch
 
         def spy(*args, **kwargs):
             run = real(*args, **kwargs)
-            if run is None:
+            if kwargs.get("trusted") is not None:
+                self.trusted += run is not None
+            elif run is None:
                 self.exec += 1
             else:
                 self.zygote += 1
@@ -456,6 +460,7 @@ def test_a_hidden_suite_never_reaches_the_zygotes_memory(tmp_path, launches, iso
     assert ws.run_tests(("test_snoop.py",), timeout=60).passed == 1
     seen = json.loads((ws.root / "snooped.json").read_text())
     assert launches.zygote == 1, "the agent's run was not forked from the zygote (the evaluation never is)"
+    assert launches.trusted == 1  # the evaluation was forked from the trusted evaluation server, a process of its own
     primed = any(path.endswith("test_suite.py") and "test_snoop" not in path for path in seen)
     assert primed == (switch == "patched"), seen  # the snoop finds what the zygote keeps
     assert not any("latte_lab-eval-" in path or Path(path).name.startswith("test_hidden") for path in seen), seen
@@ -812,7 +817,7 @@ def test_forked_process_starts_its_own_zygote(tmp_path, launches):
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_ok.py", SIMPLE)
     assert ws.run_tests(("test_ok.py",), timeout=30).passed == 1
-    (mine,) = zyg._ZYGOTES.values()
+    (mine,) = [z for z in zyg._ZYGOTES.values() if z.mode != "trusted"]  # (an earlier evaluation's server apart)
     ctx = multiprocessing.get_context("fork")
     queue = ctx.Queue()
     worker = ctx.Process(target=_forked_worker, args=(str(ws.root), queue))

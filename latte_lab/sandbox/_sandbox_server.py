@@ -313,7 +313,9 @@ if __name__ == "__main__":
         except OSError as exc:
             sys.stderr.write(f"sandbox: warning: the loopback interface stays up: {exc}\n")
     CHILD.drop_privileges()
-    if INIT.get("mode") == "script":  # imports nothing for the runs; each starts from a fresh interpreter's modules
+    if INIT.get("mode") == "trusted":  # the trusted evaluation server: pytest and the boot script, no workspace code
+        ZYGOTE = _load("_trusted_server.py", "_latte_lab_trusted_server").ZYGOTE
+    elif INIT.get("mode") == "script":  # imports nothing for the runs; each starts from a fresh interpreter's modules
         ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server_script")
         ZYGOTE.STARTUP_MODULES = ZYGOTE.WARM_MODULES = STARTUP_MODULES
     elif INIT.get("mode") == "pytest-patched":  # the same as below, with the opt-in changes to pytest's internals

@@ -4,7 +4,9 @@ Usage: ``python -s -P <copy of this file> <pytest arguments>``, in a throwaway c
 (:mod:`latte_lab.sandbox.trusted` makes the copy, starts this script and reads what it reports). Only the
 standard library and pytest are imported; nothing from latte_lab, and nothing from the workspace before
 pytest itself is loaded: ``-P`` keeps the working directory off ``sys.path`` until this script puts it
-there, after pytest, pluggy and unittest are imported from the interpreter's own site-packages.
+there, after pytest, pluggy and unittest are imported from the interpreter's own site-packages. The trusted
+evaluation server (``_trusted_server.py``) loads this file by path, with those imports made once, and calls
+:func:`main` in each child it forks, set up as that command line would set it up.
 
 What the session reports is not taken from pytest's reports, its exit status or a file the code under
 test could write. A plugin of this script's own writes one line per test to a descriptor duplicated from

@@ -23,7 +23,9 @@ Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
   run's stdout and stderr pipes and one end of a fresh per-run reply socket. ``env`` is the run's *whole*
   environment (built by the parent from its allowlist), ``limits`` the json dict of
   :func:`_child.apply_limits`, ``args`` pytest's arguments (what follows ``python -m pytest``), ``script``
-  what follows ``python`` (the script's path, then its arguments);
+  what follows ``python`` (the script's path, then its arguments); the trusted evaluation server
+  (``_trusted_server.py``) takes ``{"cwd", "env", "limits", "trusted"}``, ``trusted`` being what follows
+  ``python -s -P <boot script>`` (:data:`TRUSTED`);
 * control socket, parent -> zygote, before a run, no descriptors (mode ``pytest-patched`` only):
   ``{"prime": [[path, text]]}``, the text of a test file of the run's directory that the zygote has not seen
   yet (:func:`prime`); the zygote parses, rewrites and compiles it (pytest's assertion rewriting), never runs it;
@@ -96,6 +98,11 @@ if MODE != "script":
     WARM_MODULES = frozenset(sys.modules)  # what a run may keep; later imports are the zygote's own
 else:
     WARM_MODULES = STARTUP_MODULES  # a script starts with what ``python <script>`` starts with
+
+
+# A hidden evaluation's session (``_trusted_server.py`` sets it: ``TRUSTED(boot arguments)`` runs it in the
+# forked child, set up as above, and returns its exit code); a request with "trusted" fails on any other server.
+TRUSTED = None
 
 
 def prime(files: list) -> None:
@@ -237,6 +244,10 @@ def _run_child(request: dict, out_fd: int, err_fd: int) -> None:
                 sys.modules.pop(name, None)
         if "script" in request:
             code = _run_script(request["script"], request["env"])
+        elif "trusted" in request:
+            if TRUSTED is None:
+                raise RuntimeError("a hidden evaluation sent to a fork server that is not the trusted one")
+            code = TRUSTED(request["trusted"])
         else:
             import runpy
 

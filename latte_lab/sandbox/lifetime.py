@@ -1,8 +1,9 @@
 """What sandboxed runs keep alive between them, owned by one object: :class:`Sandbox`.
 
 A workspace's runs may leave a kept sandbox behind for the next (bubblewrap's warm sandboxes,
-:mod:`latte_lab.sandbox.warm`), and a process keeps fork servers (:mod:`latte_lab.sandbox.zygote`) and
-staging directories (:mod:`latte_lab.sandbox.stage`). Trials and sweeps release them through this class
+:mod:`latte_lab.sandbox.warm`), and a process keeps fork servers (:mod:`latte_lab.sandbox.zygote`, among them
+the trusted evaluation server of hidden evaluations, or on bubblewrap its kept sandbox) and staging
+directories (:mod:`latte_lab.sandbox.stage`). Trials and sweeps release them through this class
 alone, so how a run is made fast can change without them knowing.
 
 >>> import tempfile
@@ -37,8 +38,9 @@ class Sandbox:
 
     @staticmethod
     def close_all() -> None:
-        """Stop every fork server and kept sandbox of this process and remove its staging directories (a
-        process that skips atexit, as a sweep's worker does, calls this at its end)."""
+        """Stop every fork server (the trusted evaluation server too) and kept sandbox of this process and
+        remove its staging directories (a process that skips atexit, as a sweep's worker does, calls this at
+        its end)."""
         from latte_lab.sandbox import warm
         from latte_lab.sandbox.stage import remove_stage
         from latte_lab.sandbox.zygote import shutdown_zygotes

@@ -341,6 +341,7 @@ def run_sandboxed(
     prime_tests: bool = False,
     keep_sandbox: bool = False,
     pytest_patches: bool = False,
+    trusted: list[str] | None = None,
 ) -> RunResult:
     """Run ``argv`` in ``cwd`` inside the sandbox described in the module docstring.
 
@@ -354,7 +355,10 @@ def run_sandboxed(
     ``prime_tests``: the fork server may keep the rewritten code of ``cwd``'s test files for later runs
     (never for files agents must not see: every later run is forked from it). ``keep_sandbox``: ``cwd`` is
     a directory its caller runs in again (a staging directory), so on the bwrap backend the run may take a
-    kept sandbox even with ``export_names``.
+    kept sandbox even with ``export_names``. ``trusted``: ``argv`` is a hidden evaluation's session
+    (``python -s -P <boot script> *trusted``, :mod:`latte_lab.sandbox.trusted`); a local run is forked from the
+    trusted evaluation server when fork servers are enabled and it is up, a bwrap run with ``keep_sandbox``
+    from a kept sandbox whose init is that server; any other runs ``argv``.
     Never raises for anything the child does (timeouts, limits, crashes, huge output); raises
     :class:`ConfigError` for a non-positive timeout or an unknown sandbox and :class:`WorkspaceError` if
     ``cwd`` is missing.
@@ -382,7 +386,11 @@ def run_sandboxed(
             mpl = host_mplconfig()
             # a workspace's own runs, or runs in a directory its caller runs in again; not a throwaway copy's
             if (export_names is None or keep_sandbox) and warm.warm_enabled():
-                if pytest_args is not None and (prime_tests or keep_sandbox):
+                if trusted is not None:
+                    if keep_sandbox:
+                        proc = warm.launch(root, run_env, rlimits, limits, mpl, trusted=trusted,
+                                           export_names=export_names)
+                elif pytest_args is not None and (prime_tests or keep_sandbox):
                     proc = warm.launch(root, run_env, rlimits, limits, mpl, pytest_args=pytest_args,
                                        prime=prime_tests, export_names=export_names, patches=pytest_patches)
                 elif pytest_args is None and _python_script(argv, root):
@@ -400,7 +408,10 @@ def run_sandboxed(
             confined = {**rlimits, **local.confinement(root, home, run_env, limits, argv)}
             if cgroup is not None:
                 confined["cgroup"] = cgroup.procs
-            if pytest_args is not None and zygote.zygote_enabled():
+            if trusted is not None:
+                if zygote.zygote_enabled():
+                    proc = zygote.launch(root, run_env, confined, trusted=trusted)
+            elif pytest_args is not None and zygote.zygote_enabled():
                 proc = zygote.launch(root, run_env, confined, pytest_args, prime=prime_tests, patches=pytest_patches)
             elif _python_script(argv, root) and zygote.zygote_enabled():
                 proc = zygote.launch(root, run_env, confined, script=argv[1:])

@@ -8,8 +8,12 @@ without its source, and caches (pytest reads no configuration file of the worksp
 /dev/null``, ``--noconftest``). Symbolic links that leave the workspace and special files (FIFOs,
 sockets, devices) are left out too, and each is named in the run's notes.
 
-The session is started by ``_trusted_boot.py`` in a fresh interpreter (never a fork server) with an empty
-``PYTHONPATH``; what it reports comes over a signed channel (see that file's docstring), checked here:
+The session is run by ``_trusted_boot.py`` with an empty ``PYTHONPATH``: in a child forked from the trusted
+evaluation server (``_trusted_server.py``: a process that has imported pytest, pluggy, unittest and the boot
+script from the installed packages and runs no workspace code; on the bubblewrap backend, the init of a kept
+sandbox of its own), which then does what ``python -s -P <boot script>`` does; or, where the server is off
+(:func:`use_server`) or cannot start, in that fresh interpreter. What it reports comes over a signed channel
+(see that file's docstring), checked here:
 a test passes only when a correctly signed, correctly numbered line says so. Whatever the session saw
 the code under test try (patching pytest or unittest, registering hooks, forging channel lines) comes
 back as :attr:`TestRun.tampering`, and was undone or refused before any verdict.
@@ -43,6 +47,15 @@ SESSION_ENV = {"PYTHONPATH": "", "PYTHONNOUSERSITE": "1", "PYTEST_DISABLE_PLUGIN
 LEFT_OUT_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py"})
 LEFT_OUT_SUFFIXES = (".pth", ".pyc", ".pyo")
 CACHE_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
+USE_SERVER = True  # sessions forked from the trusted evaluation server; False: a fresh interpreter each
+SERVER_DISABLE_VAR = "LATTE_LAB_NO_TRUSTED_SERVER"  # =1 in the environment: a fresh interpreter each
+
+
+def use_server() -> bool:
+    """Whether hidden evaluations are forked from the trusted evaluation server (:data:`USE_SERVER` and no
+    ``LATTE_LAB_NO_TRUSTED_SERVER=1``; the local backend's fork servers must be on too, and the bubblewrap
+    backend's kept sandboxes)."""
+    return USE_SERVER and os.environ.get(SERVER_DISABLE_VAR, "").strip().lower() in ("", "0", "false")
 
 
 def copy_for_evaluation(src: Path, dst: Path) -> list[str]:
@@ -183,7 +196,7 @@ def run_trusted_pytest(
     from latte_lab.sandbox.pytest import TestRun
 
     run_paths = [str(p) for p in run_paths]
-    with stage.hidden_copy(sandbox) as (copy, _staged):
+    with stage.hidden_copy(sandbox) as (copy, staged):
         notes = copy_for_evaluation(Path(root), copy)
         for path, text in {**(extra_files or {}), **test_files}.items():
             full = confined(copy, path)
@@ -195,9 +208,10 @@ def run_trusted_pytest(
         if boot.is_symlink() or boot.is_dir():
             _remove(boot)
         shutil.copyfile(BOOT_SCRIPT, boot)
-        argv = [sys.executable, "-s", "-P", BOOT_NAME, *test_files, "--", *SESSION_ARGS, *run_paths]
+        boot_args = [*test_files, "--", *SESSION_ARGS, *run_paths]
+        argv = [sys.executable, "-s", "-P", BOOT_NAME, *boot_args]
         run = run_sandboxed(argv, copy, timeout=timeout, limits=limits, env=SESSION_ENV, sandbox=sandbox,
-                            export_names=[])
+                            export_names=[], keep_sandbox=staged, trusted=boot_args if use_server() else None)
     found, stderr = read_channel(run.stderr)
     tests: dict[str, str] = found["tests"]
     cases = list(tests.items())

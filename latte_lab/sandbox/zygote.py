@@ -68,6 +68,9 @@ ZYGOTE_REPLY_TIMEOUT_SECONDS = 10.0  # request sent -> the forked child's pid is
 ZYGOTE_REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
 ZYGOTE_MAX_START_FAILURES = 3  # after this many failed starts the process stays on the exec path
 ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote_server.py"))
+# The trusted evaluation server (mode "trusted"): hidden evaluations' sessions, forked from a process that has
+# imported pytest and the boot script from the installed packages only (see that file).
+TRUSTED_SCRIPT = str(Path(__file__).with_name("_trusted_server.py"))
 # When a zygote keeps the next run's processes forked ahead (see _zygote_server): "idle" while a CPU is
 # idle (a sweep with a run on every CPU gains nothing from them), "always", or "never". Read when a zygote
 # starts.
@@ -143,6 +146,8 @@ class _Zygote:
 
     def _argv(self, fd: int) -> list[str]:
         """The server's command line, ``fd`` being its end of the control socket."""
+        if self.mode == "trusted":  # as the boot script starts: no user site, no unsafe sys.path entry
+            return [sys.executable, "-s", "-P", TRUSTED_SCRIPT, str(fd), self.mode, SPARES]
         return [sys.executable, ZYGOTE_SCRIPT, str(fd), self.mode, SPARES]
 
     def _env(self, env: Mapping[str, str]) -> dict[str, str]:
@@ -403,27 +408,31 @@ def _test_files(root: Path) -> list[tuple[str, str]]:
     return found
 
 
-def server_mode(script: list[str] | None, patches: bool) -> str:
-    """The fork server a run is forked from: "script", "pytest-patched" (the opt-in changes to pytest's
-    internals) or "pytest" (public API only)."""
+def server_mode(script: list[str] | None, patches: bool, trusted: list[str] | None = None) -> str:
+    """The fork server a run is forked from: "trusted" (a hidden evaluation's session), "script",
+    "pytest-patched" (the opt-in changes to pytest's internals) or "pytest" (public API only)."""
+    if trusted is not None:
+        return "trusted"
     return "script" if script is not None else "pytest-patched" if patches else "pytest"
 
 
 def launch(
     root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str] | None = None,
-    *, prime: bool = False, script: list[str] | None = None, patches: bool = False,
+    *, prime: bool = False, script: list[str] | None = None, patches: bool = False, trusted: list[str] | None = None,
 ) -> ZygoteRun | None:
     """Start one run in a child of a zygote; None (after a warning) to use the exec path.
 
     ``pytest_args``: a pytest session (what follows ``python -m pytest``), forked from the pytest zygote (with
     ``patches``, the one that changes pytest's internals; with ``prime`` too, that zygote is first sent the text
     of ``root``'s test files it has not rewritten yet). ``script``: ``python <script> <args>`` (the list after
-    ``python``), forked from the script zygote, which has imported nothing a fresh interpreter has not."""
-    mode = server_mode(script, patches)
+    ``python``), forked from the script zygote, which has imported nothing a fresh interpreter has not.
+    ``trusted``: a hidden evaluation's session (what follows ``python -s -P <boot script>``), forked from the
+    trusted evaluation server (``_trusted_server.py``)."""
+    mode = server_mode(script, patches, trusted)
     zygote = _get(child_env, mode)
     if zygote is None:
         return None
-    request = run_request(os.path.abspath(root), child_env, child_limits, pytest_args, script)
+    request = run_request(os.path.abspath(root), child_env, child_limits, pytest_args, script, trusted=trusted)
 
     def send(fds: list[int]) -> None:
         nonlocal zygote
@@ -449,11 +458,13 @@ def launch(
 
 
 def run_request(cwd: str, env: Mapping[str, str], limits: Mapping[str, int | None], pytest_args: list[str] | None,
-                script: list[str] | None, **extra) -> bytes:
-    """A fork server's request for one run (see ``_zygote_server``): ``args`` for pytest, or ``script``;
-    ``extra`` adds fields (a warm sandbox's)."""
+                script: list[str] | None, *, trusted: list[str] | None = None, **extra) -> bytes:
+    """A fork server's request for one run (see ``_zygote_server``): ``args`` for pytest, ``script``, or
+    ``trusted`` (a hidden evaluation's boot arguments); ``extra`` adds fields (a warm sandbox's)."""
     payload = {"cwd": cwd, "env": dict(env), "limits": dict(limits), **extra}
-    if script is not None:
+    if trusted is not None:
+        payload["trusted"] = list(trusted)
+    elif script is not None:
         payload["script"] = list(script)
     else:
         payload["args"] = list(pytest_args or ())
