@@ -116,7 +116,7 @@ def test_simulated_spec_builds_the_simulated_model(tmp_path):
     assert isinstance(model, SimulatedModel) and model.profile.name == "careful"
     cached = make_model("simulated", cache=tmp_path / "c.sqlite")  # cached only when a cache is given
     assert isinstance(cached, CachedModel) and isinstance(cached.inner, SimulatedModel)
-    with pytest.raises(ConfigError, match="unknown simulated profile 'genius'; known profiles: careful, default, fast"):
+    with pytest.raises(ConfigError, match="unknown simulated profile 'genius'; known profiles: calibrated, careful, default, fast"):
         make_model("simulated/genius")
 
 

@@ -83,7 +83,7 @@ def test_model_list_offers_only_providers_whose_key_is_present(monkeypatch, tmp_
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    assert widgets.model_choices() == ["simulated", "simulated/careful", "simulated/fast"]
+    assert widgets.model_choices() == ["simulated", "simulated/calibrated", "simulated/careful", "simulated/fast"]
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-" + "x" * 24)
     choices = widgets.model_choices()
     assert any(c.startswith("openai/") for c in choices) and not any(c.startswith("anthropic/") for c in choices)
@@ -103,4 +103,4 @@ def test_an_unreachable_server_lists_nothing_and_says_so():
     form = ll.viz.trial_form(task="textproc")
     form.base_url.value = "http://127.0.0.1:9/v1"  # nothing listens on the discard port
     assert "no model list" in form.status.value
-    assert widgets.model_choices("http://127.0.0.1:9/v1") == ["simulated", "simulated/careful", "simulated/fast"]
+    assert widgets.model_choices("http://127.0.0.1:9/v1") == ["simulated", "simulated/calibrated", "simulated/careful", "simulated/fast"]

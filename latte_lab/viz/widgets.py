@@ -60,7 +60,7 @@ def model_choices(base_url: str | None = None) -> list[str]:
     set, and the models a server at ``base_url`` lists (a server that does not answer lists nothing).
 
     >>> model_choices()[:3]
-    ['simulated', 'simulated/careful', 'simulated/fast']
+    ['simulated', 'simulated/calibrated', 'simulated/careful']
     """
     from latte_lab.models import PROFILES, load_prices
     from latte_lab.models.keys import load_env
@@ -143,7 +143,7 @@ class TrialForm:
         url = self.base_url.value.strip() or None
         choices = model_choices(url)
         self.model.options = list(dict.fromkeys([self.model.value, *choices])) if self.model.value else choices
-        if url and len(choices) <= 3:
+        if url and len(choices) <= len(model_choices()):  # nothing beyond the simulated profiles and priced models
             self._say(f"no model list from {url}: type the served model's name in the model field")
 
     def _say(self, text: str, error: bool = False) -> None:

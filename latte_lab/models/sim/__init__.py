@@ -10,7 +10,7 @@ only module reading task internals (``fixbook.py``), source splicing (``source.p
 
 >>> from latte_lab.models.sim import PROFILES, SimulatedModel
 >>> sorted(PROFILES), SimulatedModel().profile.name
-(['careful', 'default', 'fast'], 'default')
+(['calibrated', 'careful', 'default', 'fast'], 'default')
 """
 
 from latte_lab.models.sim.model import SimulatedModel
