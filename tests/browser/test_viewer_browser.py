@@ -121,6 +121,7 @@ def test_edit_diff_and_node_events(page, pages, shots):
     box = page.locator(f".lane[data-agent='{edit['agent']}'] details.edit").first
     box.locator(":scope > summary").click()
     diff = box.locator("pre.diff")
+    diff.locator(".add, .del").first.wait_for(state="attached", timeout=10_000)  # drawn when the box opens
     assert diff.locator(".add").count() + diff.locator(".del").count() >= 1
     box.scroll_into_view_if_needed()
     page.screenshot(path=shots / "edit_diff.png")
