@@ -4,7 +4,9 @@
   (the notebooks stay where users open them, beside the package). With ``LATTE_DOCS_EXECUTE=1`` (``make
   docs`` sets it) each one is first run with nbclient, in a fresh kernel of this Python, into a temporary
   copy, and its page shows what it draws; the simulated model keeps that offline. Without it the pages
-  show the notebooks as stored: code only, since the repository keeps them without outputs.
+  show the notebooks as stored: code only, since the repository keeps them without outputs. With
+  ``LATTE_DOCS_EXECUTED_DIR`` set, a notebook already run there (the test suite's JupyterLab run saves
+  each one it ran) is shown as run there, when its code cells are the repository's.
 - **The paper's results** (``docs/reproduce.md``). ``latte-lab figures`` runs on the published data bundled
   with latte_lab while the site builds: its figures become ``img/paper/*.png`` (and the PDFs beside them),
   and its Markdown tables replace the page's ``<!-- latte-lab paper: NAME -->`` markers.
@@ -42,6 +44,10 @@ log = get_plugin_logger(__name__)
 NOTEBOOKS_DIR = "notebooks"  # beside mkdocs.yml
 NAV_SECTION = "Notebooks"  # the nav entry this hook fills
 EXECUTE_ENV = "LATTE_DOCS_EXECUTE"  # "1": run every notebook before rendering it
+# A folder of notebooks already run (with their outputs) by another tool, e.g. the test suite's JupyterLab
+# run: a notebook found there whose code cells are the repository's, cell for cell, is shown as run there
+# instead of being run again.
+EXECUTED_ENV = "LATTE_DOCS_EXECUTED_DIR"
 CELL_TIMEOUT = 300  # seconds one cell may take, as in make test (the slowest takes about 30 s on an idle machine)
 PAPER_DIR = "img/paper"  # where the site keeps the figures of `latte-lab figures`
 PAPER_FILES = (".png", ".pdf")  # of its outputs, the ones the site serves (its .md tables go into the page)
@@ -135,16 +141,49 @@ def _cleanup() -> None:
 
 # --- notebooks ----------------------------------------------------------------------------------------
 
+def _code_sources(path: Path) -> list[str] | None:
+    import json
+
+    try:
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in cells if c.get("cell_type") == "code"]
+
+
+def _reuse_executed(path: Path, out_dir: Path) -> bool:
+    """Copy the run of ``path`` found in ``$LATTE_DOCS_EXECUTED_DIR`` to ``out_dir``, when there is one whose
+    code cells are ``path``'s and every one of them ran; whether it did."""
+    folder = os.environ.get(EXECUTED_ENV)
+    if not folder:
+        return False
+    run = Path(folder) / path.name
+    sources = _code_sources(run)
+    if sources is None or sources != _code_sources(path):
+        return False
+    import json
+
+    cells = [c for c in json.loads(run.read_text(encoding="utf-8"))["cells"] if c.get("cell_type") == "code"]
+    if any(c.get("execution_count") is None for c in cells if "".join(c["source"]).strip()):
+        return False
+    shutil.copy(run, out_dir / path.name)
+    log.info("%s: shown as run in %s", path.name, folder)
+    return True
+
+
 def _execute_notebooks(paths: list[Path], out_dir: Path) -> None:
     """Run each notebook in a fresh kernel (as many at once as this process has CPUs) and save it with
     its outputs in ``out_dir``, under the same name. A cell that raises fails the build, naming it."""
     import asyncio
 
     import nbformat
+    from jupyter_client.manager import AsyncKernelManager
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [path for path in paths if not _reuse_executed(path, out_dir)]
     # The kernel's own inline backend draws the figures as outputs; a non-interactive MPLBACKEND (make test
     # sets Agg) would leave them as "<Figure size ...>" text.
     env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
@@ -154,7 +193,9 @@ def _execute_notebooks(paths: list[Path], out_dir: Path) -> None:
         async with slots:
             start = time.perf_counter()
             nb = nbformat.read(path, as_version=4)
-            client = NotebookClient(nb, timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(path.parent)}})
+            # IPC sockets, not TCP ports: a free port chosen here can be taken by another kernel meanwhile
+            km = AsyncKernelManager(transport="ipc", ip=str(out_dir / f"{path.stem}.kernel"))
+            client = NotebookClient(nb, km=km, timeout=CELL_TIMEOUT, resources={"metadata": {"path": str(path.parent)}})
             stderr = out_dir / f"{path.stem}.kernel.log"  # the kernel's own warnings, shown only on failure
             with open(stderr, "w") as err:
                 try:
@@ -172,6 +213,8 @@ def _execute_notebooks(paths: list[Path], out_dir: Path) -> None:
         slots = asyncio.Semaphore(max(1, min(cpus, len(paths))))
         await asyncio.gather(*(run(p, slots) for p in paths))
 
+    if not paths:
+        return
     start = time.perf_counter()
     asyncio.run(run_all())
     log.info("ran %d notebooks in %.1f s", len(paths), time.perf_counter() - start)

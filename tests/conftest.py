@@ -33,6 +33,9 @@ def _hypothesis_profiles() -> None:
 _hypothesis_profiles()
 
 
+NOTEBOOK_RUNS_ENV = "LATTE_TEST_NOTEBOOK_RUNS"
+
+
 def pytest_configure(config):
     """One test-run memo directory for the whole session ($LATTE_LAB_MEMO_DIR, made here in the controlling
     process, so the xdist workers, the notebooks' kernels, JupyterLab and every script a test starts share
@@ -44,6 +47,10 @@ def pytest_configure(config):
 
     config._latte_memo_dir = tempfile.mkdtemp(prefix="latte_lab-test-memo-")
     os.environ["LATTE_LAB_MEMO_DIR"] = config._latte_memo_dir
+    # The notebooks as the browser test's Run All left them: the documentation site's build shows them rather
+    # than run each notebook a second time (tests/test_docs_site.py, which runs last).
+    config._latte_notebook_runs = tempfile.mkdtemp(prefix="latte_lab-test-notebooks-")
+    os.environ[NOTEBOOK_RUNS_ENV] = config._latte_notebook_runs
 
 
 def pytest_collection_finish(session):
@@ -56,12 +63,13 @@ def pytest_collection_finish(session):
 
 
 def pytest_unconfigure(config):
-    memo_dir = getattr(config, "_latte_memo_dir", None)
-    if memo_dir:
-        import shutil
+    import shutil
 
-        shutil.rmtree(memo_dir, ignore_errors=True)
-        os.environ.pop("LATTE_LAB_MEMO_DIR", None)
+    for attr, env in (("_latte_memo_dir", "LATTE_LAB_MEMO_DIR"), ("_latte_notebook_runs", NOTEBOOK_RUNS_ENV)):
+        folder = getattr(config, attr, None)
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+            os.environ.pop(env, None)
 
 
 @pytest.fixture
@@ -78,6 +86,7 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
 
 
 BROWSER_TEST = "test_notebooks_in_browser.py"
+DOCS_SITE_TEST = "test_docs_site.py"
 
 
 def pytest_collection_modifyitems(config, items):
@@ -104,5 +113,8 @@ def pytest_collection_modifyitems(config, items):
     # The longest files first, so that no xdist worker starts one when the other is nearly done: the browser
     # test, then the files with tests marked slow (the notebooks, Ray, the wheel, fresh interpreters), then
     # the rest in collection order (the Makefile turns off xdist's own reordering, by number of tests).
+    # The documentation site's build goes last: by then the browser test has saved every notebook it ran, and
+    # the build shows those rather than run them again (where it has none, it runs them itself).
     slow_files = {item.path for item in items if item.get_closest_marker("slow")}
-    items.sort(key=lambda item: 0 if item.path.name == BROWSER_TEST else 1 if item.path in slow_files else 2)
+    items.sort(key=lambda item: 0 if item.path.name == BROWSER_TEST else 3 if item.path.name == DOCS_SITE_TEST
+               else 1 if item.path in slow_files else 2)

@@ -5,8 +5,9 @@ inline ``<svg>`` drawings in the page's content (the theme's icons are not count
 links to must be in the site.
 
 This is ``make test``'s build of the site too: strict (a broken link or a missing docstring reference fails
-it), and the check that what a reader sees is there. Marked slow: the build runs the six notebooks (about
-40 s of CPU).
+it), and the check that what a reader sees is there. Marked slow: the build runs the notebooks (about 40 s of
+CPU). In ``make test`` it runs last and shows the notebooks as the browser test's Run All in JupyterLab left
+them (``$LATTE_TEST_NOTEBOOK_RUNS``), running only those it finds no run of, so each notebook runs once.
 """
 
 from __future__ import annotations
@@ -81,6 +82,8 @@ def site(tmp_path_factory) -> Path:
         return Path(os.environ[SITE_ENV]).resolve()
     out = tmp_path_factory.mktemp("site")
     env = {**os.environ, "LATTE_DOCS_EXECUTE": "1", "NO_MKDOCS_2_WARNING": "1"}
+    if os.environ.get("LATTE_TEST_NOTEBOOK_RUNS"):  # the notebooks the browser test ran (tests/conftest.py)
+        env["LATTE_DOCS_EXECUTED_DIR"] = os.environ["LATTE_TEST_NOTEBOOK_RUNS"]
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=REPO,
                           env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
     assert proc.returncode == 0, f"mkdocs build failed:\n{proc.stdout}\n{proc.stderr}"

@@ -6,10 +6,12 @@ from tests/test_notebook_widgets_teams.py, so that the suite's two workers share
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import nbformat
 import pytest
+from jupyter_client.manager import KernelManager
 from nbclient import NotebookClient
 
 import latte_lab as ll
@@ -29,7 +31,10 @@ class Kernel:
 
     def __init__(self, nb):
         self.nb = nb
-        self.client = NotebookClient(nb, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=True,
+        # IPC sockets, not TCP ports: a port chosen here can be taken meanwhile by another kernel of the suite
+        # (the browser tests' JupyterLab starts kernels on the other worker)
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(tempfile.mkdtemp(prefix="kernel-")) / "ipc"))
+        self.client = NotebookClient(nb, km=km, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=True,
                                      resources={"metadata": {"path": str(NOTEBOOKS)}})
 
     def run(self, what) -> list[str]:

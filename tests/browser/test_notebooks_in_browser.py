@@ -5,7 +5,9 @@ notebook: open it, Run All, and check that no cell shows an error, every widget 
 and no image is blank; then close it and shut its kernel down. In 01, pressing Play on the animation moves it
 to another round within 3 s; in 02, choosing a team without a task graph and pressing Run, compared with
 Leader-Worker, shows both result rows and plots, none blank. A screenshot of each notebook is saved in
-``$LATTE_BROWSER_SHOTS`` (default ``figures/browser/``).
+``$LATTE_BROWSER_SHOTS`` (default ``figures/browser/``). Each notebook, once its checks pass, is saved as Run
+All left it into ``$LATTE_TEST_NOTEBOOK_RUNS`` (tests/conftest.py makes that folder for the session), where
+tests/test_docs_site.py's build shows it rather than run it again.
 
 Playwright comes from pip (the dev extra) and drives the system chromium (``/usr/bin/chromium``; no browser
 download). ``.ci/run`` installs both; where either is missing the test is skipped and says which.
@@ -46,6 +48,21 @@ if not Path(CHROMIUM).is_file():
                 allow_module_level=True)
 
 
+LAB_DIR: list[Path] = []  # the folder the JupyterLab server works in (the lab fixture's)
+RUNS_ENV = "LATTE_TEST_NOTEBOOK_RUNS"
+
+
+def _save_run(page, notebook: str) -> None:
+    """Save the notebook as Run All left it and copy it into ``$LATTE_TEST_NOTEBOOK_RUNS`` (when set)."""
+    folder = os.environ.get(RUNS_ENV)
+    if not folder:
+        return
+    page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save').then(() => true)")
+    page.wait_for_function("() => !window.jupyterapp.shell.currentWidget.context.model.dirty",
+                           timeout=SERVER_START_S * 1000)
+    shutil.copy(LAB_DIR[-1] / notebook, Path(folder) / notebook)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -56,6 +73,7 @@ def _free_port() -> int:
 def lab(tmp_path_factory):
     """A JupyterLab server on loopback over a copy of the notebooks (Run All never touches the repository)."""
     work = tmp_path_factory.mktemp("lab")
+    LAB_DIR.append(work)
     for nb in NOTEBOOKS:
         shutil.copy(nb, work / nb.name)
     port = _free_port()
@@ -208,6 +226,7 @@ def test_notebook_runs_in_a_browser(notebook, page, shots):
         assert _errors(page) == []
         assert _widgets_render(page) == []
         assert _blank_images(page.locator(".jp-NotebookPanel").first) == []
+        _save_run(page, notebook)
         if notebook.startswith("01_"):
             _press_play(page)
         if notebook.startswith("02_"):
