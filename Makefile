@@ -45,8 +45,11 @@ demo: $(STAMP)
 # such as the JupyterLab server and the Ray cluster start once); 0 runs everything in this process.
 # The longest files go first (the browser test, then the files with tests marked slow: tests/conftest.py orders
 # them; --no-loadscope-reorder keeps xdist from reordering files by their number of tests) so that no worker
-# starts one at the end.
-TEST_WORKERS ?= 2
+# starts one at the end; the documentation site's build alone goes last, since it shows the notebooks as the
+# browser test ran them rather than run them again.
+# Three on 2 cores: a good part of the suite waits rather than computes (kernels and JupyterLab starting,
+# chromium, fresh interpreters, Ray), and a third worker fills those waits: 267 s against 285-348 s with two.
+TEST_WORKERS ?= 3
 # seconds one notebook cell may take (the slowest takes about 30 s on an idle machine)
 CELL_TIMEOUT := 300
 PYTEST := env -u PYTHONDONTWRITEBYTECODE MPLBACKEND=Agg $(BIN)/python -m pytest -q -p no:cacheprovider
