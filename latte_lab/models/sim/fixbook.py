@@ -24,6 +24,7 @@ import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+import functools
 from functools import cached_property
 
 from latte_lab.models.sim import source as S
@@ -35,7 +36,15 @@ MIN_TEXT_LINE = 30  # characters: shorter project-text lines are too generic to 
 
 def paths_in(text: str) -> set[str]:
     """File names (with an extension the projects use) mentioned in a text."""
-    return set(_PATH.findall(text or ""))
+    return set().union(*(line_terms(line)[0] for line in (text or "").splitlines()))
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def line_terms(line: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The file names and the words (``_WORD``) of one line. Neither pattern matches a line break or any other
+    line boundary, so a text's terms are the union of its lines'; and a prompt repeats most of its lines from
+    one call to the next (the description, the files, the test output), so each is scanned once."""
+    return frozenset(_PATH.findall(line)), frozenset(_WORD.findall(line))
 
 
 def _safe_symbols(text: str | None, path: str) -> dict[str, str]:
@@ -129,9 +138,11 @@ class FixBook:
 
     def project_for(self, files: Mapping[str, str], text: str) -> Project | None:
         """The project whose files and text the prompt shows most of; None when nothing matches."""
-        mentioned = paths_in(text)
-        lines = frozenset(line.strip() for line in text.splitlines() if len(line.strip()) >= MIN_TEXT_LINE)
-        words = frozenset(_WORD.findall(text))
+        all_lines = text.splitlines()
+        terms = [line_terms(line) for line in all_lines]
+        mentioned = set().union(*(paths for paths, _ in terms))
+        words = frozenset().union(*(found for _, found in terms))
+        lines = frozenset(line.strip() for line in all_lines if len(line.strip()) >= MIN_TEXT_LINE)
         key = (tuple(sorted((p, hash(t)) for p, t in files.items())), frozenset(mentioned), hash(lines), hash(words))
         if key in self._picks:
             return self._picks[key]

@@ -43,6 +43,7 @@ CHECK_HELPERS = "check_helpers.py"  # the shared module every check script impor
 CHECK_PREFIX = "check_"  # a check script: check_<module>.py, one per module checked, shared by the team
 FIX, CHECK = "fix-", "check-"
 STUB_MARKERS = ("NotImplementedError", "TODO")
+LINE_CACHE_SIZE = 1 << 16  # lines of prompt text whose unit ids a catalogue keeps (Catalogue.ids_named)
 
 
 
@@ -303,6 +304,20 @@ class Catalogue:
         self.id_pattern = re.compile(r"(?<![\w-])(" + "|".join(
             [re.escape(u.id) for u in sorted(units, key=lambda u: -len(u.id))] + [rf"{FIX}[A-Za-z_][\w\-]*"])
             + r")(?![\w-])")
+        self._ids_by_line: dict[str, frozenset[str]] = {}
+
+    def ids_named(self, text: str) -> set[str]:
+        """The unit ids a text names (whole words). ``id_pattern`` never matches across a line boundary, so they
+        are the union of its lines', and each distinct line is scanned once (a prompt repeats most of them)."""
+        named: set[str] = set()
+        for line in text.splitlines():
+            found = self._ids_by_line.get(line)
+            if found is None:
+                if len(self._ids_by_line) >= LINE_CACHE_SIZE:
+                    self._ids_by_line.clear()
+                found = self._ids_by_line[line] = frozenset(m.group(1) for m in self.id_pattern.finditer(line))
+            named |= found
+        return named
 
     # ----- what a described file leaves to write -----
     def _file_symbols(self, f: str, public: str) -> list[str] | None:
@@ -426,7 +441,7 @@ class Skill:
         self.examples = examples_in(text)
         self.public_classes = cat.test_classes
         described = bool(project.lines) and any(line in text for line in project.lines)
-        named = {m.group(1) for m in cat.id_pattern.finditer(text)}
+        named = cat.ids_named(text)
         units = [u for u in cat.units if described or u.id in named]
         ids = {u.id for u in units}
         # a check's failure is evidence about the checked function too: its own fix, not in any plan
