@@ -33,7 +33,8 @@ class Kernel:
         self.nb = nb
         # IPC sockets, not TCP ports: a port chosen here can be taken meanwhile by another kernel of the suite
         # (the browser tests' JupyterLab starts kernels on the other worker)
-        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(tempfile.mkdtemp(prefix="kernel-")) / "ipc"))
+        self._sockets = tempfile.TemporaryDirectory(prefix="latte_lab-kernel-")  # removed with this object
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=str(Path(self._sockets.name) / "ipc"))
         self.client = NotebookClient(nb, km=km, timeout=CELL_TIMEOUT_S, kernel_name="python3", allow_errors=True,
                                      resources={"metadata": {"path": str(NOTEBOOKS)}})
 
