@@ -141,15 +141,19 @@ def _cleanup() -> None:
 
 # --- notebooks ----------------------------------------------------------------------------------------
 
-def _code_sources(path: Path) -> list[str] | None:
+def _code_cells(path: Path) -> list[dict] | None:
+    """A notebook's code cells (None when it cannot be read as one)."""
     import json
 
     try:
         cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    except (OSError, ValueError, KeyError, TypeError):
+        return [c for c in cells if c.get("cell_type") == "code"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
-    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            for c in cells if c.get("cell_type") == "code"]
+
+
+def _source(cell: dict) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
 
 
 def _reuse_executed(path: Path, out_dir: Path) -> bool:
@@ -159,13 +163,10 @@ def _reuse_executed(path: Path, out_dir: Path) -> bool:
     if not folder:
         return False
     run = Path(folder) / path.name
-    sources = _code_sources(run)
-    if sources is None or sources != _code_sources(path):
+    ran, repo = _code_cells(run), _code_cells(path)
+    if ran is None or repo is None or [_source(c) for c in ran] != [_source(c) for c in repo]:
         return False
-    import json
-
-    cells = [c for c in json.loads(run.read_text(encoding="utf-8"))["cells"] if c.get("cell_type") == "code"]
-    if any(c.get("execution_count") is None for c in cells if "".join(c["source"]).strip()):
+    if any(c.get("execution_count") is None for c in ran if _source(c).strip()):
         return False
     shutil.copy(run, out_dir / path.name)
     log.info("%s: shown as run in %s", path.name, folder)
