@@ -30,3 +30,21 @@ def test_unit_ids_by_line_are_those_of_the_whole_text(text, which):
     cat = CATALOGUES[which]
     for _ in range(2):  # scanned, then from the cache
         assert cat.ids_named(text) == {m.group(1) for m in cat.id_pattern.finditer(text)}
+
+
+PROJECTS = fixbook.fix_book().projects
+DESCRIPTION_LINES = sorted({line for p in PROJECTS for line in p.lines})
+prompt_parts = st.lists(st.lists(st.sampled_from(PIECES + DESCRIPTION_LINES + [f"  {DESCRIPTION_LINES[0]} and more"]),
+                                 max_size=12).map("".join), max_size=5)
+
+
+@given(prompt_parts)
+def test_a_prompt_given_in_parts_picks_and_scores_as_its_joined_text(parts):
+    text = "\n".join(parts)
+    joined_long = "\n".join({line.strip() for line in text.splitlines() if len(line.strip()) >= fixbook.MIN_TEXT_LINE})
+    groups = [fixbook.part_terms(part)[2] for part in parts]
+    for project in PROJECTS:  # description lines found part by part and line by line, as by one substring search
+        for _ in range(2):
+            assert project.lines_shown(groups) == sum(1 for line in project.lines if line in joined_long)
+    fresh = fixbook.FixBook(list(PROJECTS))
+    assert fresh.project_for({}, parts) is fixbook.FixBook(list(PROJECTS)).project_for({}, text)

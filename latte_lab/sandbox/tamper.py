@@ -13,6 +13,7 @@ Files identical to the task's own (``task_files``) are not findings: a task may 
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import stat
 from collections.abc import Mapping
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MAX_SCAN_BYTES = 2 * 2**20  # a larger Python file is not parsed (reported as such)
+CACHED_TEXT_BYTES = 64 * 2**10  # the findings of texts up to this size are kept (1,024 of them at most)
 CONFIG_SECTIONS = {"pytest.ini": None, ".pytest.ini": None, "tox.ini": "[pytest]", "setup.cfg": "[tool:pytest]",
                    "pyproject.toml": "[tool.pytest"}
 STARTUP_NAMES = frozenset({"sitecustomize.py", "usercustomize.py"})
@@ -108,6 +110,19 @@ def _walk(root: Path):
 
 
 def _file_findings(rel: str, name: str, text: str, too_large: bool) -> list[Finding]:
+    """The findings of one file, kept for the texts seen last: a study's trials write many identical files
+    (the same fix, the same check script), and findings are a pure function of the path and the text."""
+    if len(text) > CACHED_TEXT_BYTES:
+        return _scan_file(rel, name, text, too_large)
+    return list(_file_findings_cached(rel, name, text, too_large))
+
+
+@functools.lru_cache(maxsize=1024)
+def _file_findings_cached(rel: str, name: str, text: str, too_large: bool) -> tuple[Finding, ...]:
+    return tuple(_scan_file(rel, name, text, too_large))
+
+
+def _scan_file(rel: str, name: str, text: str, too_large: bool) -> list[Finding]:
     found: list[Finding] = []
     if name in CONFIG_SECTIONS:
         section = CONFIG_SECTIONS[name]
@@ -129,14 +144,15 @@ def _file_findings(rel: str, name: str, text: str, too_large: bool) -> list[Find
         tree = ast.parse(text)
     except (SyntaxError, ValueError):
         return found
-    hooks = [node for node in ast.walk(tree)
+    nodes = list(ast.walk(tree))  # walked once, read by every check below
+    hooks = [node for node in nodes
              if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("pytest_")]
     if name == "conftest.py":
         line = min((node.lineno for node in hooks), default=1)
         found.append(Finding("conftest", rel, line, "a conftest.py: pytest loads it into every test session"))
     else:
         found += [Finding("pytest-hook", rel, node.lineno, f"defines the pytest hook {node.name}") for node in hooks]
-    found += _code_findings(rel, tree)
+    found += _code_findings(rel, nodes)
     return sorted(found, key=lambda f: f.line)
 
 
@@ -145,11 +161,12 @@ def _line_of(text: str, needle: str) -> int:
     return text.count("\n", 0, index) + 1 if index >= 0 else 1
 
 
-def _code_findings(rel: str, tree: ast.AST) -> list[Finding]:
-    """Imports of pytest's internals, assignments into the test framework, hard exits, collector walks."""
+def _code_findings(rel: str, nodes: list[ast.AST]) -> list[Finding]:
+    """Imports of pytest's internals, assignments into the test framework, hard exits, collector walks
+    (``nodes``: every node of the file's tree, in ``ast.walk`` order)."""
     found = []
     aliases: dict[str, str] = {}  # local name -> module it is bound to
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 aliases[(alias.asname or alias.name).split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
@@ -160,7 +177,7 @@ def _code_findings(rel: str, tree: ast.AST) -> list[Finding]:
                 aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
             if node.module.split(".")[0] in INTERNAL_MODULES:
                 found.append(Finding("pytest-internals", rel, node.lineno, f"imports from {node.module}"))
-    for node in ast.walk(tree):
+    for node in nodes:
         targets = []
         if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]

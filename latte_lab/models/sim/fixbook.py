@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 import functools
 from functools import cached_property
@@ -32,6 +32,8 @@ from latte_lab.models.sim import source as S
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w-]+/)*[\w-]+\.(?:py|json|txt|csv|md))(?![\w])")
 _WORD = re.compile(r"[A-Za-z_]\w{4,}")
 MIN_TEXT_LINE = 30  # characters: shorter project-text lines are too generic to say which project it is
+FILE_CACHE_SIZE = 2048  # file texts whose fit a project keeps (Project.file_score)
+LINE_CACHE_SIZE = 1 << 14  # prompt lines whose description-line hits a project keeps (Project.lines_shown)
 
 
 def paths_in(text: str) -> set[str]:
@@ -40,11 +42,24 @@ def paths_in(text: str) -> set[str]:
 
 
 @functools.lru_cache(maxsize=1 << 16)
-def line_terms(line: str) -> tuple[frozenset[str], frozenset[str]]:
-    """The file names and the words (``_WORD``) of one line. Neither pattern matches a line break or any other
-    line boundary, so a text's terms are the union of its lines'; and a prompt repeats most of its lines from
-    one call to the next (the description, the files, the test output), so each is scanned once."""
-    return frozenset(_PATH.findall(line)), frozenset(_WORD.findall(line))
+def line_terms(line: str) -> tuple[frozenset[str], frozenset[str], str]:
+    """The file names and the words (``_WORD``) of one line, and the line stripped when it is long enough to
+    say which project it is from (``MIN_TEXT_LINE``; else ""). Neither pattern matches a line break or any
+    other line boundary, so a text's terms are the union of its lines'; and a prompt repeats most of its
+    lines from one call to the next (the description, the files, the test output), so each is scanned once."""
+    stripped = line.strip()
+    return (frozenset(_PATH.findall(line)), frozenset(_WORD.findall(line)),
+            stripped if len(stripped) >= MIN_TEXT_LINE else "")
+
+
+@functools.lru_cache(maxsize=1024)
+def part_terms(part: str) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
+    """The file names, words and long stripped lines (:func:`line_terms`) of one part of a prompt (a message).
+    A prompt joins its parts with line breaks, so its terms are the union of its parts'; and most parts (the
+    system message, earlier turns) come back unchanged in the next call."""
+    terms = [line_terms(line) for line in part.splitlines()]
+    return (frozenset().union(*(t[0] for t in terms)), frozenset().union(*(t[1] for t in terms)),
+            frozenset(t[2] for t in terms if t[2]))
 
 
 def _safe_symbols(text: str | None, path: str) -> dict[str, str]:
@@ -77,6 +92,8 @@ class Project:
         self.lines = frozenset(line.strip() for line in self.description.splitlines()
                                if len(line.strip()) >= MIN_TEXT_LINE)
         self.paths = set(self.start) | set(self.solution)
+        self._file_scores: dict[tuple[str, str], int] = {}
+        self._line_hits: dict[str | frozenset[str], frozenset[str]] = {}  # per prompt line, and per group of them
 
     def start_symbols(self, path: str) -> dict[str, str]:
         k = ("start", path)
@@ -111,22 +128,55 @@ class Project:
 
     def match(self, files: Mapping[str, str], mentioned: set[str], text: str, words: frozenset[str] = frozenset()) -> int:
         """How well a prompt's content fits this project (0: not at all)."""
-        score = 0
-        for path, seen in files.items():
-            if path not in self.paths:
-                continue
-            norm = S.normalize_code(seen)
-            if any(v is not None and S.normalize_code(v) == norm for v in (self.start.get(path), self.solution.get(path))):
-                score += 100
-                continue
-            have = _safe_symbols(seen, path)
-            known = {**self.start_symbols(path), **self.correct_symbols(path)}
-            score += 5 * sum(1 for name, body in have.items() if name in known and S.same_symbol(body, known[name], path))
+        score = sum(self.file_score(path, seen) for path, seen in files.items())
         score += 3 * len(mentioned & self.paths)
         score += 2 * len(words & self.names)  # its test classes and code names, as failures and tasks name them
         if text and self.lines:
             score += sum(1 for line in self.lines if line in text)
         return score
+
+    def file_score(self, path: str, seen: str) -> int:
+        """How well one file a prompt shows fits this project: 100 for a known starting or correct version of
+        it, else 5 for each symbol that is one of those versions' (kept per text: prompts show files again)."""
+        if path not in self.paths:
+            return 0
+        score = self._file_scores.get((path, seen))
+        if score is None:
+            norm = S.normalize_code(seen)
+            if any(v is not None and S.normalize_code(v) == norm for v in (self.start.get(path), self.solution.get(path))):
+                score = 100
+            else:
+                have = _safe_symbols(seen, path)
+                known = {**self.start_symbols(path), **self.correct_symbols(path)}
+                score = 5 * sum(1 for name, body in have.items() if name in known and S.same_symbol(body, known[name], path))
+            if len(self._file_scores) >= FILE_CACHE_SIZE:
+                self._file_scores.clear()
+            self._file_scores[(path, seen)] = score
+        return score
+
+    def lines_shown(self, groups: Iterable[frozenset[str]]) -> int:
+        """How many of the project's description lines occur in the given groups of (stripped, long) prompt
+        lines, one group per part of the prompt. A description line has no line break, so it occurs in the
+        prompt's joined text only within one of its lines; each distinct line, and each distinct group, is
+        searched once."""
+        if not self.lines:
+            return 0
+        found: set[str] = set()
+        for group in groups:
+            hits = self._line_hits.get(group)
+            if hits is None:
+                hits = frozenset().union(*(self._hits_in(line) for line in group))
+                if len(self._line_hits) >= LINE_CACHE_SIZE:
+                    self._line_hits.clear()
+                self._line_hits[group] = hits
+            found |= hits
+        return len(found)
+
+    def _hits_in(self, line: str) -> frozenset[str]:
+        hits = self._line_hits.get(line)
+        if hits is None:
+            hits = self._line_hits[line] = frozenset(own for own in self.lines if own in line)
+        return hits
 
 
 class FixBook:
@@ -136,20 +186,20 @@ class FixBook:
         self.projects = sorted(projects, key=lambda p: p.key)
         self._picks: dict[tuple, Project | None] = {}
 
-    def project_for(self, files: Mapping[str, str], text: str) -> Project | None:
-        """The project whose files and text the prompt shows most of; None when nothing matches."""
-        all_lines = text.splitlines()
-        terms = [line_terms(line) for line in all_lines]
-        mentioned = set().union(*(paths for paths, _ in terms))
-        words = frozenset().union(*(found for _, found in terms))
-        lines = frozenset(line.strip() for line in all_lines if len(line.strip()) >= MIN_TEXT_LINE)
+    def project_for(self, files: Mapping[str, str], text: str | Sequence[str]) -> Project | None:
+        """The project whose files and text the prompt shows most of; None when nothing matches. ``text`` may
+        be given as the parts (messages) the prompt joins with line breaks."""
+        terms = [part_terms(part) for part in ([text] if isinstance(text, str) else text)]
+        mentioned = set().union(*(t[0] for t in terms))
+        words = frozenset().union(*(t[1] for t in terms))
+        lines = frozenset().union(*(t[2] for t in terms))
         key = (tuple(sorted((p, hash(t)) for p, t in files.items())), frozenset(mentioned), hash(lines), hash(words))
         if key in self._picks:
             return self._picks[key]
-        joined = "\n".join(lines)
         best, best_score = None, 0
-        for project in self.projects:
-            score = project.match(files, mentioned, joined, words)
+        for project in self.projects:  # the sum Project.match makes, with each part kept per file and per line
+            score = (sum(project.file_score(path, seen) for path, seen in files.items())
+                     + 3 * len(mentioned & project.paths) + 2 * len(words & project.names) + project.lines_shown(t[2] for t in terms))
             if score > best_score:
                 best, best_score = project, score
         if len(self._picks) > 4096:

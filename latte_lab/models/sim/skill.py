@@ -29,6 +29,7 @@ prompt shows (``latte_lab.models.sim.work``). Nothing here knows about teams, ta
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import threading
 from collections.abc import Iterable, Mapping
@@ -91,13 +92,14 @@ def examples_in(text: str) -> tuple[Example, ...]:
     names: dict[str, str] = {}  # imported name -> module
     imports: list[str] = []
     out: list[Example] = []
-    lines = (text or "").splitlines()
-    i = 0
-    while i < len(lines):
-        line = lines[i].strip()
-        i += 1
-        if not line.startswith(">>> "):
-            continue
+    if not text or ">>> " not in text:
+        return ()
+    lines = text.splitlines()
+    # the lines that can start an example (a fast substring test first; most of a prompt has none)
+    starts = [k for k, raw in enumerate(lines) if ">>> " in raw and raw.strip().startswith(">>> ")]
+    for k in starts:  # (an example's expected lines stop at the next ">>> " line, so none of them is a start)
+        line = lines[k].strip()
+        i = k + 1
         code = line[4:].strip()
         if m := _IMPORT.match(code):
             imports.append(code)
@@ -120,16 +122,22 @@ def examples_in(text: str) -> tuple[Example, ...]:
         elif m := next((m for m in _CALL.finditer(code) if m.group(1) in names), None):
             module = names[m.group(1)]
             check = f"{module}.{m.group(1)}"
-        if check is None or module is None or not _complete(code, expected):
+        if check is None or module is None or not _complete(code, tuple(expected)):
             continue  # an example cut short (a listing that truncates task texts) is not one to run
-        needed = [imp for imp in imports if any(_named(n.split(" as ")[-1].strip(), code) for n in
-                                                re.split(r",|\bimport\b", imp.split(" import ", 1)[-1]) if n.strip())]
-        out.append(Example(check=check, module=module, setup="\n".join(needed), expr=code,
+        out.append(Example(check=check, module=module, setup=_setup(code, tuple(imports)), expr=code,
                            expected="\n".join(expected)))
     return tuple({(e.check, e.expr): e for e in reversed(out)}.values())[::-1]
 
 
-def _complete(code: str, expected: list[str]) -> bool:
+@functools.lru_cache(maxsize=4096)
+def _setup(code: str, imports: tuple[str, ...]) -> str:
+    """The imports stated so far that an example's code uses."""
+    return "\n".join(imp for imp in imports if any(_named(n.split(" as ")[-1].strip(), code) for n in
+                                                  re.split(r",|\bimport\b", imp.split(" import ", 1)[-1]) if n.strip()))
+
+
+@functools.lru_cache(maxsize=4096)
+def _complete(code: str, expected: tuple[str, ...]) -> bool:
     """Whether an example's expression and its expected output are whole Python expressions."""
     try:
         compile(code, "<example>", "eval")

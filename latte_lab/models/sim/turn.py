@@ -68,8 +68,9 @@ class Turn:
             reported.append(self.view.current_task.get("description") or "")
         self.reported = tuple(dict.fromkeys(f for text in reported for f in failures_in(text)))
         # what work exists, and where: only from the prompt's text (and the files it shows)
-        text = "\n".join([self.request.system, *(m.content for m in self.request.messages), view_text(self.view)])
-        project = self.book.project_for(self.view.files_read, text)
+        parts = [self.request.system, *(m.content for m in self.request.messages), view_text(self.view)]
+        text = "\n".join(parts)
+        project = self.book.project_for(self.view.files_read, parts)
         self.skill = Skill(project, text, self.observations())
 
     # ----- the reply -----
