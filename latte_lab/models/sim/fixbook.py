@@ -19,12 +19,12 @@ True
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-import functools
 from functools import cached_property
 
 from latte_lab.models.sim import source as S

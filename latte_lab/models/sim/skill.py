@@ -35,6 +35,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from latte_lab.models.sim import evidence as E
 from latte_lab.models.sim import source as S
 from latte_lab.models.sim.fixbook import Project, paths_in
 from latte_lab.models.sim.mutate import mutate_file, mutate_symbol
@@ -265,6 +266,8 @@ class Catalogue:
         described = sorted((f for f in paths_in(p.description) if f in p.paths and f not in p.public_tests),
                            key=lambda f: p.description.index(f))
         self.code_files = [f for f in sorted(p.paths) if S.kind(f) == "py" and f not in p.public_tests]
+        self.data_files = E.data_files(p.start, p.public_tests)  # what agents profile, and what they must see
+        self.data = frozenset().union(*(E.data_tokens(p.start[f]) for f in self.data_files))
         units: list[WorkUnit] = []
         in_files: dict[str, set[str]] = {}
         for f in described:
@@ -437,6 +440,8 @@ class Skill:
         self.solution: dict[str, str] = project.solution if project else {}
         self.public_tests: tuple[str, ...] = project.public_tests if project else ()
         self._blame_cache: dict[str, frozenset[str]] = {}
+        self.text = text  # the evidence: what the prompt shows
+        self.data_files: tuple[str, ...] = ()
         if project is None:
             self.cat = None
             self.units: list[WorkUnit] = []
@@ -446,6 +451,7 @@ class Skill:
             self.examples: tuple[Example, ...] = ()
             return
         cat = self.cat = catalogue(project)
+        self.data_files = cat.data_files
         self.examples = examples_in(text)
         self.public_classes = cat.test_classes
         described = bool(project.lines) and any(line in text for line in project.lines)
@@ -493,6 +499,8 @@ class Skill:
         mods = {_stem(f) for f in files}
         examples = [e for e in self.examples if e.module in mods]
         if not examples:
+            if unit.files and self.data_files:  # a deliverable about data: profile the data first
+                return E.profile_path(self.data_files[0]), E.profile_script(self.data_files[0])
             return None
         module = examples[0].module
         mine = [e for e in examples if e.module == module]
@@ -591,6 +599,8 @@ class Skill:
             for name in sol:
                 if "." not in name and name not in start and name not in out and name in used:
                     out[name] = sol[name]
+            if self.cat is not None and self.cat.data:  # facts about the data: only as far as the prompt showed them
+                out = E.gate_symbols(out, path, self.cat.data, self.text)
         if not correct and out:
             names = [s for s in out if s in unit.symbols]
             rng.shuffle(names)
@@ -602,6 +612,27 @@ class Skill:
             else:
                 out = {sym: start[sym] for sym in out if sym in start}
         return out
+
+    def stale(self, unit: WorkUnit, path: str, view: str | None) -> bool:
+        """Whether the prompt now shows facts about the data that the unit's constants in the file lack: a
+        value (``99``, ``var_05``) the agent would write into them today that the file, as it sees it, does
+        not hold. An agent that wrote them before it profiled the data goes back to them."""
+        if self.cat is None or not self.cat.data or view is None or S.kind(path) != "py":
+            return False
+        try:
+            have = S.get_symbols(view, path)
+        except S.SpliceError:
+            return False
+        sol = self.solution_symbols(path)
+        for sym in unit.symbols:
+            text = sol.get(sym)
+            if not text or not E.is_constant(text):
+                continue
+            wanted = E.gate_constant(text, self.cat.data, self.text)
+            current = have.get(sym, "")
+            if wanted is not None and any(not E.shown(tok, current) for tok in E.data_literals(wanted, self.cat.data)):
+                return True
+        return False
 
     def patch(self, base: str | None, path: str, versions: Mapping[str, str] | str) -> str:
         """The file ``base`` (the agent's view; None when absent) with a unit's output spliced in.

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from latte_lab.models.base import AgentView, ModelRequest
+from latte_lab.models.sim.evidence import PROFILE_MARK
 from latte_lab.models.sim.fixbook import FixBook
 from latte_lab.models.sim.profiles import Profile
 from latte_lab.models.sim.skill import Skill, WorkUnit
@@ -151,6 +152,11 @@ class Turn:
         """Whether an observation in its prompt is about the unit (a failure, or a check's result)."""
         return self.skill.unit_failing(unit, self.observations())
 
+    def data_shown(self) -> bool:
+        """Whether the prompt shows the project's data: a profile's output, or a data file read."""
+        return any(self.seen(f) is not None or any(f"{PROFILE_MARK}{f}:" in out for out in self.view.script_output)
+                   for f in self.skill.data_files)
+
     def seen(self, path: str) -> str | None:
         """The file as its prompt shows it (read or written in the window), None when not there."""
         return self.view.files_read.get(path)
@@ -163,6 +169,10 @@ class Turn:
         if all(s == "start" for s in states):
             return "start"
         return "other"
+
+    def stale(self, unit: WorkUnit) -> bool:
+        """Whether the unit, written, lacks facts about the data its prompt now shows (:meth:`Skill.stale`)."""
+        return any(self.skill.stale(unit, f, self.seen(f)) for f in self.skill.unit_files(unit))
 
     def written(self, unit: WorkUnit) -> bool:
         """Whether the unit's code has been written (its prompt shows it changed from the start)."""

@@ -6,8 +6,10 @@ first patch now and then and always after one; it patches whole files with its u
 finished when its observations show its units passing.
 
 Whether a patch is right depends on what the prompt has shown (:func:`p_correct`): the current file,
-an observation pointing at the unit, and the upstream units correct in the files it has seen. A patch
-that is not right is the correct one with a generic slip in it.
+an observation pointing at the unit, the upstream units correct in the files it has seen and, in a project
+with a data file, the data (its profile's output). A patch that is not right is the correct one with a
+generic slip in it; constants hold only the data values the prompt has shown
+(``latte_lab.models.sim.evidence``), and a unit written before they were shown is written again.
 
 Work the plan did not contain shows up here too (:func:`revealed`): a unit the description does not
 reveal whose check fails while everything it builds on is in place.
@@ -15,7 +17,7 @@ reveal whose check fails while everything it builds on is in place.
 
 from __future__ import annotations
 
-from latte_lab.models.sim.skill import CHECK_HELPERS, CHECK_HELPERS_TEXT, WorkUnit
+from latte_lab.models.sim.skill import CHECK_HELPERS, CHECK_HELPERS_TEXT, CHECK_PREFIX, WorkUnit
 from latte_lab.models.sim.text import marked_task
 from latte_lab.models.sim.turn import OBSERVE_TAGS, Turn
 
@@ -81,6 +83,8 @@ def p_correct(t: Turn, unit: WorkUnit) -> float:
         chance *= p.unguided_factor
     if not upstream_ok(t, unit):
         chance *= p.upstream_factor
+    if t.skill.data_files and not t.data_shown():
+        chance *= p.blind_factor  # a deliverable about data the prompt has not shown: written blind
     return chance
 
 
@@ -132,7 +136,8 @@ def observe(t: Turn, units: list[WorkUnit]) -> bool:
         added = t.add("run_tests") or added
     if t.allows("run_script") and t.allows("edit_file"):
         scripts = dict(p for p in (t.skill.probe(u) for u in units) if p)
-        if scripts and t.seen(CHECK_HELPERS) is None and not any(a.attr("path") == CHECK_HELPERS for a in t.acts):
+        if any(path.startswith(CHECK_PREFIX) for path in scripts) and t.seen(CHECK_HELPERS) is None \
+                and not any(a.attr("path") == CHECK_HELPERS for a in t.acts):
             t.add("edit_file", CHECK_HELPERS_TEXT, path=CHECK_HELPERS)
         for path, text in scripts.items():
             if t.seen(path) != text:
@@ -171,7 +176,8 @@ def work(t: Turn, targets: list[WorkUnit], key: str) -> str:
     todo, blocked = [], []
     patches = sum(1 for h in t.history if marked_task(h) == key and "<edit_file" in h)
     for u in units:
-        if not t.written(u):
+        # unwritten, or written before the data showed what it lacks
+        if not t.written(u) or (t.stale(u) and patches < MAX_PATCHES):
             todo.append(u)
         elif fresh and t.failing(u):
             ups = [d for d in upstream(t, [u]) if t.failing(d) and d not in targets]
