@@ -25,7 +25,8 @@ workspace; a hit costs only this), writing the run directory (its files, moving 
 orchestration (the rest: rounds, the model, the team's bookkeeping). Process start-up is the time from the
 pool's start to each worker's first trial plus the fork servers' starts. The floor is what the pytest
 sessions alone would take on the same jobs: those the study ran, and one per distinct tested state (a memo
-that every worker shares, hit by every repeat).
+that every worker shares, hit by every repeat); and what the sessions and the agents' scripts together take,
+every sandboxed run the trials need.
 
 The machine's load and a fixed workload's speed are printed at the start and the end: numbers taken while
 other processes run say little about the code. ``--label`` names the checkout in the table (to compare a run
@@ -281,14 +282,17 @@ def breakdown(result: dict) -> list[tuple[str, float, str]]:
     return rows
 
 
-def floors(result: dict) -> tuple[float, float, int, int]:
-    """(seconds of the sessions run, seconds of one session per distinct state, runs, distinct states)."""
-    ran = 0.0
+def floors(result: dict) -> tuple[float, float, int, int, float, int]:
+    """(seconds of the sessions run, seconds of one session per distinct state, runs, distinct states, seconds
+    of the agents' scripts, scripts run)."""
+    ran = scripts = 0.0
     unique: dict[str, float] = {}
-    n_runs = 0
+    n_runs = n_scripts = 0
     for rec in result["records"]:
         for key, kind, seconds in rec["sessions"]:
             if kind == "agents' scripts":
+                scripts += seconds
+                n_scripts += 1
                 continue
             n_runs += 1
             ran += seconds
@@ -296,7 +300,7 @@ def floors(result: dict) -> tuple[float, float, int, int]:
                 unique[f"unkeyed-{n_runs}"] = seconds
             else:
                 unique.setdefault(key, seconds)
-    return ran, sum(unique.values()), n_runs, len(unique)
+    return ran, sum(unique.values()), n_runs, len(unique), scripts, n_scripts
 
 
 def report(label: str, backend: str, results: dict, bwrap_pair: tuple | None, figures: str) -> None:
@@ -320,13 +324,15 @@ def report(label: str, backend: str, results: dict, bwrap_pair: tuple | None, fi
     print(f"where the time goes ({full['jobs']} workers x {full['wall']:.1f} s = {capacity:.1f} worker-seconds):")
     for what, seconds, note in breakdown(full):
         print(f"  {what:<32} {seconds:8.1f} s {100 * seconds / capacity:5.1f}%  {note}")
-    ran, unique, n_runs, n_states = floors(full)
+    ran, unique, n_runs, n_states, scripts, n_scripts = floors(full)
     jobs = full["jobs"]
-    for what, seconds, count in (("the sessions the study ran", ran, n_runs),
-                                 ("one session per distinct state", unique, n_states)):
+    for what, seconds, count in (("the sessions the study ran", ran, f"{n_runs} sessions"),
+                                 ("one session per distinct state", unique, f"{n_states} sessions"),
+                                 ("the sessions and the agents' scripts (every sandboxed run the trials need)",
+                                  ran + scripts, f"{n_runs} sessions and {n_scripts} scripts")):
         wall = seconds / jobs
         per_min = 60.0 * full["trials"] / wall if wall else float("inf")
-        print(f"floor, {what}: {count} sessions, {seconds:.1f} s; on {jobs} jobs {wall:.1f} s wall = "
+        print(f"floor, {what}: {count}, {seconds:.1f} s; on {jobs} jobs {wall:.1f} s wall = "
               f"{per_min:.0f} trials/min")
     if bwrap_pair is not None:
         b, lo = bwrap_pair
