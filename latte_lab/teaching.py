@@ -119,9 +119,9 @@ DISCOVERY_WORKERS = 8  # ex7: team size
 def _trial_config():
     from latte_lab.config import TrialConfig
 
-    # seed 2: a trial that finishes under the paper's dispatch (with seed 1 the simulated workers' silent
-    # thinking rounds meet the heartbeat and the first node is released until the budget runs out)
-    return TrialConfig(task="eda", team="latte", model="simulated", seed=2, n_workers=3)
+    # seed 0: a trial that finishes under the paper's dispatch, well behind its bound (the workers spend
+    # rounds thinking), so the lesson has a gap to discuss; the tests recompute its answer from the trial
+    return TrialConfig(task="eda", team="latte", model="simulated", seed=0, n_workers=3)
 
 
 # --------------------------------------------------------------------------------------------- answers

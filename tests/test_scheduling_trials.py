@@ -95,5 +95,6 @@ def test_a_team_without_a_graph_has_no_workload():
 def test_the_lessons_trial_exercise_is_checked_against_the_given_trial(trial):
     expected = round(from_trial(trial).efficiency, 2)
     assert ll.teaching.check("ex8", expected, trial=trial)
+    assert expected < 1, "the lesson's trial should leave a gap to its bound (teaching._trial_config)"
     wrong = ll.teaching.check("ex8", round(1 / expected, 2), trial=trial)
     assert not wrong and "at most 1" in str(wrong) and f"{expected}" not in str(wrong)
