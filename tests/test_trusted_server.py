@@ -343,3 +343,47 @@ def test_the_server_and_a_fresh_interpreter_agree(tmp_path, monkeypatch, backend
                      run.returncode, re.sub(r"0x[0-9a-f]+|\d+\.\d+s", "", run.stdout).replace(str(tmp_path / str(use)), ""))
     assert runs[True] == runs[False]
     assert runs[True][:3] == (4, 2, 0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_library_the_suite_names_is_the_installed_one_and_only_there(tmp_path, monkeypatch, backend):
+    """eda's hidden suite reads its data with pandas (``Task.hidden_imports``). With ``imports=("pandas",)`` the
+    suite gets the installed pandas, never the workspace's ``pandas.py``, whether the session is forked from the
+    server's "trusted-libraries" mode or run in a fresh interpreter; a session that names no library starts as a
+    fresh interpreter does, without pandas, so the workspace's module is what its code imports (as in the agents'
+    own runs), on the server as in a fresh interpreter."""
+    monkeypatch.setattr(zyg, "USE_ZYGOTE", True)
+    monkeypatch.setattr(warm, "USE_WARM", True)
+    fake = "IS_THE_WORKSPACES = True\n"
+    suite = textwrap.dedent('''
+        import sys
+        LOADED_AT_START = "pandas" in sys.modules
+        import pandas
+
+        def test_installed_pandas():
+            assert not hasattr(pandas, "IS_THE_WORKSPACES") and hasattr(pandas, "DataFrame")
+
+        def test_loaded_before_the_suite():
+            assert LOADED_AT_START
+    ''')
+    seen = {}
+    for use in (True, False):
+        monkeypatch.setattr(trusted, "USE_SERVER", use)
+        for imports in (("pandas",), ()):
+            root = tmp_path / f"{use}-{len(imports)}"
+            root.mkdir()
+            (root / "pandas.py").write_text(fake)
+            (root / "test_suite.py").write_text(suite)
+            run = run_trusted_pytest(root, {"test_suite.py": suite}, ["test_suite.py"], sandbox=backend, timeout=60,
+                                     imports=imports)
+            seen[use, imports] = dict(run.cases)
+    named = {"test_suite.py::test_installed_pandas": "passed", "test_suite.py::test_loaded_before_the_suite": "passed"}
+    unnamed = {"test_suite.py::test_installed_pandas": "failed", "test_suite.py::test_loaded_before_the_suite": "failed"}
+    assert seen == {(True, ("pandas",)): named, (False, ("pandas",)): named, (True, ()): unnamed, (False, ()): unnamed}
+    live = warm._SANDBOXES if backend == "bwrap" else zyg._ZYGOTES
+    assert {"trusted", zyg.TRUSTED_LIBRARIES_MODE} <= {key[1] for key in live}  # the server's two modes served them
+
+
+def test_imports_must_be_module_names(tmp_path):
+    with pytest.raises(ValueError, match="module names"):
+        run_trusted_pytest(tmp_path, {"test_x.py": "def test_x(): pass\n"}, ["test_x.py"], imports=["pandas; rm"])

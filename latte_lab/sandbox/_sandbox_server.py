@@ -313,8 +313,11 @@ if __name__ == "__main__":
         except OSError as exc:
             sys.stderr.write(f"sandbox: warning: the loopback interface stays up: {exc}\n")
     CHILD.drop_privileges()
-    if INIT.get("mode") == "trusted":  # the trusted evaluation server: pytest and the boot script, no workspace code
-        ZYGOTE = _load("_trusted_server.py", "_latte_lab_trusted_server").ZYGOTE
+    if INIT.get("mode") in ("trusted", "trusted-libraries"):  # the trusted evaluation server: pytest, the boot
+        TRUSTED_SERVER = _load("_trusted_server.py", "_latte_lab_trusted_server")  # script, no workspace code
+        if INIT["mode"] == TRUSTED_SERVER.LIBRARIES_MODE:
+            TRUSTED_SERVER.load_libraries()
+        ZYGOTE = TRUSTED_SERVER.ZYGOTE
     elif INIT.get("mode") == "script":  # imports nothing for the runs; each starts from a fresh interpreter's modules
         ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server_script")
         ZYGOTE.STARTUP_MODULES = ZYGOTE.WARM_MODULES = STARTUP_MODULES

@@ -2,9 +2,10 @@
 
 Usage: ``python -s -P <copy of this file> <pytest arguments>``, in a throwaway copy of a workspace
 (:mod:`latte_lab.sandbox.trusted` makes the copy, starts this script and reads what it reports). Only the
-standard library and pytest are imported; nothing from latte_lab, and nothing from the workspace before
-pytest itself is loaded: ``-P`` keeps the working directory off ``sys.path`` until this script puts it
-there, after pytest, pluggy and unittest are imported from the interpreter's own site-packages. The trusted
+standard library, pytest and the libraries the task names (``--import=pandas``) are imported; nothing from
+latte_lab, and nothing from the workspace before they are loaded: ``-P`` keeps the working directory off
+``sys.path`` until this script puts it there, after pytest, pluggy, unittest and those libraries are imported
+from the interpreter's own site-packages. The trusted
 evaluation server (``_trusted_server.py``) loads this file by path, with those imports made once, and calls
 :func:`main` in each child it forks, set up as that command line would set it up.
 
@@ -35,6 +36,10 @@ import sys
 
 PREFIX = "@@latte_lab-verdict "  # every line of the channel starts with it
 PROTECTED = ("pytest", "_pytest", "pluggy", "unittest", "builtins", "iniconfig")
+IMPORT_OPTION = "--import="  # a leading argument: an installed library the hidden suite reads its data with
+# The installed libraries a hidden suite may ask for (eda's reads its data with pandas): the trusted evaluation
+# server's second mode, "trusted-libraries", has them loaded before it forks a session.
+LIBRARIES = ("numpy", "pandas")
 # Module attributes that pytest itself sets and resets around every test (its assertion plugin's hooks)
 # or fills in lazily; changing them cannot change a verdict, which never reads them.
 VOLATILE = frozenset({
@@ -318,12 +323,21 @@ def _fold(phases):
 
 
 def main(argv):
-    """``argv``: the trusted test files (relative paths) up to a ``--``, then pytest's arguments."""
+    """``argv``: ``--import=<library>`` options, then the trusted test files (relative paths) up to a ``--``,
+    then pytest's arguments. Each library is imported from the interpreter's own site-packages before the copy
+    joins ``sys.path``, so a module of the workspace by that name never stands in for it in the suite."""
     global _ROOT, _TRUSTED_FILES
     channel = _Channel()
     import _pytest.config  # noqa: F401
     import pluggy  # noqa: F401
     import pytest  # from site-packages: the working directory is not on sys.path yet (-P)
+
+    while argv and argv[0].startswith(IMPORT_OPTION):
+        name = argv.pop(0)[len(IMPORT_OPTION):]
+        try:
+            __import__(name)
+        except ImportError:  # not installed: the suite's own import fails, as it would have
+            sys.modules[name] = None  # and never takes the workspace's module of that name instead
 
     split = argv.index("--")
     root = os.getcwd()

@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import json
 import os
+import re
 import shutil
 import stat
 import sys
@@ -47,6 +48,8 @@ SESSION_ENV = {"PYTHONPATH": "", "PYTHONNOUSERSITE": "1", "PYTEST_DISABLE_PLUGIN
 LEFT_OUT_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py"})
 LEFT_OUT_SUFFIXES = (".pth", ".pyc", ".pyo")
 CACHE_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
+IMPORT_OPTION = "--import="  # _trusted_boot.IMPORT_OPTION: a library the session imports before the copy's code
+MODULE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 USE_SERVER = True  # sessions forked from the trusted evaluation server; False: a fresh interpreter each
 SERVER_DISABLE_VAR = "LATTE_LAB_NO_TRUSTED_SERVER"  # =1 in the environment: a fresh interpreter each
 
@@ -187,14 +190,24 @@ def run_trusted_pytest(
     limits: SandboxLimits | None = None,
     sandbox: str = "auto",
     extra_files: Mapping[str, str] | None = None,
+    imports: Iterable[str] = (),
 ):
     """Run ``run_paths`` (test files among ``test_files``, {relative path: text}) on a copy of ``root`` made
     by :func:`copy_for_evaluation`, with ``test_files`` and ``extra_files`` (data the tests read) written
     over it, in a trusted session; a :class:`~latte_lab.sandbox.pytest.TestRun` whose cases are the
     session's signed verdicts and whose ``tampering`` lists what it refused or undid. Never raises for
-    anything the code under test does."""
+    anything the code under test does.
+
+    ``imports``: installed libraries the tests read their data with (``("pandas",)``), imported from the
+    interpreter's site-packages before the copy joins ``sys.path`` (a module of the workspace by that name
+    never stands in for one); sessions that name any of ``_trusted_boot.LIBRARIES`` only are forked from the
+    trusted server's mode that has those loaded. Raises ValueError for a name that is not a module name."""
     from latte_lab.sandbox.pytest import TestRun
 
+    imports = tuple(imports)
+    bad = [name for name in imports if not MODULE_NAME.fullmatch(name)]
+    if bad:
+        raise ValueError(f"imports must be module names (such as 'pandas'), not {bad}")
     run_paths = [str(p) for p in run_paths]
     with stage.hidden_copy(sandbox) as (copy, staged):
         notes = copy_for_evaluation(Path(root), copy)
@@ -208,7 +221,7 @@ def run_trusted_pytest(
         if boot.is_symlink() or boot.is_dir():
             _remove(boot)
         shutil.copyfile(BOOT_SCRIPT, boot)
-        boot_args = [*test_files, "--", *SESSION_ARGS, *run_paths]
+        boot_args = [*(f"{IMPORT_OPTION}{name}" for name in imports), *test_files, "--", *SESSION_ARGS, *run_paths]
         argv = [sys.executable, "-s", "-P", BOOT_NAME, *boot_args]
         run = run_sandboxed(argv, copy, timeout=timeout, limits=limits, env=SESSION_ENV, sandbox=sandbox,
                             export_names=[], keep_sandbox=staged, trusted=boot_args if use_server() else None)

@@ -111,7 +111,7 @@ class WarmSandbox(zygote._Zygote):
                 "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH] if mpl else None}
         return [*(self.cgroup.join_command() if self.cgroup is not None else ()),
                 *bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
-                sys.executable, *(("-s", "-P") if self.mode == "trusted" else ()),  # as the boot script starts
+                sys.executable, *(("-s", "-P") if self.mode in zygote.TRUSTED_MODES else ()),  # as the boot script starts
                 f"{SERVER_DIR}/_sandbox_server.py", str(fd), json.dumps(init)]
 
     def _env(self, env: Mapping[str, str]) -> dict[str, str]:

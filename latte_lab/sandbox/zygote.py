@@ -71,6 +71,11 @@ ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote_server.py"))
 # The trusted evaluation server (mode "trusted"): hidden evaluations' sessions, forked from a process that has
 # imported pytest and the boot script from the installed packages only (see that file).
 TRUSTED_SCRIPT = str(Path(__file__).with_name("_trusted_server.py"))
+# Its second mode, for sessions whose suite reads its data with an installed library (the boot arguments start
+# with ``--import=<library>``): the same server with _trusted_boot.LIBRARIES loaded ahead.
+TRUSTED_LIBRARIES_MODE = "trusted-libraries"
+TRUSTED_MODES = ("trusted", TRUSTED_LIBRARIES_MODE)
+IMPORT_OPTION = "--import="  # _trusted_boot.IMPORT_OPTION
 # When a zygote keeps the next run's processes forked ahead (see _zygote_server): "idle" while a CPU is
 # idle (a sweep with a run on every CPU gains nothing from them), "always", or "never". Read when a zygote
 # starts.
@@ -146,7 +151,7 @@ class _Zygote:
 
     def _argv(self, fd: int) -> list[str]:
         """The server's command line, ``fd`` being its end of the control socket."""
-        if self.mode == "trusted":  # as the boot script starts: no user site, no unsafe sys.path entry
+        if self.mode in TRUSTED_MODES:  # as the boot script starts: no user site, no unsafe sys.path entry
             return [sys.executable, "-s", "-P", TRUSTED_SCRIPT, str(fd), self.mode, SPARES]
         return [sys.executable, ZYGOTE_SCRIPT, str(fd), self.mode, SPARES]
 
@@ -409,10 +414,11 @@ def _test_files(root: Path) -> list[tuple[str, str]]:
 
 
 def server_mode(script: list[str] | None, patches: bool, trusted: list[str] | None = None) -> str:
-    """The fork server a run is forked from: "trusted" (a hidden evaluation's session), "script",
+    """The fork server a run is forked from: "trusted" (a hidden evaluation's session), "trusted-libraries"
+    (one whose suite reads its data with an installed library: ``--import=`` in its boot arguments), "script",
     "pytest-patched" (the opt-in changes to pytest's internals) or "pytest" (public API only)."""
     if trusted is not None:
-        return "trusted"
+        return TRUSTED_LIBRARIES_MODE if trusted and trusted[0].startswith(IMPORT_OPTION) else "trusted"
     return "script" if script is not None else "pytest-patched" if patches else "pytest"
 
 

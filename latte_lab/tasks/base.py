@@ -77,6 +77,9 @@ class Task:
     test_args: tuple[str, ...] = ()  # pytest arguments of the public test command
     required_outputs: tuple[str, ...] = ()  # deliverables; a hidden evaluation notes missing ones
     accuracy_metric: str = "hidden_pass_rate"  # or "success" (debug: the public suite is the criterion)
+    # installed libraries the hidden suite reads its data with (eda: pandas): the evaluation imports them before
+    # the workspace's modules can be imported, so a workspace file `pandas.py` never stands in for the library
+    hidden_imports: tuple[str, ...] = ()
 
     def starting_files(self) -> dict[str, str]:
         raise NotImplementedError(f"{type(self).__name__} must implement starting_files() or setup(workspace)")
@@ -93,7 +96,7 @@ class Task:
         suite = self.public_tests[0]
         return run_hidden_suite(workspace, {suite: self.starting_files()[suite]}, suite,
                                 required_outputs=self.required_outputs, skipped_as="error",
-                                confirm=self.public_files())
+                                confirm=self.public_files(), imports=self.hidden_imports)
 
     def public_files(self) -> dict[str, str]:
         """The public test files as the task ships them ({path: text}): a hidden evaluation runs these

@@ -92,6 +92,7 @@ def run_hidden_suite(
     timeout: float | None = None,
     skipped_as: str = "failed",
     confirm: Mapping[str, str] | None = None,
+    imports: tuple[str, ...] = (),
 ) -> EvalResult:
     """Run ``suite_path`` (one of ``hidden``) on a copy of ``workspace`` plus ``hidden``, in a trusted
     session (:func:`latte_lab.sandbox.trusted.run_trusted_pytest`: nothing the workspace holds can change
@@ -100,7 +101,8 @@ def run_hidden_suite(
     ``confirm``: the task's public test files as shipped ({path: text}), run in the same session; the
     result's ``public_confirmed`` says whether they all passed, which is what a team's claim of success
     rests on. ``missing`` overrides the default "required output absent from the workspace" check;
-    ``timeout`` overrides the workspace's test timeout; scoring as in :func:`score`.
+    ``timeout`` overrides the workspace's test timeout; ``imports``: installed libraries the suite reads its
+    data with (:attr:`latte_lab.tasks.base.Task.hidden_imports`); scoring as in :func:`score`.
     """
     from latte_lab.sandbox.limits import SandboxLimits
     from latte_lab.sandbox.pytest import memo_get, memo_key, memo_put, memo_storable, outcomes_by_class
@@ -118,11 +120,12 @@ def run_hidden_suite(
     # memoised by the workspace's and the evaluation's files, as public runs are (the workspace's memo)
     key = run = None
     if workspace.memo:
-        key = memo_key(workspace.root, ["trusted", *run_paths], SandboxLimits(), workspace.backend,
+        key = memo_key(workspace.root, ["trusted", *(f"--import={name}" for name in imports), *run_paths],
+                       SandboxLimits(), workspace.backend,
                        {**test_files, **data_files})
         run = memo_get(workspace.memo_dir, key)
     if run is None:
-        run = run_trusted_pytest(workspace.root, test_files, run_paths, extra_files=data_files,
+        run = run_trusted_pytest(workspace.root, test_files, run_paths, extra_files=data_files, imports=imports,
                                  sandbox=workspace.backend, **({"timeout": timeout} if timeout is not None else {}))
         if key is not None and memo_storable(run):
             memo_put(workspace.memo_dir, key, run)

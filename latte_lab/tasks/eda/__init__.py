@@ -114,6 +114,7 @@ class EdaTask(Task):
     test_args = (PUBLIC_SUITE,)
     required_outputs = ("config.py", "findings.json", "summary.txt")
     accuracy_metric = "hidden_pass_rate"
+    hidden_imports = ("pandas",)  # the hidden suite reads the data and the deliverables with it
 
     def setup(self, workspace: Workspace) -> None:
         workspace.setup_file(DATA_FILE, _data())
@@ -132,7 +133,7 @@ class EdaTask(Task):
     def evaluate(self, workspace: Workspace) -> EvalResult:
         return run_hidden_suite(
             workspace, self.hidden_files(), HIDDEN_SUITE, required_outputs=self.required_outputs,
-            confirm=self.public_files(),
+            confirm=self.public_files(), imports=self.hidden_imports,
         )
 
     def reference_solution(self) -> dict[str, str]:
