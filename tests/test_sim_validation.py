@@ -19,7 +19,7 @@ def _trials(diffs: dict[tuple[str, str], float], n: int = 30, noise: float = 0.0
     for task in V.TASKS:
         for team in ("latte", *V.HELD_OUT, "metagpt"):
             d = 0.0 if team == "latte" else diffs.get((task, team), 0.0)
-            for i in range(n):
+            for _ in range(n):
                 base = 1.0 - d  # latte is at 1.0, the others at 1 - d
                 rows.append({"task": task, "team": team, "accuracy": base + noise * rng.standard_normal(),
                              "total_tokens": base + noise * rng.standard_normal(),

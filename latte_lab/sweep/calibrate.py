@@ -146,7 +146,6 @@ def validate(out: str | Path = "runs/sim_validation", *, profiles=("default", "c
     import pandas as pd
 
     import latte_lab as ll
-
     from latte_lab.sandbox.pytest import sharing_memo
 
     frames = []

@@ -144,8 +144,8 @@ def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
 
 def remote_trial(payload: str, settings: SweepSettings, entries: dict) -> dict:
     """On a node: runs one trial in a temporary directory and returns it packed (see the module docstring)."""
-    from latte_lab.registry import install
     from latte_lab.fork import run_config
+    from latte_lab.registry import install
 
     install(entries)
     cfg = TrialConfig.model_validate_json(payload)
