@@ -198,10 +198,30 @@ def _local_private_ipc() -> bool:
     return local.private_tmp_possible()
 
 
-def observe(ws: Workspace, args: tuple[str, ...]) -> dict:
-    run = ws.run_tests(args, timeout=120)
+KINDS = ("tests", "scripts")  # the runs a trial makes: public test runs, and agents' scripts
+PARAMS = [pytest.param((backend.values[0], kind), id=f"{backend.id}-{kind}", marks=backend.marks)
+          for backend in BACKENDS for kind in KINDS]
+
+
+def run_probe(ws: Workspace, module: str, function: str, kind: str):
+    """``module.function()`` (a probe file's one test), run as the public tests run (pytest) or as an agent's
+    script would run it."""
+    if kind == "tests":
+        return ws.run_tests(("-s", f"{module}.py"), timeout=120)
+    script = f"run_{module}.py"
+    if not ws.exists(script):
+        ws.setup_file(script, f"import {module}\n{module}.{function}()\n")
+    return ws.run_script(script, timeout=120)
+
+
+def ran(run, kind: str) -> bool:
+    return run.passed == 1 if kind == "tests" else run.returncode == 0
+
+
+def observe(ws: Workspace, kind: str) -> dict:
+    run = run_probe(ws, "test_see", "test_see", kind)
     lines = [line for line in run.stdout.splitlines() if line.startswith("SEEN ")]
-    assert run.passed == 1 and lines, run.stdout[-3000:] + run.stderr[-2000:]
+    assert ran(run, kind) and lines, run.stdout[-3000:] + run.stderr[-2000:]
     return json.loads(lines[0][5:])
 
 
@@ -225,13 +245,14 @@ def _clean_host(tok: str, sysv_key: int) -> None:
             remove(ident)
 
 
-@pytest.fixture(scope="module", params=BACKENDS)
+@pytest.fixture(scope="module", params=PARAMS)
 def probes(request, tmp_path_factory):
-    """{"backend", "token", "before", "planted", "after", "other", "memo_hit", "host_elsewhere"} of the four runs."""
-    backend = request.param
+    """{"backend", "kind", "token", "before", "planted", "after", "other", "memo_hit", "host_elsewhere"} of the four
+    runs (``kind``: test runs, or agents' scripts, which are not memoised: no "memo_hit")."""
+    backend, kind = request.param
     tok = "t" + uuid.uuid4().hex[:12]
     sysv_key = int(tok[1:8], 16)
-    root = tmp_path_factory.mktemp(f"reuse-{backend}")
+    root = tmp_path_factory.mktemp(f"reuse-{backend}-{kind}")
     memo_dir = root / "memo"
     bwrap = backend == "bwrap"
     site = next(p for p in __import__("sys").path if p.endswith("site-packages"))
@@ -255,27 +276,27 @@ def probes(request, tmp_path_factory):
         see = textwrap.dedent(SEE).format(**fields)
         a.setup_file("test_see.py", see)
         b.setup_file("test_see.py", see)
-        args = ("-s", "test_see.py")
+        hit = None
         try:
-            before = observe(a, args)  # memoised in memo_dir
+            before = observe(a, kind)  # memoised in memo_dir (a test run)
             a.setup_file(f"test_plant_{tok}.py", textwrap.dedent(PLANT).format(**fields))
             a.setup_file(f"planted_mod_{tok}.py", "X = 1\n")
-            run = a.run_tests(("-s", f"test_plant_{tok}.py"), timeout=120)
+            run = run_probe(a, f"test_plant_{tok}", "test_plant", kind)
             lines = [line for line in run.stdout.splitlines() if line.startswith("PLANTED ")]
-            assert run.passed == 1 and lines, run.stdout[-3000:] + run.stderr[-2000:]
+            assert ran(run, kind) and lines, run.stdout[-3000:] + run.stderr[-2000:]
             planted = json.loads(lines[0][8:])
-            after = observe(a, args)
-            other = observe(b, args)
-            # back to run 0's files: the memo's answer, read from its directory
-            for name in os.listdir(a.root):
-                if tok in name:
-                    os.unlink(a.root / name)
-            clear_memo()
-            hit = a.run_tests(args, timeout=120)
+            after = observe(a, kind)
+            other = observe(b, kind)
+            if kind == "tests":  # back to run 0's files: the memo's answer, read from its directory
+                for name in os.listdir(a.root):
+                    if tok in name:
+                        os.unlink(a.root / name)
+                clear_memo()
+                hit = a.run_tests(("-s", "test_see.py"), timeout=120)
         finally:
             _clean_host(tok, sysv_key)
     host_elsewhere = [p for p in places if os.path.exists(p)]
-    return {"backend": backend, "token": tok, "before": before, "planted": planted, "after": after, "other": other,
+    return {"backend": backend, "kind": kind, "token": tok, "before": before, "planted": planted, "after": after, "other": other,
             "memo_hit": hit, "host_elsewhere": host_elsewhere}
 
 
@@ -387,6 +408,8 @@ def test_the_memo(probes):
     """A run cannot reach the memo's directory, so the memo's answer for run 0's files is run 0's result."""
     if probes["backend"] == "local":
         pytest.skip(f"a local run can write the memo's directory: {LOCAL_WRITES_ANYWHERE}")
+    if probes["kind"] == "scripts":
+        pytest.skip("agents' scripts are not memoised (a script may write the workspace)")
     attempts = {k: v for k, v in probes["planted"].items() if k.startswith("memo ")}
     assert attempts and not any(v is True for v in attempts.values()), attempts
     hit = probes["memo_hit"]

@@ -404,17 +404,20 @@ def test_a_warm_sandbox_ends_with_the_process_that_started_it(tmp_path):
         "ws.setup_file('test_x.py', 'def test_x():\\n    pass\\n')\n"
         "ws.setup_file('x.py', 'pass\\n')\n"
         "assert ws.run_tests(['test_x.py'], timeout=30).passed == 1 and ws.run_script('x.py').ok\n"
-        "print('up', flush=True)\n"
+        "from latte_lab.sandbox.stage import PUBLIC_STAGE\n"
+        "print('up', PUBLIC_STAGE.path, flush=True)\n"
         "time.sleep(60)\n"
     )
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
     try:
-        assert proc.stdout.readline() == "up\n"
-        assert len(survivors(tok, seconds=0)) >= 2  # both sandboxes are up: bwrap and its init, each
+        up, stage = proc.stdout.readline().split()
+        # the workspace's runs happened in the process's public stage: bwrap's command line names that directory
+        assert up == "up" and tok not in stage
+        assert len(survivors(stage, seconds=0)) >= 4, stage  # both sandboxes up (tests and scripts: bwrap, its init, ...)
     finally:
         proc.kill()
         proc.wait()
-    assert not survivors(tok)  # end of file on their control sockets ended them, and their namespaces
+    assert not survivors(stage)  # end of file on their control sockets ended them, and their namespaces
 
 
 def test_full_disks_are_said_and_emptied_for_the_next_run(tmp_path):
