@@ -140,6 +140,7 @@ def install_timers(profile_path: Path) -> None:
     trusted.run_sandboxed = sandboxed(trusted.run_sandboxed, "hidden evaluation sessions")
     files.run_sandboxed = sandboxed(files.run_sandboxed, "agents' scripts")
     _timed(files, "run_pytest", "sandbox overhead")  # staging, the report: around the run itself
+    _timed(files.Workspace, "run_script", "sandbox overhead")  # a script's staging (bwrap's public stage)
     _timed(trusted, "run_trusted_pytest", "sandbox overhead")
 
     original_memo_get = {}

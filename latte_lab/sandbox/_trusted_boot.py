@@ -5,9 +5,9 @@ Usage: ``python -s -P <copy of this file> <pytest arguments>``, in a throwaway c
 standard library, pytest and the libraries the task names (``--import=pandas``) are imported; nothing from
 latte_lab, and nothing from the workspace before they are loaded: ``-P`` keeps the working directory off
 ``sys.path`` until this script puts it there, after pytest, pluggy, unittest and those libraries are imported
-from the interpreter's own site-packages. The trusted
-evaluation server (``_trusted_server.py``) loads this file by path, with those imports made once, and calls
-:func:`main` in each child it forks, set up as that command line would set it up.
+from the interpreter's own site-packages. The trusted evaluation server (``_trusted_server.py``) loads this
+file by path, with those imports made once, and calls :func:`main` in each child it forks, set up as that
+command line would set it up.
 
 What the session reports is not taken from pytest's reports, its exit status or a file the code under
 test could write. A plugin of this script's own writes one line per test to a descriptor duplicated from

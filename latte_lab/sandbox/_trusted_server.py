@@ -21,9 +21,8 @@ site-packages):
 * the boot script itself (``_trusted_boot.py``, by path);
 * in its mode ``trusted-libraries`` only (:func:`load_libraries`), the installed libraries a hidden suite reads
   its data with (``_trusted_boot.LIBRARIES``: numpy, pandas; a third of a second for pandas in each session
-  otherwise). Only evaluations that ask for one (``--import=pandas``) are sent to that mode, so no other
-  session starts with them loaded: a session's modules are the same from either mode as from a fresh
-  interpreter running the boot script.
+  otherwise). Only evaluations that ask for a library (``--import=pandas``) are sent to that mode, so no
+  other session starts with them loaded, as none would in a fresh interpreter running the boot script.
 
 It runs no workspace code, ever: it is never sent a workspace's file, and the only message it acts on is a run
 request. Each request is served as the pytest fork server serves one (``_zygote_server.serve``: a reaper and a

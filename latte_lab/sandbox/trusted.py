@@ -200,8 +200,9 @@ def run_trusted_pytest(
 
     ``imports``: installed libraries the tests read their data with (``("pandas",)``), imported from the
     interpreter's site-packages before the copy joins ``sys.path`` (a module of the workspace by that name
-    never stands in for one); sessions that name any of ``_trusted_boot.LIBRARIES`` only are forked from the
-    trusted server's mode that has those loaded. Raises ValueError for a name that is not a module name."""
+    never stands in for one). A session that names any is forked from the trusted server's mode that has numpy
+    and pandas loaded already (``_trusted_boot.LIBRARIES``; another library is imported in the session itself).
+    Raises ValueError for a name that is not a module name."""
     from latte_lab.sandbox.pytest import TestRun
 
     imports = tuple(imports)
