@@ -387,3 +387,20 @@ def test_a_library_the_suite_names_is_the_installed_one_and_only_there(tmp_path,
 def test_imports_must_be_module_names(tmp_path):
     with pytest.raises(ValueError, match="module names"):
         run_trusted_pytest(tmp_path, {"test_x.py": "def test_x(): pass\n"}, ["test_x.py"], imports=["pandas; rm"])
+
+
+def test_the_server_files_spell_the_option_and_mode_as_the_client_does():
+    """The boot script and the server run without latte_lab, so they keep their own copies of these names."""
+    import importlib.util
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(f"_probe_{name}", Path(zyg.__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    boot = load("_trusted_boot")
+    assert boot.IMPORT_OPTION == zyg.IMPORT_OPTION and boot.PREFIX == trusted.CHANNEL_PREFIX
+    assert zyg.server_mode(None, False, [f"{boot.IMPORT_OPTION}pandas", "t.py", "--"]) == zyg.TRUSTED_LIBRARIES_MODE
+    server_text = Path(zyg.__file__).with_name("_trusted_server.py").read_text()
+    assert f'LIBRARIES_MODE = "{zyg.TRUSTED_LIBRARIES_MODE}"' in server_text

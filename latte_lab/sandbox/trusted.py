@@ -35,6 +35,7 @@ from pathlib import Path
 from latte_lab.sandbox import stage
 from latte_lab.sandbox.limits import TEST_TIMEOUT_SECONDS, SandboxLimits
 from latte_lab.sandbox.run import confined, run_sandboxed
+from latte_lab.sandbox.zygote import IMPORT_OPTION
 
 BOOT_SCRIPT = str(Path(__file__).with_name("_trusted_boot.py"))
 BOOT_NAME = ".latte_lab-trusted-boot.py"  # the boot script's copy in the evaluated copy (never imported)
@@ -48,10 +49,23 @@ SESSION_ENV = {"PYTHONPATH": "", "PYTHONNOUSERSITE": "1", "PYTEST_DISABLE_PLUGIN
 LEFT_OUT_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py"})
 LEFT_OUT_SUFFIXES = (".pth", ".pyc", ".pyo")
 CACHE_DIR_NAMES = frozenset({"__pycache__", ".pytest_cache", ".hypothesis", ".mypy_cache", ".ruff_cache"})
-IMPORT_OPTION = "--import="  # _trusted_boot.IMPORT_OPTION: a library the session imports before the copy's code
 MODULE_NAME = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
 USE_SERVER = True  # sessions forked from the trusted evaluation server; False: a fresh interpreter each
 SERVER_DISABLE_VAR = "LATTE_LAB_NO_TRUSTED_SERVER"  # =1 in the environment: a fresh interpreter each
+
+
+def import_options(imports: Iterable[str]) -> list[str]:
+    """The boot script's leading ``--import=<library>`` arguments for ``imports`` (which also key the memo of a
+    hidden evaluation); ValueError for a name that is not a module name.
+
+    >>> import_options(["pandas"])
+    ['--import=pandas']
+    """
+    imports = list(imports)
+    bad = [name for name in imports if not MODULE_NAME.fullmatch(name)]
+    if bad:
+        raise ValueError(f"imports must be module names (such as 'pandas'), not {bad}")
+    return [f"{IMPORT_OPTION}{name}" for name in imports]
 
 
 def use_server() -> bool:
@@ -205,10 +219,7 @@ def run_trusted_pytest(
     Raises ValueError for a name that is not a module name."""
     from latte_lab.sandbox.pytest import TestRun
 
-    imports = tuple(imports)
-    bad = [name for name in imports if not MODULE_NAME.fullmatch(name)]
-    if bad:
-        raise ValueError(f"imports must be module names (such as 'pandas'), not {bad}")
+    options = import_options(imports)
     run_paths = [str(p) for p in run_paths]
     with stage.hidden_copy(sandbox) as (copy, staged):
         notes = copy_for_evaluation(Path(root), copy)
@@ -222,7 +233,7 @@ def run_trusted_pytest(
         if boot.is_symlink() or boot.is_dir():
             _remove(boot)
         shutil.copyfile(BOOT_SCRIPT, boot)
-        boot_args = [*(f"{IMPORT_OPTION}{name}" for name in imports), *test_files, "--", *SESSION_ARGS, *run_paths]
+        boot_args = [*options, *test_files, "--", *SESSION_ARGS, *run_paths]
         argv = [sys.executable, "-s", "-P", BOOT_NAME, *boot_args]
         run = run_sandboxed(argv, copy, timeout=timeout, limits=limits, env=SESSION_ENV, sandbox=sandbox,
                             export_names=[], keep_sandbox=staged, trusted=boot_args if use_server() else None)

@@ -106,7 +106,7 @@ def run_hidden_suite(
     """
     from latte_lab.sandbox.limits import SandboxLimits
     from latte_lab.sandbox.pytest import memo_get, memo_key, memo_put, memo_storable, outcomes_by_class
-    from latte_lab.sandbox.trusted import run_trusted_pytest
+    from latte_lab.sandbox.trusted import import_options, run_trusted_pytest
 
     if suite_path not in hidden:
         raise TaskError(f"hidden suite {suite_path!r} is not among the hidden files {sorted(hidden)}")
@@ -120,7 +120,7 @@ def run_hidden_suite(
     # memoised by the workspace's and the evaluation's files, as public runs are (the workspace's memo)
     key = run = None
     if workspace.memo:
-        key = memo_key(workspace.root, ["trusted", *(f"--import={name}" for name in imports), *run_paths],
+        key = memo_key(workspace.root, ["trusted", *import_options(imports), *run_paths],
                        SandboxLimits(), workspace.backend,
                        {**test_files, **data_files})
         run = memo_get(workspace.memo_dir, key)
