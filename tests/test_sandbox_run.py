@@ -224,6 +224,19 @@ def test_both_streams_flooded_without_deadlock(ws):
     assert stdout_part.endswith("o" * SCRIPT_STDOUT_TAIL) and len(stderr_part) == SCRIPT_STDERR_TAIL
 
 
+def test_output_written_a_line_at_a_time_is_read_in_batches(ws, monkeypatch):
+    """A run writes a line at a time (PYTHONUNBUFFERED); the parent reads at most about once per
+    OUTPUT_PAUSE_SECONDS, not once per line, and still gets every line, in order."""
+    reads = []
+    feed = OutputCapture.feed
+    monkeypatch.setattr(OutputCapture, "feed", lambda self, chunk: (reads.append(len(chunk)), feed(self, chunk))[1])
+    ws.setup_file("lines.py", "import time\nfor i in range(200):\n    print(f'line {i}')\n    time.sleep(0.001)\n")
+    run = ws.run_script("lines.py", timeout=60)
+    assert run.ok and run.stdout.splitlines() == [f"line {i}" for i in range(200)]
+    # one read per line (200) before the pause; now one per pause of the run's duration, and a few more
+    assert len(reads) <= run.seconds / runmod.OUTPUT_PAUSE_SECONDS + 10, (len(reads), run.seconds)
+
+
 def test_child_wrapper_runs_as_a_module_too(tmp_path):
     import subprocess
 

@@ -33,6 +33,8 @@ unittest. Code written against this script's own objects in memory is out of its
 
 import os
 import sys
+from itertools import chain
+from operator import is_, methodcaller
 
 PREFIX = "@@latte_lab-verdict "  # every line of the channel starts with it
 PROTECTED = ("pytest", "_pytest", "pluggy", "unittest", "builtins", "iniconfig")
@@ -47,13 +49,28 @@ VOLATILE = frozenset({
     ("_pytest.assertion.util", "_config"), ("_pytest.assertion.rewrite", "_reprcompare"),
     ("_pytest.assertion.rewrite", "_assertion_pass"),
 })
+VOLATILE_MODULES = frozenset(module for module, _ in VOLATILE)
 VOLATILE_CLASS_ATTRIBUTES = frozenset({"_pytest_diamond_inheritance_warning_shown"})  # set by pytest on first use
 GC_EVENTS = frozenset({"gc.get_objects", "gc.get_referrers", "gc.get_referents"})  # recorded: they reach every object
 _MISSING = object()
+_VALUES = methodcaller("values")
 
 
 def _protected(name):
     return name.split(".", 1)[0] in PROTECTED
+
+
+def _view(namespace):
+    """A namespace's keys and values, in order, as last checked (what :func:`_unchanged` compares with)."""
+    return tuple(namespace), tuple(namespace.values())
+
+
+def _unchanged(namespace, view):
+    """True when ``namespace`` holds the very key and value objects of ``view``, in the same order: then it is
+    as last checked, and the full comparison is skipped. A walk in C (``operator.is_``) that never calls
+    anything of the compared objects; False says only that the full comparison must look."""
+    keys, values = view
+    return len(namespace) == len(keys) and all(map(is_, namespace, keys)) and all(map(is_, namespace.values(), values))
 
 
 class _Channel:
@@ -123,12 +140,14 @@ class _Guard:
         self.pm = pluginmanager
         self.modules = {}
         self.classes = {}  # every class the protected modules define: its attributes at the start
+        self.views = {}  # module name or class -> its namespace as last checked (_view), for the quick look
         self.tampered = False  # set by the audit hook and by check(); read and cleared per test
         self.pending = {}  # (id, attribute) -> (function, attribute, original value), put back by check()
         self._busy = False
         self._snapshot_modules()
         self.plugins = list(pluginmanager.get_plugins())
         self.hooks = self._hookimpls()
+        self._watch()
 
     def _snapshot_modules(self):
         for name, module in list(sys.modules.items()):
@@ -136,9 +155,68 @@ class _Guard:
                 continue
             namespace = vars(module)
             self.modules[name] = (module, dict(namespace))
+            self.views[name] = _view(self.modules[name][1])
             for value in list(namespace.values()):
                 if isinstance(value, type) and value.__module__ == name and value not in self.classes:
                     self.classes[value] = dict(value.__dict__)
+                    self.views[value] = _view(self.classes[value])
+
+    def _watch(self):
+        """Take the quick look's picture (:meth:`_as_watched`), right after a full check or a snapshot, when
+        every namespace is as saved: the module names in ``sys.modules``, which module each protected name
+        maps to, and every key and value object of the protected modules (but the ones with VOLATILE
+        attributes) and of their classes, in order."""
+        names = tuple(name for name in self.modules if name not in VOLATILE_MODULES)
+        spaces = [vars(self.modules[name][0]) for name in names] + [cls.__dict__ for cls in self.classes]
+        self.watched = (
+            tuple(sys.modules), names, tuple(self.modules[name][0] for name in names), spaces,
+            tuple(map(len, spaces)), tuple(chain.from_iterable(spaces)),
+            tuple(chain.from_iterable(map(_VALUES, spaces))),
+        )
+
+    def _as_watched(self):
+        """True when nothing :meth:`check` compares has changed since :meth:`_watch`: one walk in C over the
+        same objects (by identity, calling nothing of theirs) instead of a comparison per namespace."""
+        module_names, names, modules, spaces, lengths, keys, values = self.watched
+        return (len(sys.modules) == len(module_names) and all(map(is_, sys.modules, module_names))
+                and all(map(is_, map(sys.modules.get, names), modules)) and tuple(map(len, spaces)) == lengths
+                and all(map(is_, chain.from_iterable(spaces), keys))
+                and all(map(is_, chain.from_iterable(map(_VALUES, spaces)), values)))
+
+    def _restore_module(self, name, changed):
+        module, saved = self.modules[name]
+        current = vars(module)
+        if sys.modules.get(name, module) is not module:
+            sys.modules[name] = module
+            changed.append(f"sys.modules[{name!r}] replaced")
+        if _unchanged(current, self.views[name]):
+            return
+        for key in [k for k in current if k not in saved]:
+            if (name, key) not in VOLATILE and not key.startswith("__"):
+                changed.append(f"{name}.{key} added")
+                del current[key]
+        for key, value in saved.items():
+            if current.get(key, _MISSING) is not value and (name, key) not in VOLATILE:
+                changed.append(f"{name}.{key} replaced")
+                current[key] = value
+        self.views[name] = _view(current)  # as saved, but for what is left as it is (VOLATILE, dunders)
+
+    def _restore_class(self, cls, changed):
+        saved = self.classes[cls]
+        current = cls.__dict__
+        if _unchanged(current, self.views[cls]):
+            return
+        for key in [k for k in current if k not in saved]:
+            if key in VOLATILE_CLASS_ATTRIBUTES:
+                saved[key] = current[key]
+                continue
+            changed.append(f"{cls.__module__}.{cls.__qualname__}.{key} added")
+            type.__delattr__(cls, key)
+        for key, value in saved.items():
+            if current.get(key, _MISSING) is not value and key not in ("__dict__", "__weakref__"):
+                changed.append(f"{cls.__module__}.{cls.__qualname__}.{key} replaced")
+                type.__setattr__(cls, key, value)
+        self.views[cls] = _view(current)
 
     def _hookimpls(self):
         found = {}
@@ -164,33 +242,14 @@ class _Guard:
                 self._busy = False
             self.pending.clear()
             self.tampered = True
-        for name, (module, saved) in self.modules.items():
-            current = vars(module)
-            if sys.modules.get(name, module) is not module:
-                sys.modules[name] = module
-                changed.append(f"sys.modules[{name!r}] replaced")
-            for key in [k for k in current if k not in saved]:
-                if (name, key) not in VOLATILE and not key.startswith("__"):
-                    changed.append(f"{name}.{key} added")
-                    del current[key]
-            for key, value in saved.items():
-                if current.get(key, _MISSING) is not value and (name, key) not in VOLATILE:
-                    changed.append(f"{name}.{key} replaced")
-                    current[key] = value
-        for cls, saved in self.classes.items():
-            current = cls.__dict__
-            if len(current) == len(saved) and all(current.get(k, _MISSING) is v for k, v in saved.items()):
-                continue
-            for key in [k for k in current if k not in saved]:
-                if key in VOLATILE_CLASS_ATTRIBUTES:
-                    saved[key] = current[key]
-                    continue
-                changed.append(f"{cls.__module__}.{cls.__qualname__}.{key} added")
-                type.__delattr__(cls, key)
-            for key, value in saved.items():
-                if current.get(key, _MISSING) is not value and key not in ("__dict__", "__weakref__"):
-                    changed.append(f"{cls.__module__}.{cls.__qualname__}.{key} replaced")
-                    type.__setattr__(cls, key, value)
+        for name in VOLATILE_MODULES & self.modules.keys():  # pytest changes these around every test
+            self._restore_module(name, changed)
+        watch = not self._as_watched()
+        if watch:
+            for name in self.modules:
+                self._restore_module(name, changed)
+            for cls in self.classes:
+                self._restore_class(cls, changed)
         present = set(map(id, self.pm.get_plugins()))
         known = set(map(id, self.plugins))
         for plugin in list(self.pm.get_plugins()):
@@ -211,7 +270,9 @@ class _Guard:
                     a is not b for a, b in zip(current, impls)):
                 changed.append(f"hook {name} implementations changed")
                 caller._hookimpls = list(impls)
-        self._snapshot_modules()  # modules pytest imported since (lazily) join the snapshot
+        if watch or len(sys.modules) != len(self.watched[0]) or not all(map(is_, sys.modules, self.watched[0])):
+            self._snapshot_modules()  # modules pytest imported since (lazily) join the snapshot
+            self._watch()
         for what in changed:
             self.report(what, "")
         return bool(changed)

@@ -82,6 +82,7 @@ PIPE_DRAIN_SECONDS = 1.0  # after the child exits, how long to keep reading what
 PROCESS_CHECK_INTERVAL_SECONDS = 0.2  # how often a running sandbox's process count is checked
 DISK_CHECK_INTERVAL_SECONDS = 0.05  # how often the local backend sizes the workspace (~0.1 ms for a task's)
 READ_CHUNK_BYTES = 2**16  # one pipe read
+OUTPUT_PAUSE_SECONDS = 0.02  # after reading a run's output, how long to let more gather before reading again
 PIPE_BUFFER_BYTES = 2**20  # requested pipe capacity (Linux F_SETPIPE_SZ) for fewer wake-ups
 EXPORT_SECONDS = 30.0  # after a stop request: time for a bwrap sandbox to stop and hand back its files
 EXPORT_SPOOL_BYTES = 8 * 2**20  # a returned workspace is kept in memory up to this, then in a file
@@ -602,12 +603,23 @@ def _pump(
                 except subprocess.TimeoutExpired:
                     pass
                 continue
+            read = drained = False
             for key, _ in sel.select(wait):
                 chunk = os.read(key.fd, READ_CHUNK_BYTES)
                 if chunk:
                     key.data.feed(chunk)
+                    read, drained = True, len(chunk) < READ_CHUNK_BYTES
                 else:
                     sel.unregister(key.fd)
+            if read and drained:
+                # A run writes its output a line at a time (PYTHONUNBUFFERED): a failing test session wrote
+                # about 400 times and woke this process as often. The pipes hold what comes meanwhile (their
+                # capacity is enlarged), so read them again only after a pause, waiting meanwhile on the
+                # run's end alone, which still ends the wait at once. A run that fills a read is read on.
+                try:
+                    proc.wait(timeout=max(min(OUTPUT_PAUSE_SECONDS, deadline - time.monotonic()), 0.001))
+                except subprocess.TimeoutExpired:
+                    pass
     finally:
         sel.close()
 
