@@ -1,6 +1,6 @@
 """The isolating backend: every run in a bubblewrap sandbox (Linux), its own, or one kept and reset before each
-run to what a fresh one shows: for test runs, one kept by the process, serving its workspaces in turn; for a
-workspace's scripts, one kept for that workspace (:mod:`latte_lab.sandbox.warm`).
+run to what a fresh one shows: for test runs, one kept by the process, serving its workspaces in turn; for
+agents' scripts, a second one kept by the process, likewise (:mod:`latte_lab.sandbox.warm`).
 
 What a run sees and may do:
 
@@ -38,7 +38,7 @@ import sys
 import tarfile
 import tempfile
 import threading
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
 from latte_lab.sandbox.local import PYTEST_PATCHES_SCRIPT
@@ -181,11 +181,72 @@ def apply_export(stream, root: Path, names: list[str] | None = None) -> None:
 
     Members that would land outside ``root`` (absolute names, ``..``, links pointing out) and special
     files are skipped; unchanged files are not rewritten.
+
+    A workspace of directories and regular files (every run's, nearly) is applied straight from the
+    stream, each file compared with ``root``'s in memory (:func:`_apply_plain`); one with a link in it is
+    extracted into a temporary directory first and mirrored from there, which gives the same files.
     """
+    if stream.seekable():
+        start = stream.tell()
+        if _apply_plain(stream, root, names):
+            return
+        stream.seek(start)
     with tempfile.TemporaryDirectory(prefix="latte_lab-export-") as tmp:
         with tarfile.open(fileobj=stream, mode="r|") as tar:
             tar.extractall(tmp, filter=_safe)
         mirror(Path(tmp), root, names)
+
+
+# A directory that does not exist: the filter's check that a member stays inside it is then a check of the
+# member's name alone, as it is for the extraction into a fresh temporary directory that this pass replaces.
+_CLEAN_DESTINATION = "/nonexistent/latte_lab-export"
+
+
+def _apply_plain(stream, root: Path, names: list[str] | None) -> bool:
+    """What :func:`apply_export` does by extracting and mirroring, done in one pass: every member kept by the
+    same filter lands in ``root`` as the mirror would leave it (a file's bytes and its filtered mode bits, a
+    directory made), and whatever else ``root`` holds (within ``names``) is removed. False, with ``root``
+    perhaps half done, as soon as a member is anything else (a link) or comes before its directory: the
+    caller then applies the whole stream the other way, which makes ``root`` right whatever this left."""
+    wanted: set[str] = set()
+    directories = {""}  # made real directories of root in this pass (a file's parent must be one)
+    with tarfile.open(fileobj=stream, mode="r|") as tar:
+        for member in tar:
+            kept = _safe(member, _CLEAN_DESTINATION)  # judged as the extraction into an empty directory judges it
+            if kept is None:
+                continue
+            rel = PurePosixPath(kept.name).as_posix()
+            parent = rel.rpartition("/")[0]
+            if rel in ("", ".") or rel.startswith("/") or ".." in rel.split("/") or parent not in directories:
+                return False
+            target = root / rel
+            if kept.isdir():
+                if target.is_symlink() or (target.exists() and not target.is_dir()):
+                    _remove(target)
+                target.mkdir(exist_ok=True)
+                directories.add(rel)
+            elif kept.isreg() and kept.mode is not None:
+                data = tar.extractfile(member).read()
+                if target.is_symlink() or target.is_dir():
+                    _remove(target)
+                try:
+                    st = target.lstat()
+                except FileNotFoundError:
+                    st = None
+                if st is not None and not stat.S_ISREG(st.st_mode):  # a FIFO, a socket: never read
+                    target.unlink()
+                    st = None
+                if st is None or st.st_size != len(data) or target.read_bytes() != data:
+                    with open(target, "wb") as fh:
+                        fh.write(data)
+                    st = None
+                if st is None or stat.S_IMODE(st.st_mode) != kept.mode & 0o777:
+                    os.chmod(target, kept.mode & 0o777)
+            else:
+                return False
+            wanted.add(rel)
+    _remove_unwanted(root, wanted, names)
+    return True
 
 
 def _safe(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo | None:
@@ -223,6 +284,11 @@ def mirror(src: Path, dst: Path, names: list[str] | None = None, *, regular_only
                     shutil.copyfile(s, d)
                 os.chmod(d, s.stat().st_mode & 0o777)
         dirnames[:] = [n for n in dirnames if not (src / rel_dir / n).is_symlink()]
+    _remove_unwanted(dst, wanted, names)
+
+
+def _remove_unwanted(dst: Path, wanted: set[str], names: list[str] | None) -> None:
+    """Remove every entry of ``dst`` (within the top-level ``names``) whose relative path is not ``wanted``."""
     for dirpath, dirnames, filenames in os.walk(dst, topdown=False):
         rel_dir = Path(dirpath).relative_to(dst)
         for name in dirnames + filenames:
@@ -236,3 +302,5 @@ def _remove(path: Path) -> None:
         path.unlink()
     elif path.is_dir():
         shutil.rmtree(path)
+    elif path.exists():  # a FIFO, a socket, a device node
+        path.unlink()

@@ -603,12 +603,12 @@ def _pump(
                 except subprocess.TimeoutExpired:
                     pass
                 continue
-            read = drained = False
+            read, drained = False, True
             for key, _ in sel.select(wait):
                 chunk = os.read(key.fd, READ_CHUNK_BYTES)
                 if chunk:
                     key.data.feed(chunk)
-                    read, drained = True, len(chunk) < READ_CHUNK_BYTES
+                    read, drained = True, drained and len(chunk) < READ_CHUNK_BYTES
                 else:
                     sel.unregister(key.fd)
             if read and drained:

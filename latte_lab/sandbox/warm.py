@@ -24,8 +24,8 @@ Which runs: a workspace's own pytest runs (``prime_tests``, whose files agents s
 process's public staging directory, which holds exactly that workspace's files during the run, so that one
 sandbox serves every workspace of the process in turn (:func:`latte_lab.sandbox.stage.run_staged`; a
 run that finds the stage taken runs in its workspace's directory, in a sandbox kept for that workspace);
-and agents' ``python <script>`` runs in the workspace's directory, in a second sandbox whose init imports
-nothing for them (each run starts from the modules a fresh interpreter has, as with the local script fork
+and agents' ``python <script>`` runs, in the same staging directory (one run at a time), in a second sandbox
+kept by the process whose init imports nothing for them (each run starts from the modules a fresh interpreter has, as with the local script fork
 server). A hidden suite runs
 in a copy of the workspace in this process's one staging directory (``keep_sandbox``), whose sandbox serves
 every hidden run of the process and is never sent a test file ahead: no sandbox an agent's run is forked in
