@@ -253,3 +253,24 @@ def test_a_python_installation_under_tmp_is_bound_above_the_sandboxes_own_tmp(tm
     tmp_at = pairs.index(("--tmpfs", "/tmp"))
     venv_at = pairs.index(("--ro-bind", venv))
     assert tmp_at < venv_at, args
+
+
+@needs_bwrap
+@pytest.mark.parametrize("warm_sandbox", [True, False], ids=["kept-sandbox", "one-off"])
+def test_a_run_gets_the_hosts_font_cache_and_nothing_else_of_its_matplotlib_directory(tmp_path, monkeypatch, warm_sandbox):
+    """matplotlib's font cache is copied into each run; anything else in the directory local runs share is not
+    (a local run may leave files there, which every bwrap run would otherwise copy)."""
+    from latte_lab.sandbox import warm
+
+    if not warm_sandbox:
+        monkeypatch.setenv(warm.WARM_DISABLE_VAR, "1")
+    mpl = tmp_path / "mplconfig"
+    mpl.mkdir()
+    (mpl / "fontlist-v390.json").write_text('{"cached": true}')
+    (mpl / "left-by-a-local-run.txt").write_text("x")
+    monkeypatch.setattr(runmod, "host_mplconfig", lambda: str(mpl))
+    ws = Workspace(tmp_path / "repo", sandbox="bwrap", memo=False)
+    ws.setup_file("show.py", "import os\nprint(sorted(os.listdir(os.environ['MPLCONFIGDIR'])))\n")
+    run = ws.run_script("show.py", timeout=60)
+    assert run.ok, run.stderr
+    assert run.stdout.strip() == "['fontlist-v390.json']"

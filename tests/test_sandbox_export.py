@@ -19,10 +19,10 @@ from latte_lab.sandbox import bwrap
 MODES = (0o644, 0o600, 0o755, 0o700, 0o777, 0o4755, 0o444, 0o640)
 
 
-def export_of(directory: Path, names: list[str] | None = None) -> io.BytesIO:
+def export_of(directory: Path, names: list[str] | None = None, tar_format: int = tarfile.GNU_FORMAT) -> io.BytesIO:
     """The tar stream the sandbox's init writes for ``directory`` (``_child.export``), in a seekable buffer."""
     buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w|") as tar:
+    with tarfile.open(fileobj=buf, mode="w|", format=tar_format) as tar:
         for name in sorted(os.listdir(directory)):
             if names is None or name in names:
                 tar.add(directory / name, arcname=name)
@@ -126,7 +126,7 @@ def test_applying_from_the_stream_leaves_what_extracting_and_mirroring_leaves(tm
     workspace = tmp_path / "workspace"
     random_workspace(rng, workspace, links=links)
     names = None if seed % 3 else sorted(os.listdir(workspace))[:2]  # a run handing back only some entries
-    data = export_of(workspace, names).getvalue()
+    data = export_of(workspace, names, tarfile.PAX_FORMAT if seed % 2 else tarfile.GNU_FORMAT).getvalue()
     fast, slow = tmp_path / "fast", tmp_path / "slow"
     random_destination(random.Random(seed), fast, workspace)
     random_destination(random.Random(seed), slow, workspace)

@@ -10,6 +10,7 @@ what run 0 saw. A check that the runs really shared one server keeps the probes 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import json
 import os
@@ -23,6 +24,7 @@ from sandbox_helpers import BACKENDS
 
 from latte_lab.sandbox import clear_memo, local, warm
 from latte_lab.sandbox import pytest as sbpytest
+from latte_lab.sandbox import run as runmod
 from latte_lab.sandbox import zygote as zyg
 from latte_lab.workspace import Workspace
 
@@ -226,8 +228,12 @@ def observe(ws: Workspace, kind: str) -> dict:
 
 
 def _clean_host(tok: str, sysv_key: int) -> None:
-    """Whatever a probe managed to leave on the host (only if a protection failed): keys, message queues, System V
-    objects."""
+    """Whatever a probe managed to leave on the host: keys, message queues, System V objects (only if a protection
+    failed), and the file a local run leaves in the matplotlib directory local runs share (by design), which
+    would otherwise pile up there run after run of the suite."""
+    for directory in (runmod.host_mplconfig(), "/tmp", "/dev/shm"):
+        with contextlib.suppress(OSError):
+            os.unlink(os.path.join(directory, f"planted-{tok}"))
     libc = ctypes.CDLL(None, use_errno=True)
     for lib in (libc, ctypes.CDLL("librt.so.1")):
         if hasattr(lib, "mq_unlink"):

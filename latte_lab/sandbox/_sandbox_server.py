@@ -144,7 +144,7 @@ def _reset(init: dict) -> bool:
     for directory in (init["workspace"], init["tmp"], init["shm"]):
         _empty(directory)
     pairs = [(init["input"], init["workspace"])] + ([tuple(init["mpl"])] if init.get("mpl") else [])
-    return all([CHILD.copy_in(src, dst) for src, dst in pairs])
+    return all([CHILD.copy_in(*pair) for pair in pairs])
 
 
 def _export(fd: int, init: dict, names: list | None) -> bool:

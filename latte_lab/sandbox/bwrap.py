@@ -58,6 +58,9 @@ INPUT_PATH = f"{SANDBOX_DIR}/workspace"  # the workspace's files at the start of
 MPL_INPUT_PATH = f"{SANDBOX_DIR}/mplconfig"  # the host's matplotlib cache (fonts), read-only
 TMP_PATH = "/tmp"
 MPL_PATH = f"{TMP_PATH}/matplotlib"
+# What of the host's matplotlib directory a run gets: its font cache, which takes a second to build; nothing
+# else (local runs share that directory and may leave anything there, which a bwrap run would copy every time)
+MPL_CACHE_FILES = "fontlist-*.json"
 SANDBOX_PROCESSES = 2  # processes of a one-off sandbox that are not the run's: bwrap and the init
 PROBE_TIMEOUT_SECONDS = 20.0  # bwrap's first start on a loaded machine
 BWRAP_VAR = "LATTE_LAB_BWRAP"  # path of the bwrap binary, when not on PATH
@@ -166,7 +169,7 @@ def init_config(cwd: Path, limits: SandboxLimits, mpl_dir: str | None, export_na
     """What ``_child.py`` does as the sandbox's init besides running the command."""
     copy_in = [[INPUT_PATH, str(cwd)]]
     if mpl_dir and os.path.isdir(mpl_dir):
-        copy_in.append([MPL_INPUT_PATH, MPL_PATH])
+        copy_in.append([MPL_INPUT_PATH, MPL_PATH, MPL_CACHE_FILES])
     return {"pid1": True, "no_loopback": not limits.loopback, "copy_in": copy_in, "export_dir": str(cwd),
             "export_names": export_names, "tmp_dir": TMP_PATH, "grace": limits.sigterm_grace_seconds}
 

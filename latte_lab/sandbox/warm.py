@@ -108,7 +108,7 @@ class WarmSandbox(zygote._Zygote):
         mpl = self.mpl_dir if self.mpl_dir and os.path.isdir(self.mpl_dir) else None
         init = {"mode": self.mode, "spares": zygote.SPARES, "no_loopback": not self.limits.loopback,
                 "workspace": str(self.root), "input": bwrap.INPUT_PATH, "tmp": bwrap.TMP_PATH, "shm": "/dev/shm",
-                "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH] if mpl else None}
+                "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH, bwrap.MPL_CACHE_FILES] if mpl else None}
         return [*(self.cgroup.join_command() if self.cgroup is not None else ()),
                 *bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
                 sys.executable, *(("-s", "-P") if self.mode in zygote.TRUSTED_MODES else ()),  # as the boot script starts
