@@ -1,6 +1,7 @@
 """Ablations of what a simulated agent is shown: the model knows only what its prompts showed it.
 
-- Take away the one observation that reveals a piece of hidden work, and no agent ever finds it.
+- Take away the one observation that reveals a piece of hidden work, and no agent ever finds it (eda's data
+  placeholder: ``test_simulated_ablations_data.py``).
 - Replace the task's name wherever a prompt (or its frame) carries it, and no decision changes.
 - Empty the files an agent has read from its view, and its patches stop being right.
 - And no module of the simulated model but the fix book reads task internals.
@@ -15,10 +16,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from ablation_helpers import Wrapped, trial
 
 import latte_lab as ll
 from latte_lab.models.base import Message
-from latte_lab.models.sim import SimulatedModel
 from latte_lab.models.view import frame_of, view_from_prompt
 from latte_lab.tasks.textproc import TextprocTask
 
@@ -37,27 +38,6 @@ def test_no_module_but_the_fix_book_reads_task_internals():
     assert {k: v for k, v in offenders.items() if v} == {}
     book = (SIM / "fixbook.py").read_text()
     assert "task.id" not in book and "task_id" not in book and ".work_units" not in book
-
-
-# ------------------------------------------------------------------------------------ wrappers ----
-
-class _Wrapped:
-    """A model that changes what the simulated model is shown, and records the replies."""
-
-    def __init__(self, change=None, **kw):
-        self.inner = SimulatedModel(**kw)
-        self.change = change
-        self.replies: list[str] = []
-
-    def generate(self, request):
-        if self.change is not None:
-            request = self.change(request)
-        response = self.inner.generate(request)
-        self.replies.append(response.text)
-        return response
-
-    def describe(self) -> dict:
-        return self.inner.describe()
 
 
 def _masker(name: str):
@@ -80,18 +60,13 @@ def _no_reads(request):
     return replace(request, view=replace(request.view, files_read={}))
 
 
-def _trial(task: str, team: str, seed: int, model, tmp: Path, **kw):
-    cfg = ll.TrialConfig(task=task, team=team, model="simulated", seed=seed, sandbox="local", **kw)
-    return ll.run_trial(cfg, model=model, runs_dir=tmp)
-
-
 # --------------------------------------------------------------------------- the masked name ----
 
 @pytest.mark.parametrize("task,team", [("debug", "latte"), ("textproc", "decentralized"), ("eda", "latte")])
 def test_masking_the_task_name_in_every_prompt_changes_no_decision(tmp_path, task, team):
-    plain, masked = _Wrapped(), _Wrapped(_masker(task))
-    a = _trial(task, team, 3, plain, tmp_path / "a", n_workers=3, max_rounds=6)
-    b = _trial(task, team, 3, masked, tmp_path / "b", n_workers=3, max_rounds=6)
+    plain, masked = Wrapped(), Wrapped(_masker(task))
+    a = trial(task, team, 3, plain, tmp_path / "a", n_workers=3, max_rounds=6)
+    b = trial(task, team, 3, masked, tmp_path / "b", n_workers=3, max_rounds=6)
     assert len(plain.replies) > 10
     assert masked.replies == plain.replies
     assert (a.accuracy, a.rounds, a.tokens) == (b.accuracy, b.rounds, b.tokens)
@@ -103,8 +78,8 @@ def test_masking_the_task_name_in_every_prompt_changes_no_decision(tmp_path, tas
 def test_a_model_shown_no_read_files_collapses(tmp_path):
     """The same trials with the files each agent read taken out of its view: its patches are blind."""
     seeds = range(2)
-    base = [_trial("textproc", "static", s, _Wrapped(), tmp_path / f"a{s}", max_rounds=16).accuracy for s in seeds]
-    blind = [_trial("textproc", "static", s, _Wrapped(_no_reads), tmp_path / f"b{s}", max_rounds=16).accuracy
+    base = [trial("textproc", "static", s, Wrapped(), tmp_path / f"a{s}", max_rounds=16).accuracy for s in seeds]
+    blind = [trial("textproc", "static", s, Wrapped(_no_reads), tmp_path / f"b{s}", max_rounds=16).accuracy
              for s in seeds]
     assert min(base) >= 0.6, base
     assert max(blind) <= 0.2, blind
@@ -137,45 +112,9 @@ def test_hidden_work_whose_symptom_is_taken_away_is_never_found():
         n = 0
         for seed in seeds:
             with tempfile.TemporaryDirectory() as tmp:
-                _trial(task, "latte", seed, None, Path(tmp), n_workers=2, max_rounds=8)
+                trial(task, "latte", seed, None, Path(tmp), n_workers=2, max_rounds=8)
                 n += _found_apostrophes(Path(tmp))
         return n
 
     assert found(PlainTextprocTask.id, range(20)) == 0
     assert found("textproc", range(10)) >= 7  # the same trials with the symptom in the sample text
-
-
-# ------------------------------------------------- the data's placeholder, taken out of every prompt ----
-
-PLACEHOLDER = re.compile(r"(?<![\w.])99(?:\.0+)?(?![\w]|\.\d)")  # eda's satisfaction placeholder, as a number
-
-
-def _hide_placeholder(request):
-    """Every prompt with the placeholder value taken out (the profile still runs and shows the rest)."""
-    system = PLACEHOLDER.sub("", request.system)
-    messages = [Message(m.role, PLACEHOLDER.sub("", m.content)) for m in request.messages]
-    return replace(request, system=system, messages=messages,
-                   view=view_from_prompt(frame_of(request.view), system, messages))
-
-
-def _declares_placeholder(run_dir: Path) -> bool:
-    """Whether the team's config.py ends up declaring a placeholder for satisfaction."""
-    return any(re.search(r"MISSING_VALUES\s*=\s*\{[^}]*satisfaction", c.read_text())
-               for c in run_dir.rglob("workspace/config.py"))
-
-
-@pytest.mark.slow
-def test_the_data_placeholder_is_declared_only_when_a_prompt_showed_it():
-    """eda's hidden unit (satisfaction's placeholder 99) shows only through the data profile agents run: with
-    the value taken out of every prompt, no team of 20 trials declares it; as shipped, the same trials do."""
-
-    def declared(change, seeds) -> int:
-        n = 0
-        for seed in seeds:
-            with tempfile.TemporaryDirectory() as tmp:
-                _trial("eda", "latte", seed, _Wrapped(change), Path(tmp), n_workers=2, max_rounds=6)
-                n += _declares_placeholder(Path(tmp))
-        return n
-
-    assert declared(_hide_placeholder, range(20)) == 0
-    assert declared(None, range(5)) >= 4
