@@ -289,19 +289,29 @@ def leave_network() -> None:
 
 
 def copy_in(src: str, dst: str, only: str | None = None) -> bool:
-    """Copy the tree ``src`` into ``dst`` (with ``only``, a pattern: just the regular files of ``src`` whose names
-    match it); False (after a message) when not every file made it."""
+    """Copy the tree ``src`` into ``dst``; False (after a message) when not every file made it. With ``only``, a
+    pattern: the regular files of ``src`` whose names match it, each as far as it can be copied (a cache, which
+    the run can do without), and always True."""
     import shutil
 
+    if only is not None:
+        import fnmatch
+
+        try:
+            os.makedirs(dst, exist_ok=True)
+            names = fnmatch.filter(os.listdir(src), only)
+        except OSError:
+            names = []
+        for name in names:
+            path = os.path.join(src, name)
+            try:
+                if os.path.isfile(path) and not os.path.islink(path):
+                    shutil.copy2(path, os.path.join(dst, name))
+            except OSError:
+                pass
+        return True
     try:
         os.makedirs(dst, exist_ok=True)
-        if only is not None:
-            import fnmatch
-
-            for name in fnmatch.filter(os.listdir(src), only):
-                if os.path.isfile(os.path.join(src, name)) and not os.path.islink(os.path.join(src, name)):
-                    shutil.copy2(os.path.join(src, name), os.path.join(dst, name))
-            return True
         shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=_special_files)
     except (OSError, shutil.Error) as exc:
         sys.stderr.write(f"sandbox: could not copy the workspace into the sandbox: {str(exc)[:500]}\n")

@@ -42,8 +42,9 @@ BOOT_NAME = ".latte_lab-trusted-boot.py"  # the boot script's copy in the evalua
 CHANNEL_PREFIX = "@@latte_lab-verdict "  # _trusted_boot.PREFIX
 # pytest arguments of every trusted session: no workspace configuration or conftest, no cache, no
 # third-party plugin (PYTEST_DISABLE_PLUGIN_AUTOLOAD), short tracebacks for the evaluation's output.
-# ``--confcutdir=.``: with ``-c /dev/null`` alone pytest collects down from ``/dev``'s parent, listing every
-# directory above the copy on the way (each entry of ``/tmp`` where the copy is a temporary directory).
+# ``--confcutdir=.``: with ``-c /dev/null`` alone the conftest boundary is ``/dev``, and pytest collects down to
+# the copy from the directory below ``/``, listing every directory on the way (each entry of ``/tmp`` where the
+# copy is a temporary directory).
 SESSION_ARGS = ("-q", "-rfE", "--tb=short", "-p", "no:cacheprovider", "--noconftest", "--rootdir=.",
                 "--confcutdir=.", "-c", os.devnull)
 SESSION_ENV = {"PYTHONPATH": "", "PYTHONNOUSERSITE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
