@@ -60,19 +60,6 @@ def _protected(name):
     return name.split(".", 1)[0] in PROTECTED
 
 
-def _view(namespace):
-    """A namespace's keys and values, in order, as last checked (what :func:`_unchanged` compares with)."""
-    return tuple(namespace), tuple(namespace.values())
-
-
-def _unchanged(namespace, view):
-    """True when ``namespace`` holds the very key and value objects of ``view``, in the same order: then it is
-    as last checked, and the full comparison is skipped. A walk in C (``operator.is_``) that never calls
-    anything of the compared objects; False says only that the full comparison must look."""
-    keys, values = view
-    return len(namespace) == len(keys) and all(map(is_, namespace, keys)) and all(map(is_, namespace.values(), values))
-
-
 class _Channel:
     """The signed, numbered lines this process reports on (a duplicate of stderr made at start)."""
 
@@ -140,7 +127,6 @@ class _Guard:
         self.pm = pluginmanager
         self.modules = {}
         self.classes = {}  # every class the protected modules define: its attributes at the start
-        self.views = {}  # module name or class -> its namespace as last checked (_view), for the quick look
         self.tampered = False  # set by the audit hook and by check(); read and cleared per test
         self.pending = {}  # (id, attribute) -> (function, attribute, original value), put back by check()
         self._busy = False
@@ -155,11 +141,9 @@ class _Guard:
                 continue
             namespace = vars(module)
             self.modules[name] = (module, dict(namespace))
-            self.views[name] = _view(self.modules[name][1])
             for value in list(namespace.values()):
                 if isinstance(value, type) and value.__module__ == name and value not in self.classes:
                     self.classes[value] = dict(value.__dict__)
-                    self.views[value] = _view(self.classes[value])
 
     def _watch(self):
         """Take the quick look's picture (:meth:`_as_watched`), right after a full check or a snapshot, when
@@ -189,8 +173,6 @@ class _Guard:
         if sys.modules.get(name, module) is not module:
             sys.modules[name] = module
             changed.append(f"sys.modules[{name!r}] replaced")
-        if _unchanged(current, self.views[name]):
-            return
         for key in [k for k in current if k not in saved]:
             if (name, key) not in VOLATILE and not key.startswith("__"):
                 changed.append(f"{name}.{key} added")
@@ -199,12 +181,11 @@ class _Guard:
             if current.get(key, _MISSING) is not value and (name, key) not in VOLATILE:
                 changed.append(f"{name}.{key} replaced")
                 current[key] = value
-        self.views[name] = _view(current)  # as saved, but for what is left as it is (VOLATILE, dunders)
 
     def _restore_class(self, cls, changed):
         saved = self.classes[cls]
         current = cls.__dict__
-        if _unchanged(current, self.views[cls]):
+        if len(current) == len(saved) and all(current.get(k, _MISSING) is v for k, v in saved.items()):
             return
         for key in [k for k in current if k not in saved]:
             if key in VOLATILE_CLASS_ATTRIBUTES:
@@ -216,7 +197,6 @@ class _Guard:
             if current.get(key, _MISSING) is not value and key not in ("__dict__", "__weakref__"):
                 changed.append(f"{cls.__module__}.{cls.__qualname__}.{key} replaced")
                 type.__setattr__(cls, key, value)
-        self.views[cls] = _view(current)
 
     def _hookimpls(self):
         found = {}
