@@ -115,8 +115,8 @@ def _timed(owner, name: str, bucket: str) -> None:
 def install_timers(profile_path: Path) -> None:
     """Wraps the functions whose time is reported (module attributes, looked up when called)."""
     from latte_lab import rundir, sweepdir
+    from latte_lab.sandbox import judge, zygote
     from latte_lab.sandbox import pytest as sandbox_pytest
-    from latte_lab.sandbox import trusted, zygote
     from latte_lab.sweep import local
     from latte_lab.workspace import files
 
@@ -137,11 +137,11 @@ def install_timers(profile_path: Path) -> None:
 
     # the runs: run_sandboxed as the modules that start runs imported it (its own module's name is not looked up)
     sandbox_pytest.run_sandboxed = sandboxed(sandbox_pytest.run_sandboxed, "pytest sessions")
-    trusted.run_sandboxed = sandboxed(trusted.run_sandboxed, "hidden evaluation sessions")
+    # a hidden evaluation: its judge's session and its workspace's process, which run at once (the latter in a thread)
+    judge.run_judged = sandboxed(judge.run_judged, "hidden evaluation sessions")
     files.run_sandboxed = sandboxed(files.run_sandboxed, "agents' scripts")
     _timed(files, "run_pytest", "sandbox overhead")  # staging, the report: around the run itself
     _timed(files.Workspace, "run_script", "sandbox overhead")  # a script's staging (bwrap's public stage)
-    _timed(trusted, "run_trusted_pytest", "sandbox overhead")
 
     original_memo_get = {}
     for module in (files, sandbox_pytest):
@@ -363,10 +363,7 @@ def hidden_pairs(pairs: int, backends: list[str]) -> list[str]:
     server."""
     import statistics
 
-    from latte_lab.sandbox import trusted
-
-    if not hasattr(trusted, "use_server"):
-        return []
+    from latte_lab.sandbox import zygote
     lines = []
     with tempfile.TemporaryDirectory(prefix="bench_hidden-") as tmp:
         for backend in backends:
@@ -381,13 +378,13 @@ def hidden_pairs(pairs: int, backends: list[str]) -> list[str]:
                 scores = set()
                 for i in range(2 * pairs + 1):  # the first, with the server, starts it: not counted
                     use = i % 2 == 0
-                    trusted.USE_SERVER = use
+                    zygote.USE_TRUSTED_SERVER = use
                     start = time.perf_counter()
                     ev = t.evaluate(ws)
                     if i:
                         times[use].append(time.perf_counter() - start)
                     scores.add((ev.passed, ev.failed, ev.errors))
-                trusted.USE_SERVER = True
+                zygote.USE_TRUSTED_SERVER = True
                 server, fresh = statistics.median(times[True]), statistics.median(times[False])
                 lines.append(f"  {backend:5s} {task:8s} server {server:.3f} s, fresh interpreter {fresh:.3f} s "
                              f"({server / fresh:.2f}x); the same score every time: {len(scores) == 1}")

@@ -316,12 +316,11 @@ def test_sandboxes_are_bounded_and_a_trial_leaves_only_the_staged_ones(tmp_path,
     monkeypatch.setattr(warm, "MAX_SANDBOXES", 4)
     warm.shutdown()
     result = ll.run_trial(ll.TrialConfig(task="debug", seed=0, max_rounds=3, sandbox="bwrap"), runs_dir=tmp_path / "runs")
-    # the trial's test runs took the process's staged sandbox, kept for the next trial; its hidden evaluation
-    # took the process's evaluation stage's, whose init is the trusted evaluation server (never a test
-    # sandbox), kept too; none was started for its workspace, whose own (had a run needed one) is stopped at
-    # its end
+    # the trial's test runs took the process's staged sandbox, kept for the next trial; its hidden evaluation's
+    # workspace process took the process's evaluation stage's script sandbox (its judge runs outside every
+    # sandbox), kept too; none was started for its workspace, whose own (had a run needed one) is stopped at its end
     assert result.rounds >= 1
-    assert sorted((s.root.name, s.mode) for s in live_sandboxes()) == [("repo", "trusted"), ("workspace", "pytest")]
+    assert sorted((s.root.name, s.mode) for s in live_sandboxes()) == [("repo", "script"), ("workspace", "pytest")]
     assert all(str(s.root.parent.name).startswith("latte_lab-") for s in live_sandboxes())
 
 

@@ -24,6 +24,7 @@ from latte_lab.sandbox import limits as lim
 from latte_lab.sandbox import pytest as sbpytest
 from latte_lab.sandbox import run as runmod
 from latte_lab.sandbox import zygote as zyg
+from latte_lab.sandbox.judge import HOST_NAME
 from latte_lab.sandbox.process import MARKER_VAR
 from latte_lab.workspace import Workspace
 
@@ -50,6 +51,48 @@ def wait_dead(pids: list[int], seconds: float = 3.0) -> list[int]:
     return [p for p in pids if alive(p)]
 
 
+HOST_PID_NAMESPACE = os.readlink("/proc/self/ns/pid")
+# what a run writes beside the pids it records: the PID namespace they are numbered in
+WRITE_NAMESPACE = "open('ns.txt', 'w').write(os.readlink('/proc/self/ns/pid'))"
+
+
+def in_namespace(namespace: str) -> list[int]:
+    """Host pids of the live processes of the PID namespace ``namespace`` (``pid:[...]``)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and os.readlink(f"/proc/{entry}/ns/pid") == namespace and alive(int(entry)):
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+def left_behind(root: Path, pids: list[int], seconds: float = 3.0) -> list[int]:
+    """What is left of the run in ``root`` whose processes recorded ``pids`` and their namespace (ns.txt): as root
+    a run has a PID namespace of its own (numbered from 1, seen from the host only through /proc/<pid>/ns), and
+    nothing may be left in it; elsewhere the pids themselves must be gone."""
+    namespace = (root / "ns.txt").read_text()
+    if namespace == HOST_PID_NAMESPACE:
+        return wait_dead(pids, seconds)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and in_namespace(namespace):
+        time.sleep(0.05)
+    return in_namespace(namespace)
+
+
+def identity(pid: int) -> tuple[int, str]:
+    """(pid, PID namespace) of a live process: a spare's child is the run's process, or (as root) the init of the
+    run's own PID namespace, where the run's process is PID 2."""
+    return pid, os.readlink(f"/proc/{pid}/ns/pid")
+
+
+def ran_in(stdout: str, spare: tuple[int, str]) -> bool:
+    """Whether the run whose output shows ``pid <n> <namespace>`` was the spare's (:func:`identity`)."""
+    pid, namespace = re.search(r"pid (\d+) (\S+)", stdout).groups()
+    return int(pid) == spare[0] if namespace == HOST_PID_NAMESPACE else namespace == spare[1]
+
+
 class Launches:
     """Counts test runs that were (or were not) forked by the zygote; hidden evaluations, forked from the trusted
     evaluation server, apart."""
@@ -58,12 +101,15 @@ class Launches:
         self.zygote = 0
         self.exec = 0
         self.trusted = 0
+        self.host = 0
         real = zyg.launch
 
         def spy(*args, **kwargs):
             run = real(*args, **kwargs)
             if kwargs.get("trusted") is not None:
                 self.trusted += run is not None
+            elif (kwargs.get("script") or [""])[0] == HOST_NAME:  # a hidden evaluation's workspace process
+                self.host += run is not None
             elif run is None:
                 self.exec += 1
             else:
@@ -119,8 +165,9 @@ def outcome(run: TestRun) -> tuple:
 
 def _task_runs(name: str, root: Path, monkeypatch) -> dict[str, object]:
     """Every run of one task, two at once (threads): the public suite and the hidden evaluation, on the
-    starting workspace and on the reference solution. The evaluation never forks from the zygote (a trusted
-    session starts a fresh interpreter, latte_lab.sandbox.trusted); it runs beside the forked public runs."""
+    starting workspace and on the reference solution. The evaluation's judge is forked from the trusted server and
+    its workspace process from the script server (latte_lab.sandbox.judge); it runs beside the forked public
+    runs."""
     task = ll.tasks.get(name)
     workspaces = {}
     for state in ("start", "reference"):
@@ -586,6 +633,7 @@ TREE = """
 import os, subprocess, sys, time
 
 def test_tree():
+    """ + WRITE_NAMESPACE + """
     subprocess.Popen([sys.executable, "-c",
         "import os, time; open('child.pid', 'w').write(str(os.getpid())); time.sleep(100)"])
     if os.fork() == 0:  # a double fork that leaves the session, without exec
@@ -608,7 +656,7 @@ def test_run_leaves_nothing_behind(tmp_path, launches, timeout):
     assert run.timed_out is timeout and launches.zygote == 1
     assert run.passed == (0 if timeout else 1)
     pids = [int((ws.root / name).read_text()) for name in ("main.pid", "child.pid", "daemon.pid")]
-    assert wait_dead(pids) == []
+    assert left_behind(ws.root, pids) == []
 
 
 BOMB = """
@@ -629,6 +677,7 @@ def spawn(depth):
             os._exit(0)
 
 def test_bomb():
+    """ + WRITE_NAMESPACE + """
     spawn(7)
     time.sleep(60)
 """
@@ -641,7 +690,7 @@ def test_fork_bomb_is_contained(tmp_path, launches):
     assert not run.ok and run.errors >= 1 and launches.zygote == 1
     assert any("process limit exceeded" in note for note in run.notes)
     pids = [int(x) for x in (ws.root / "pids.txt").read_text().split()]
-    assert len(pids) > 20 and wait_dead(pids) == []
+    assert len(pids) > 20 and left_behind(ws.root, pids) == []
 
 
 def test_memory_limit_and_huge_output(tmp_path, monkeypatch, launches):
@@ -681,7 +730,7 @@ def test_concurrent_runs_from_threads(tmp_path, launches):
     assert {i: (r.passed, r.failed) for i, r in results.items()} == {
         i: ((1, 0) if i % 2 == 0 else (0, 1)) for i in range(6)
     }
-    assert launches.zygote == 6 and len(zyg._ZYGOTES) == 1
+    assert launches.zygote == 6 and len([z for z in zyg._ZYGOTES.values() if z.mode == "pytest"]) == 1
 
 
 # ---- switch, fallback, restart, shutdown -------------------------------------------------------
@@ -774,12 +823,14 @@ def test_each_run_takes_the_spare_made_ahead_and_a_lost_spare_is_replaced(tmp_pa
     nothing but its head start: the run is forked on demand, without a warning."""
     monkeypatch.setattr(zyg, "SPARES", "always")  # whatever the machine's load
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
-    ws.setup_file("test_ok.py", "import os\n\ndef test_ok():\n    print('pid', os.getpid())\n    assert 0\n")
+    ws.setup_file("test_ok.py", "import os\n\ndef test_ok():\n    print('pid', os.getpid(), "
+                                "os.readlink('/proc/self/ns/pid'))\n    assert 0\n")
     first = ws.run_tests(("test_ok.py",), timeout=30)
     (zygote,) = zyg._ZYGOTES.values()
     reaper, child = _spares(zygote)
+    spare = identity(child.pid)
     second = ws.run_tests(("test_ok.py",), timeout=30)
-    assert f"pid {child.pid}" in second.stdout  # the run was the spare's child
+    assert ran_in(second.stdout, spare)  # the run was the spare's
     assert outcome(first) == outcome(second) and first.failed == 1
     reaper, child = _spares(zygote)  # a new one for the next run
     for process in (child, reaper):
@@ -788,7 +839,8 @@ def test_each_run_takes_the_spare_made_ahead_and_a_lost_spare_is_replaced(tmp_pa
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         third = ws.run_tests(("test_ok.py",), timeout=30)
-    assert outcome(third) == outcome(first) and f"pid {child.pid}" not in third.stdout
+    assert outcome(third) == outcome(first) and not ran_in(third.stdout, identity(child.pid) if alive(child.pid)
+                                                             else (child.pid, "(gone)"))
     assert launches.zygote == 3 and launches.exec == 0
     _spares(zygote)
 
@@ -841,9 +893,12 @@ def test_a_run_that_leaves_nothing_skips_the_process_search(tmp_path, monkeypatc
     assert searches == []  # the reaper, a subreaper, reported that nothing of the run is left
     ws.setup_file("test_tree.py", TREE.format(tail="assert True"))
     run = ws.run_tests(("test_tree.py",), timeout=30)
-    assert run.passed == 1 and len(searches) == 1  # a run that leaves processes behind is searched and stopped
+    # a run that leaves processes behind is searched and stopped; in a PID namespace of the run's own (root), its
+    # init has killed every process of it before the reaper reported, so there is nothing to search for
+    namespaced = (ws.root / "ns.txt").read_text() != HOST_PID_NAMESPACE
+    assert run.passed == 1 and len(searches) == (0 if namespaced else 1)
     pids = [int((ws.root / name).read_text()) for name in ("main.pid", "child.pid", "daemon.pid")]
-    assert wait_dead(pids) == []
+    assert left_behind(ws.root, pids) == []
 
 
 @pytest.mark.parametrize("policy", ["never", "idle"])

@@ -75,8 +75,12 @@ def run_hidden(hidden: types.ModuleType, files: dict[str, str], root: Path) -> d
             return planted
         if name == "data":
             return data
-        if name == "config":
-            return hidden._load_config()
+        if name == "config":  # the judge imports it from the workspace's process; here, from ``root``
+            sys.path.insert(0, str(root))
+            try:
+                return hidden._load_config()
+            finally:
+                sys.path.remove(str(root))
         if name == "findings":
             return json.loads((root / "findings.json").read_text())
         if name == "summary":
@@ -103,7 +107,7 @@ def run_hidden(hidden: types.ModuleType, files: dict[str, str], root: Path) -> d
                 except (AssertionError, pytest.fail.Exception, FileNotFoundError, KeyError,
                         AttributeError, json.JSONDecodeError):
                     outcomes[node] = False
-    sys.modules.pop("_eda_config_under_test", None)
+    sys.modules.pop("config", None)
     return outcomes
 
 

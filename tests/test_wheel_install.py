@@ -199,3 +199,19 @@ def test_bundled_published_data_is_the_authors_folder_unmodified():
     theirs = {p.relative_to(original): p.read_bytes() for p in original.rglob("*") if p.is_file()}
     ours = {p.relative_to(bundled): p.read_bytes() for p in bundled.rglob("*") if p.is_file()}
     assert ours.pop(Path("README.md")) and ours == theirs  # the same bytes, plus our README
+
+
+def test_no_sandboxed_run_finds_the_hidden_material_of_a_wheel_install(installed):
+    """A wheel ships the task folders in site-packages, which every sandbox binds: neither an agent's script nor
+    workspace code in a hidden evaluation finds a file of them (latte_lab.tasks.hidden_search), while the
+    host does."""
+    from latte_lab.sandbox import bwrap, local
+
+    bin_dir, work, env = installed
+    report = json.loads(_run([bin_dir / "python", "-m", "latte_lab.tasks.hidden_search"], cwd=work, env=env))
+    assert report.pop("host (the search works)") >= 15
+    if not local.private_tmp_possible():  # as another user the local backend hides nothing (README)
+        report = {k: v for k, v in report.items() if not k.startswith("local")}
+    assert report and all(found == [] for found in report.values()), report
+    assert any(k.startswith("bwrap") for k in report) or not bwrap.probe()[0]
+

@@ -312,11 +312,11 @@ def test_the_hidden_evaluation_is_memoised_by_content_too(tmp_path, monkeypatch)
     """A trial's hidden evaluation uses the workspace's memo: a workspace state evaluated before (in any
     process sharing the memo directory) is scored from the stored run, with the same result."""
     import latte_lab as ll
-    from latte_lab.sandbox import trusted
+    from latte_lab.sandbox import judge
 
     calls = []
-    real = trusted.run_trusted_pytest
-    monkeypatch.setattr(trusted, "run_trusted_pytest", lambda *a, **k: calls.append(a) or real(*a, **k))
+    real = judge.run_judged
+    monkeypatch.setattr(judge, "run_judged", lambda *a, **k: calls.append(a) or real(*a, **k))
     task = ll.tasks.get("debug")
     memo_dir = tmp_path / "memo"
     ws = Workspace(tmp_path / "ws", memo_dir=memo_dir, sandbox="local")

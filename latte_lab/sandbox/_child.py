@@ -40,7 +40,9 @@ Config json keys (each optional):
 * ``cgroup``: the ``cgroup.procs`` file of the run's pids cgroup, which the command joins before it starts
   (:func:`join_cgroup`; in the limits, so a fork server's child joins it too);
 * ``private_tmp``: a ``/tmp`` and ``/dev/shm`` of the run's own (:func:`private_tmp`), made by the wrapper
-  before it drops its capabilities (by a fork server's child, in :func:`apply_limits`).
+  before it drops its capabilities (by a fork server's child, in :func:`apply_limits`), with what the run must
+  not see hidden (``hide``) and, with ``proc``, the command the init of a PID namespace of its own, with its own
+  ``/proc``.
 
 Before the command runs, capabilities are dropped (bounding set, ambient, permitted) and
 ``no_new_privs`` is set: agent code run as root cannot read other processes' memory or environment
@@ -74,6 +76,7 @@ MAX_CAPABILITIES = 64  # capability numbers probed for the bounding-set drop (Li
 CLONE_NEWNET = 0x40000000  # linux/sched.h
 CLONE_NEWNS = 0x00020000
 CLONE_NEWIPC = 0x08000000
+CLONE_NEWPID = 0x20000000
 PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2  # linux/prctl.h, linux/seccomp.h
 SECCOMP_RET_ALLOW, SECCOMP_RET_ERRNO = 0x7FFF0000, 0x00050000
 EPERM = 1
@@ -87,7 +90,9 @@ SHARED_OBJECT_SYSCALLS = {
     0x40000003: (286, 287, 288, 277, 278, 279, 280, 281, 282, 418, 419),  # i386 (also a 64-bit process's int 0x80)
     0xC00000B7: (217, 218, 219, 180, 181, 182, 183, 184, 185),  # aarch64
 }
-MS_NOSUID, MS_NODEV, MS_BIND, MS_REC, MS_SLAVE = 0x2, 0x4, 0x1000, 0x4000, 0x80000  # linux/mount.h
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8  # linux/mount.h
+MS_BIND, MS_REC, MS_SLAVE = 0x1000, 0x4000, 0x80000
+HIDDEN_TMPFS_OPTIONS = "size=4096,mode=0555"  # what covers a hidden directory: empty, read-only
 MNT_DETACH = 2
 STOP_POLL_SECONDS = 0.02  # how often a stopping run's processes are reaped
 FULL_MARGIN_BYTES = 64 * 1024  # a tmpfs with less room than this left was filled by the run
@@ -126,6 +131,8 @@ def apply_limits(limits: dict) -> list[str]:
     if limits.get("private_tmp"):
         try:
             private_tmp(limits["private_tmp"])
+        except HideError:
+            raise
         except OSError as exc:
             warnings.append(f"/tmp and /dev/shm stay the host's: {exc}")
     if limits.get("cgroup"):
@@ -247,8 +254,11 @@ def private_tmp(spec: dict) -> bool:
     directories the run needs that lie under ``/tmp`` (``spec["keep"]``, relative to it: the workspace, the
     interpreter, matplotlib's cache) are bound back at their paths, and ``spec["home"]`` (the run's HOME and
     TMPDIR) is made empty in the new ``/tmp``. ``spec["tmp_bytes"]``, ``spec["shm_bytes"]``: the sizes (None:
-    tmpfs's default). False when no mount namespace can be made here (the host's stay); OSError when one was
-    made but could not be set up (the host's ``/tmp`` is visible again)."""
+    tmpfs's default). ``spec["hide"]``: host paths covered by an empty read-only file system (a directory) or
+    ``/dev/null`` (a file) (:func:`latte_lab.sandbox.paths.hidden_paths`); with ``spec["proc"]``, a process of a
+    PID namespace made for its run (:data:`IN_OWN_PID_NAMESPACE`) also mounts a ``/proc`` that shows that namespace
+    alone (elsewhere that is an error: the host's processes would show the way to what is hidden). False when no mount namespace can be made here (the host's stay); OSError when one
+    was made but could not be set up (the host's ``/tmp`` is visible again)."""
     libc = _libc()
     # an IPC namespace of its own too: its System V objects and POSIX message queues end with the run
     if libc is None or (libc.unshare(CLONE_NEWNS | CLONE_NEWIPC) != 0 and libc.unshare(CLONE_NEWNS) != 0):
@@ -272,7 +282,46 @@ def private_tmp(spec: dict) -> bool:
         os.close(old)
     if os.path.isdir("/dev/shm"):
         _mount(libc, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, _tmpfs_options(spec.get("shm_bytes")))
+    try:
+        hide(libc, spec.get("hide") or ())
+        if spec.get("proc"):
+            if not IN_OWN_PID_NAMESPACE:
+                raise OSError(0, "the run has no PID namespace of its own")
+            mount_proc(libc)
+    except OSError as exc:
+        raise HideError(exc.errno, f"could not hide what a run must not see: {exc.strerror}") from None
     return True
+
+
+class HideError(OSError):
+    """What a run must not see could not be hidden: the run does not start."""
+
+
+def hide(libc, paths) -> None:
+    """Cover each of ``paths`` (in this mount namespace): a directory by an empty read-only tmpfs, a file by
+    ``/dev/null``. A path that is gone already (under the new ``/tmp``) needs nothing."""
+    for path in paths:
+        if os.path.isdir(path):
+            _mount(libc, "tmpfs", path, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, HIDDEN_TMPFS_OPTIONS)
+        elif os.path.exists(path):
+            _mount(libc, "/dev/null", path, None, MS_BIND)
+
+
+IN_OWN_PID_NAMESPACE = False  # set in a process of a PID namespace made for its run (the namespace's init, and
+# what it forks): its private_tmp then mounts that namespace's /proc
+
+
+def new_pid_namespace() -> bool:
+    """Make this process's next child the init of a PID namespace of its own (CAP_SYS_ADMIN: root); whether
+    it will be. That child mounts its own ``/proc`` (:func:`mount_proc`): the run then sees only its own
+    processes, and no ``/proc/<pid>/root`` or ``/proc/<pid>/cwd`` of the host's."""
+    libc = _libc()
+    return libc is not None and libc.unshare(CLONE_NEWPID) == 0
+
+
+def mount_proc(libc=None) -> None:
+    """A ``/proc`` of this PID namespace, over the host's (in this mount namespace)."""
+    _mount(libc or _libc(), "proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
 
 def _tmpfs_options(size) -> str:
@@ -455,6 +504,8 @@ def _mirror(status: int) -> int:
 
 def run(config: dict, argv: list[str]) -> int:
     pid1 = bool(config.get("pid1"))
+    if config.get("mount_proc"):  # the init of a PID namespace of the run's own (:func:`_run_through_init`)
+        mount_proc()
     if config.get("no_loopback"):
         try:
             leave_network()
@@ -464,10 +515,16 @@ def run(config: dict, argv: list[str]) -> int:
         spec = config.pop("private_tmp")
         cwd = os.getcwd()
         try:
-            private_tmp(spec)
+            private_tmp({**spec, "proc": False})
+        except HideError:
+            raise
         except OSError as exc:
             sys.stderr.write(f"sandbox: warning: /tmp and /dev/shm stay the host's: {exc}\n")
         os.chdir(cwd)  # through the mounts just made (the workspace may lie under /tmp)
+        if spec.get("proc"):
+            if not new_pid_namespace():
+                raise HideError(0, "could not hide what a run must not see: no PID namespace can be made")
+            return _run_through_init(config, argv)
     drop_privileges()
     copied = all([copy_in(*pair) for pair in config.get("copy_in") or ()])
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, in the SIGKILL round
@@ -503,6 +560,45 @@ def run(config: dict, argv: list[str]) -> int:
             os.waitpid(-1, 0)
         except ChildProcessError:
             break
+    return 0
+
+
+def _run_through_init(config: dict, argv: list[str]) -> int:
+    """After :func:`new_pid_namespace`: fork the namespace's init (which mounts the namespace's ``/proc``, starts
+    the command as PID 2, kills every process of the namespace when it ends, and reports as a bubblewrap
+    sandbox's init does), and report what it reported, as this reaper."""
+    report_r, report_w = os.pipe()
+    init = os.fork()
+    if init == 0:
+        os.close(report_r)
+        inner = {k: v for k, v in config.items() if k not in ("status_fd", "control_fd", "export_fd")}
+        os._exit(run({**inner, "pid1": True, "mount_proc": True, "status_fd": report_w}, argv))
+    os.close(report_w)
+    drop_privileges()
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, in the SIGKILL round
+    libc = _libc()
+    subreaper = libc is not None and libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    if libc is not None:
+        libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    data = b""
+    while True:
+        chunk = os.read(report_r, 65536)
+        if not chunk:
+            break
+        data += chunk
+    os.close(report_r)
+    _, init_status = os.waitpid(init, 0)
+    try:
+        report = json.loads(data.split(b"\n", 1)[0])
+    except ValueError:  # the init was killed (with the run, at a timeout)
+        report = {"status": init_status}
+    report["orphans"] = _reap()[1]
+    if subreaper:
+        report["subreaper"] = True
+    if config.get("status_fd") is None:
+        return _mirror(int(report["status"]))
+    os.write(int(config["status_fd"]), (json.dumps(report) + "\n").encode())
+    os.close(int(config["status_fd"]))
     return 0
 
 

@@ -17,9 +17,9 @@ fork server does (``_zygote_server.py``, loaded by path: its imports and its reh
 ``init["mode"] == "script"``, as the script fork server does: nothing imported for the runs, each of which
 starts from the modules a fresh interpreter starts with), and say ``{"ready": 1}`` on the control socket.
 
-Per run (one at a time; the host never sends a second before the first's status), a message with four
-descriptors attached: the write ends of the run's stdout, stderr and workspace-export pipes and one end of
-a per-run reply socket. The message is the fork server's request (``cwd``, ``env``, ``limits``, and ``args``
+Per run (one at a time; the host never sends a second before the first's status), a message with five
+descriptors attached: the write ends of the run's stdout, stderr and workspace-export pipes, the run's standard
+input and one end of a per-run reply socket. The message is the fork server's request (``cwd``, ``env``, ``limits``, and ``args``
 for pytest or ``script`` for ``python <script>``) plus ``grace`` and ``export_names``. The server
 
 1. kills every other process of the namespace (none is left after a normal run);
@@ -194,12 +194,12 @@ def _drop_spare() -> None:
             pass
 
 
-def _start_run(request: dict, out_fd: int, err_fd: int) -> int:
+def _start_run(request: dict, out_fd: int, err_fd: int, in_fd: int) -> int:
     """The run's pid: the spare, handed the request, or a child forked now."""
     if SPARE:
         spare = tuple(SPARE)
         SPARE.clear()
-        handed = ZYGOTE._hand_to_spare(spare, json.dumps(request).encode(), [out_fd, err_fd])
+        handed = ZYGOTE._hand_to_spare(spare, json.dumps(request).encode(), [out_fd, err_fd, in_fd])
         spare[0].close()
         if handed:
             return spare[1]
@@ -211,14 +211,14 @@ def _start_run(request: dict, out_fd: int, err_fd: int) -> int:
     if pid == 0:
         signal.set_wakeup_fd(-1)  # the server's; its descriptor number is about to be reused
         ZYGOTE._prctl(ZYGOTE.PR_SET_DUMPABLE, 1)  # the run, as exec would make it
-        ZYGOTE._run_child(request, out_fd, err_fd)  # never returns
+        ZYGOTE._run_child(request, out_fd, err_fd, in_fd)  # never returns
     return pid
 
 
 def _serve_run(request: dict, fds: list[int], init: dict, wakeup_r: int) -> None:
-    out_fd, err_fd, export_fd, reply_fd = fds
+    out_fd, err_fd, export_fd, in_fd, reply_fd = fds
     reply = socket.socket(fileno=reply_fd)
-    held = [out_fd, err_fd, export_fd]  # descriptors still open here
+    held = [out_fd, err_fd, export_fd, in_fd]  # descriptors still open here
 
     def close(fd: int) -> None:
         held.remove(fd)
@@ -228,9 +228,10 @@ def _serve_run(request: dict, fds: list[int], init: dict, wakeup_r: int) -> None
         if not SPARE:  # (a spare was forked after the last run's end, which left no other process)
             CHILD.end_namespace()  # what an earlier run left (after a normal run: nothing)
         copied = _reset(init)
-        pid = _start_run(request, out_fd, err_fd)
+        pid = _start_run(request, out_fd, err_fd, in_fd)
         close(out_fd)
         close(err_fd)
+        close(in_fd)
         reply.send(json.dumps({"pid": pid}).encode())
         status = CHILD.wait_for_child(pid, True, reply.fileno(), float(request.get("grace", 1.0)), wakeup_r)
         CHILD.end_namespace()
@@ -273,7 +274,7 @@ def serve(control_fd: int, init: dict) -> None:
     control.send(json.dumps({"ready": os.getpid()}).encode())
     while True:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(control, MAX_MESSAGE_BYTES, 4)
+            data, fds, _flags, _addr = socket.recv_fds(control, MAX_MESSAGE_BYTES, 5)
         except OSError:
             break
         if not data:
@@ -291,7 +292,7 @@ def serve(control_fd: int, init: dict) -> None:
                     pass
                 _drop_spare()  # forked before these rewrites: the next one has them
             continue
-        if len(fds) != 4 or not isinstance(message, dict):
+        if len(fds) != 5 or not isinstance(message, dict):
             for fd in fds:
                 os.close(fd)
             continue
@@ -313,12 +314,7 @@ if __name__ == "__main__":
         except OSError as exc:
             sys.stderr.write(f"sandbox: warning: the loopback interface stays up: {exc}\n")
     CHILD.drop_privileges()
-    if INIT.get("mode") in ("trusted", "trusted-libraries"):  # the trusted evaluation server: pytest, the boot
-        TRUSTED_SERVER = _load("_trusted_server.py", "_latte_lab_trusted_server")  # script, no workspace code
-        if INIT["mode"] == TRUSTED_SERVER.LIBRARIES_MODE:
-            TRUSTED_SERVER.load_libraries()
-        ZYGOTE = TRUSTED_SERVER.ZYGOTE
-    elif INIT.get("mode") == "script":  # imports nothing for the runs; each starts from a fresh interpreter's modules
+    if INIT.get("mode") == "script":  # imports nothing for the runs; each starts from a fresh interpreter's modules
         ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server_script")
         ZYGOTE.STARTUP_MODULES = ZYGOTE.WARM_MODULES = STARTUP_MODULES
     elif INIT.get("mode") == "pytest-patched":  # the same as below, with the opt-in changes to pytest's internals

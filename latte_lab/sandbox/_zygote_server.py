@@ -19,8 +19,9 @@ Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
 
 * control socket, zygote -> parent, once: ``{"ready": <zygote pid>}``;
 * control socket, parent -> zygote, per run: ``{"cwd", "env", "limits", "args"}`` (pytest) or ``{"cwd",
-  "env", "limits", "script"}`` with three file descriptors attached (``SCM_RIGHTS``): the write ends of the
-  run's stdout and stderr pipes and one end of a fresh per-run reply socket. ``env`` is the run's *whole*
+  "env", "limits", "script"}`` with four file descriptors attached (``SCM_RIGHTS``): the write ends of the
+  run's stdout and stderr pipes, its standard input (``/dev/null``, or a socket to the judge of a hidden
+  evaluation) and one end of a fresh per-run reply socket. ``env`` is the run's *whole*
   environment (built by the parent from its allowlist), ``limits`` the json dict of
   :func:`_child.apply_limits`, ``args`` pytest's arguments (what follows ``python -m pytest``), ``script``
   what follows ``python`` (the script's path, then its arguments); the trusted evaluation server
@@ -29,7 +30,8 @@ Protocol (``AF_UNIX`` ``SOCK_SEQPACKET``, one JSON object per message):
 * control socket, parent -> zygote, before a run, no descriptors (mode ``pytest-patched`` only):
   ``{"prime": [[path, text]]}``, the text of a test file of the run's directory that the zygote has not seen
   yet (:func:`prime`); the zygote parses, rewrites and compiles it (pytest's assertion rewriting), never runs it;
-* reply socket, per run: ``{"pid": <child>, "leader": <reaper>}`` once the run started, then
+* reply socket, per run: ``{"pid": <child>, "leader": <reaper>, "init": <bool>}`` once the run started (``init``:
+  the child is the init of the run's own PID namespace, which forked the run's process), then
   ``{"status": <wait status of the child>, "orphans": <bool>, "subreaper": <bool>}`` when it ended (or
   ``{"error": ...}``).
 
@@ -46,7 +48,7 @@ SIGTERM so that it survives the parent's SIGTERM round and is only SIGKILLed tog
 
 The child calls ``setsid()``, sets the rlimits (:func:`_child.apply_limits`), drops every capability
 and sets ``no_new_privs`` (:func:`_child.drop_privileges`), points fds 0/1/2
-at ``/dev/null`` and the two pipes, closes every other descriptor, ``chdir``s into the workspace,
+at the run's standard input and the two pipes, closes every other descriptor, ``chdir``s into the workspace,
 replaces ``os.environ`` with the run's environment, rebuilds ``sys.path`` as ``python -m pytest`` would
 (the working directory, then ``PYTHONPATH``, then the interpreter's own path), drops the modules only the
 zygote's plumbing imported, and runs ``pytest`` exactly like ``python -m pytest`` does
@@ -205,7 +207,7 @@ def _finish(code: int) -> None:
     os._exit(code)
 
 
-def _run_child(request: dict, out_fd: int, err_fd: int) -> None:
+def _run_child(request: dict, out_fd: int, err_fd: int, in_fd: int) -> None:
     """In the forked child: set up the process as a fresh ``python -m pytest`` would see it, run."""
     code = EXIT_SETUP_FAILED
     try:
@@ -215,8 +217,7 @@ def _run_child(request: dict, out_fd: int, err_fd: int) -> None:
         # A run exec'd by _child.py starts with SIGINT at its default, where Python installs its handler,
         # whatever the parent ignored (a background job ignores SIGINT).
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        devnull = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(devnull, 0)
+        os.dup2(in_fd, 0)
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
         os.closerange(3, os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536)
@@ -340,10 +341,18 @@ def _uncaught(exc: BaseException, tb) -> int:
     return 1
 
 
+# As root on Linux (the local backend gives runs a mount namespace of their own there), each run's process is
+# the init of a PID namespace of its own, which mounts its own /proc: no /proc/<pid>/root or /cwd of a host
+# process leads a run to what it must not see (_child.private_tmp's "proc").
+PID_NAMESPACES = sys.platform.startswith("linux") and os.geteuid() == 0
+
+
 def _become_reaper() -> bool:
-    """A reaper's set-up: its own session, SIGTERM ignored, subreaper, not dumpable; whether it is a
-    subreaper."""
+    """A reaper's set-up: its own session, SIGTERM ignored, subreaper, not dumpable, its next child the init of
+    a PID namespace of its own (:data:`PID_NAMESPACES`, :func:`_fork_run`); whether it is a subreaper."""
     os.setsid()
+    if PID_NAMESPACES and _CHILD.new_pid_namespace():
+        _CHILD.IN_OWN_PID_NAMESPACE = True
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, at the SIGKILL round
     subreaper = _prctl(PR_SET_CHILD_SUBREAPER, 1)
@@ -353,14 +362,74 @@ def _become_reaper() -> bool:
     return subreaper
 
 
-def _report(reply: socket.socket, pid: int, subreaper: bool) -> None:
-    """The reaper's part once the child runs: its pid, then its exit status, then reaping what it left."""
+def _fork_run(body, *close) -> tuple[int, int | None]:
+    """Fork the run's process, which runs ``body()`` (never returning). In a PID namespace of its own (made by
+    :func:`_become_reaper`) it is PID 2, forked by the namespace's init, a small process that reaps, kills every
+    process of the namespace once the run's has ended and passes its wait status on; so the run's process sees
+    signals as any process does (an init ignores those it has no handler for). Returns the pid of the reaper's
+    child (the run's, or the init's) and the read end of the init's status pipe (None without one). ``close``:
+    descriptors of the reaper's that the run does not keep."""
+    if not _CHILD.IN_OWN_PID_NAMESPACE:
+        pid = os.fork()
+        if pid == 0:
+            for fd in close:
+                os.close(fd)
+            body()
+        return pid, None
+    status_r, status_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        for fd in (status_r, *close):
+            os.close(fd)
+        _namespace_init(body, status_w)
+    os.close(status_w)
+    return pid, status_r
+
+
+def _namespace_init(body, status_w: int) -> None:
+    """PID 1 of a run's PID namespace: fork the run's process, reap until it ends, kill what is left of the
+    namespace, write the run's wait status to ``status_w``."""
     try:
-        _send(reply, {"pid": pid, "leader": os.getpid()})
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        run = os.fork()
+        if run == 0:
+            os.close(status_w)
+            body()
+        limit = os.sysconf("SC_OPEN_MAX") if hasattr(os, "sysconf") else 65536
+        os.closerange(3, status_w)  # the run's descriptors are the run's: its pipes end when it does
+        os.closerange(status_w + 1, limit)
+        status = None
+        while status is None:
+            try:
+                pid, st = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            except InterruptedError:
+                continue
+            if pid == run:
+                status = st
+        _CHILD.end_namespace()
+        if status is not None:
+            os.write(status_w, f"{status}\n".encode())
+    except BaseException:  # noqa: BLE001
+        pass
+    os._exit(0)
+
+
+def _report(reply: socket.socket, pid: int, subreaper: bool, status_r: int | None = None) -> None:
+    """The reaper's part once the child runs: its pid, then its exit status (the run's, from the namespace's init
+    through ``status_r``), then reaping what it left."""
+    try:  # "init": the run's process is PID 2 of its own namespace, below an init (one more process of the tree)
+        _send(reply, {"pid": pid, "leader": os.getpid(), "init": status_r is not None})
     except OSError:  # the parent gave up on this request (and runs it another way): stop it
         os.kill(pid, signal.SIGKILL)
         raise
     _, status = os.waitpid(pid, 0)
+    if status_r is not None:
+        data = os.read(status_r, 64)
+        os.close(status_r)
+        if data.strip().isdigit():
+            status = int(data)
     try:
         orphans = os.waitpid(-1, os.WNOHANG) is not None
     except ChildProcessError:
@@ -376,23 +445,25 @@ def _report(reply: socket.socket, pid: int, subreaper: bool) -> None:
             break
 
 
-def _reaper(request: dict, out_fd: int, err_fd: int, reply_fd: int) -> None:
+def _reaper(request: dict, out_fd: int, err_fd: int, in_fd: int, reply_fd: int) -> None:
     """In the forked reaper: start the child, report its pid and exit status, reap leftovers."""
     reply = socket.socket(fileno=reply_fd)
     try:
         subreaper = _become_reaper()
+
+        def body():
+            reply.detach()
+            _prctl(PR_SET_DUMPABLE, 1)
+            _run_child(request, out_fd, err_fd, in_fd)
+
         try:
-            pid = os.fork()
+            pid, status_r = _fork_run(body)
         except OSError as exc:
             _send(reply, {"error": f"could not fork the test process: {exc}"})
             os._exit(0)
-        if pid == 0:
-            reply.detach()
-            _prctl(PR_SET_DUMPABLE, 1)
-            _run_child(request, out_fd, err_fd)
-        os.close(out_fd)
-        os.close(err_fd)
-        _report(reply, pid, subreaper)
+        for fd in (out_fd, err_fd, in_fd):
+            os.close(fd)
+        _report(reply, pid, subreaper, status_r)
     except BaseException:  # noqa: BLE001
         pass
     os._exit(0)
@@ -431,37 +502,34 @@ def _prefault() -> None:
 
 def _spare_reaper(link: socket.socket) -> None:
     """A reaper forked before its request: it forks its child at once (which copies its memory and waits),
-    then waits on ``link`` for the request the zygote hands on (with its three descriptors), passes it to
+    then waits on ``link`` for the request the zygote hands on (with its four descriptors), passes it to
     the child and goes on as any reaper. The zygote closing ``link`` unused ends both."""
     try:
         subreaper = _become_reaper()
         to_child, child_link = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        pid = os.fork()
-        if pid == 0:
-            link.close()
-            to_child.close()
-            _spare_child(child_link)  # not dumpable until it has its request, as the reaper
+        # not dumpable until it has its request, as the reaper
+        pid, status_r = _fork_run(lambda: _spare_child(child_link), link.fileno(), to_child.fileno())
         child_link.close()
         try:
-            data, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE_BYTES, 3)
+            data, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE_BYTES, 4)
         except OSError:
             data, fds = b"", []
-        if not data or len(fds) != 3:  # the zygote let it go (it closed its end), or a malformed handover
+        if not data or len(fds) != 4:  # the zygote let it go (it closed its end), or a malformed handover
             os.kill(pid, signal.SIGKILL)
             os._exit(0)
         link.close()
-        out_fd, err_fd, reply_fd = fds
+        *run_fds, reply_fd = fds
         reply = socket.socket(fileno=reply_fd)
         try:
-            socket.send_fds(to_child, [data], [out_fd, err_fd])
+            socket.send_fds(to_child, [data], run_fds)
         except OSError as exc:
             os.kill(pid, signal.SIGKILL)
             _send(reply, {"error": f"could not start the test process: {exc}"})
             os._exit(0)
-        os.close(out_fd)
-        os.close(err_fd)
+        for fd in run_fds:
+            os.close(fd)
         to_child.close()
-        _report(reply, pid, subreaper)
+        _report(reply, pid, subreaper, status_r)
     except BaseException:  # noqa: BLE001
         pass
     os._exit(0)
@@ -491,8 +559,8 @@ def _spare_child(link: socket.socket) -> None:
     if SPARES == "always" or _idle_cpu():
         _prefault()
     try:
-        data, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE_BYTES, 2)
-        request = json.loads(data) if data and len(fds) == 2 else None
+        data, fds, _flags, _addr = socket.recv_fds(link, MAX_MESSAGE_BYTES, 3)
+        request = json.loads(data) if data and len(fds) == 3 else None
     except (OSError, ValueError):
         request = None
     if request is None:
@@ -501,7 +569,7 @@ def _spare_child(link: socket.socket) -> None:
     # Waiting, it could not be traced or read through /proc by another process of the user (a run in
     # progress); from here it is dumpable, as a child forked at its request is.
     _prctl(PR_SET_DUMPABLE, 1)
-    _run_child(request, fds[0], fds[1])
+    _run_child(request, *fds)
 
 
 def _fork_spare(body=None, control_fd: int | None = None) -> tuple[socket.socket, int] | None:
@@ -555,7 +623,7 @@ def serve(control_fd: int) -> None:
     _send(control, {"ready": os.getpid()})
     while True:
         try:
-            data, fds, _flags, _addr = socket.recv_fds(control, MAX_MESSAGE_BYTES, 3)
+            data, fds, _flags, _addr = socket.recv_fds(control, MAX_MESSAGE_BYTES, 4)
         except InterruptedError:
             continue
         except OSError:
@@ -576,11 +644,11 @@ def serve(control_fd: int) -> None:
                     _drop_spare(spare)
                     spare = _fork_spare()
             continue
-        if len(fds) != 3:
+        if len(fds) != 4:
             for fd in fds:
                 os.close(fd)
             continue
-        out_fd, err_fd, reply_fd = fds
+        out_fd, err_fd, in_fd, reply_fd = fds
         try:
             request = json.loads(data)
         except ValueError:
@@ -601,7 +669,7 @@ def serve(control_fd: int) -> None:
                     pass
             if pid == 0:
                 os.close(control.detach())
-                _reaper(request, out_fd, err_fd, reply_fd)
+                _reaper(request, out_fd, err_fd, in_fd, reply_fd)
         for fd in fds:
             os.close(fd)
         # The next run's spare, made on an idle CPU while this run runs: looked at once the run has started

@@ -42,6 +42,7 @@ from pathlib import Path, PurePosixPath
 
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
 from latte_lab.sandbox.local import PYTEST_PATCHES_SCRIPT
+from latte_lab.sandbox.paths import TASKS_DIR
 
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # What of /etc a Python run needs: user names, time zone, the dynamic linker's cache, certificates,
@@ -93,6 +94,17 @@ def _system_args() -> list[str]:
     for path in python_dirs():
         args += ["--ro-bind", path, path]
     return args
+
+
+def hiding_args() -> list[str]:
+    """What covers latte_lab's task folders (their reference solutions and hidden tests) with an empty read-only
+    file system, where a directory the sandbox binds holds them (a wheel install's site-packages); an editable
+    install's project is not bound at all (:mod:`latte_lab.sandbox.paths`)."""
+    bound = [*SYSTEM_DIRS, *python_dirs()]
+    package = TASKS_DIR
+    if not any(package == d or package.startswith(d.rstrip("/") + "/") for d in bound):
+        return []
+    return ["--size", "4096", "--tmpfs", package, "--remount-ro", package]
 
 
 _PROBE: dict[str, object] = {}
@@ -155,6 +167,7 @@ def sandbox_args(cwd: Path, limits: SandboxLimits, mpl_dir: str | None, files: d
     # a venv there) must be bound on top of the sandbox's own /tmp, not hidden beneath it
     args += [*_size(limits.tmp_bytes), "--tmpfs", TMP_PATH]
     args += _system_args()
+    args += hiding_args()
     args += ["--proc", "/proc", "--dev", "/dev", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm",
              "--remount-ro", "/dev"]
     args += ["--ro-bind", str(cwd), INPUT_PATH]

@@ -7,7 +7,8 @@ environment, stays below it until the parent stops the tree. The bubblewrap back
 reaper as the init of its PID namespace and talks to it through the same :class:`ReaperRun`.
 
 What confines a local run besides the limits (:func:`confinement`): as root, a ``/tmp`` and ``/dev/shm`` of
-its own, thrown away with it.
+its own, thrown away with it, what no untrusted run may see hidden (:mod:`latte_lab.sandbox.paths`), and a PID
+namespace with a ``/proc`` of its own.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
+from latte_lab.sandbox.paths import hidden_paths
 
 CHILD_SCRIPT = str(Path(__file__).with_name("_child.py"))
 # how an exec'd test run starts pytest with the opt-in changes to its internals (else: ``python -m pytest``)
@@ -138,11 +140,14 @@ def private_tmp_possible() -> bool:
     return sys.platform.startswith("linux") and os.geteuid() == 0
 
 
-def confinement(root: Path, home: str, env: Mapping[str, str], limits: SandboxLimits, argv: Sequence[str]) -> dict:
+def confinement(root: Path, home: str, env: Mapping[str, str], limits: SandboxLimits, argv: Sequence[str], *,
+                untrusted: bool = True) -> dict:
     """What ``_child.py`` confines a local run with besides the rlimits: ``private_tmp`` (see its
     ``private_tmp``), a ``/tmp`` capped at ``limits.tmp_bytes`` and a ``/dev/shm`` at :data:`SHM_BYTES`, both
     thrown away with the run, in which the host directories the run needs are bound back (the workspace, the
-    interpreter and its packages, matplotlib's shared cache) and its HOME (``home``) is a new empty directory.
+    interpreter and its packages, matplotlib's shared cache) and its HOME (``home``) is a new empty directory;
+    for an ``untrusted`` run (anything but a judge's session), latte_lab's package and the judges' directory
+    hidden (:func:`latte_lab.sandbox.paths.hidden_paths`) and a PID namespace with a ``/proc`` of its own.
     Empty where :func:`private_tmp_possible` says no: the run then writes to the host's ``/tmp`` and
     ``/dev/shm``, and only its HOME is private (capped by the parent's watch, removed after the run)."""
     if not private_tmp_possible():
@@ -158,6 +163,8 @@ def confinement(root: Path, home: str, env: Mapping[str, str], limits: SandboxLi
             keep.append(path)
     spec = {"tmp": tmp, "keep": [os.path.relpath(p, tmp) for p in keep], "tmp_bytes": limits.tmp_bytes,
             "shm_bytes": SHM_BYTES}
+    if untrusted:
+        spec.update(hide=hidden_paths(root), proc=True)
     if os.path.realpath(home).startswith(tmp + "/"):
         spec["home"] = home
     return {"private_tmp": spec}
@@ -174,11 +181,12 @@ def _interpreter_dirs() -> tuple[str, ...]:
 
 
 def launch(argv: Sequence[str], cwd: Path, env: Mapping[str, str], config: dict, *, command: Sequence[str] | None = None,
-           control: bool = False, export: bool = False, reaper_processes: int = 1) -> ReaperRun:
+           control: bool = False, export: bool = False, reaper_processes: int = 1, stdin: int | None = None) -> ReaperRun:
     """Start ``_child.py`` with ``config`` (limits and options) to run ``argv`` in ``cwd``.
 
     ``command`` replaces the default ``python -I -S _child.py <config> -- argv`` (the bubblewrap
-    backend wraps it); ``control`` and ``export`` open the stop and workspace pipes of that backend.
+    backend wraps it); ``control`` and ``export`` open the stop and workspace pipes of that backend;
+    ``stdin``: a descriptor for the run's standard input (``/dev/null`` when None).
     """
     status_r, status_w = os.pipe()
     passed, mine = [status_w], []
@@ -202,7 +210,7 @@ def launch(argv: Sequence[str], cwd: Path, env: Mapping[str, str], config: dict,
             command,
             cwd=cwd,
             env=dict(env),
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL if stdin is None else stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,
@@ -215,5 +223,7 @@ def launch(argv: Sequence[str], cwd: Path, env: Mapping[str, str], config: dict,
         raise
     for fd in passed:
         os.close(fd)
+    if (config.get("private_tmp") or {}).get("proc"):
+        reaper_processes += 1  # the init of the run's own PID namespace, between the reaper and the command
     return ReaperRun(popen, status_r, reaper_processes=reaper_processes, control_fd=control_w, export_fd=export_r,
                      namespace_init=bool(config.get("pid1")))

@@ -343,6 +343,7 @@ def run_sandboxed(
     keep_sandbox: bool = False,
     pytest_patches: bool = False,
     trusted: list[str] | None = None,
+    stdin: int | None = None,
 ) -> RunResult:
     """Run ``argv`` in ``cwd`` inside the sandbox described in the module docstring.
 
@@ -356,21 +357,28 @@ def run_sandboxed(
     ``prime_tests``: the fork server may keep the rewritten code of ``cwd``'s test files for later runs
     (never for files agents must not see: every later run is forked from it). ``keep_sandbox``: ``cwd`` is
     a directory its caller runs in again (a staging directory), so on the bwrap backend the run may take a
-    kept sandbox even with ``export_names``. ``trusted``: ``argv`` is a hidden evaluation's session
-    (``python -s -P <boot script> *trusted``, :mod:`latte_lab.sandbox.trusted`); a local run is forked from the
-    trusted evaluation server when fork servers are enabled and it is up, a bwrap run with ``keep_sandbox``
-    from a kept sandbox whose init is that server; any other runs ``argv``.
+    kept sandbox even with ``export_names``. ``trusted``: ``argv`` is the judge of a hidden evaluation
+    (``python -s -P <judge session> *trusted``, :mod:`latte_lab.sandbox.judge`): trusted code, which runs on the
+    local backend whatever ``sandbox`` says, without what hides latte_lab's files from every other run, forked
+    from the trusted evaluation server when fork servers are enabled and it is up. ``stdin``: a descriptor that
+    becomes the run's standard input (a socket of a hidden evaluation), closed here once the run has it;
+    ``/dev/null`` when None.
     Never raises for anything the child does (timeouts, limits, crashes, huge output); raises
     :class:`ConfigError` for a non-positive timeout or an unknown sandbox and :class:`WorkspaceError` if
     ``cwd`` is missing.
     """
-    limits = limits or SandboxLimits()
-    if not isinstance(timeout, (int, float)) or not timeout > 0 or math.isinf(timeout):
-        raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
-    root = Path(cwd).resolve()
-    if not root.is_dir():
-        raise WorkspaceError(f"cannot run in {str(cwd)!r}: the directory does not exist")
-    backend = resolve_sandbox(sandbox)
+    held_input = [stdin] if stdin is not None else []  # closed once: when the run has it, or on the way out
+    try:
+        limits = limits or SandboxLimits()
+        if not isinstance(timeout, (int, float)) or not timeout > 0 or math.isinf(timeout):
+            raise ConfigError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        root = Path(cwd).resolve()
+        if not root.is_dir():
+            raise WorkspaceError(f"cannot run in {str(cwd)!r}: the directory does not exist")
+        backend = "local" if trusted is not None else resolve_sandbox(sandbox)
+    except BaseException:
+        _close_all(held_input)
+        raise
     if pytest_args is not None and pytest_patches:  # started as ``python -m pytest`` is, with cheaper failure reports
         argv = [argv[0], bwrap.PYTEST_PATCHES_PATH if backend == "bwrap" else local.PYTEST_PATCHES_SCRIPT, *pytest_args]
     _hide_secrets()
@@ -380,6 +388,7 @@ def run_sandboxed(
     spool = _Spool(2 * (limits.disk_bytes or 2**40) + 2**20) if backend == "bwrap" else None
     cgroup: PidsCgroup | None = None  # the run's own (a warm sandbox has one of its own)
     with tempfile.TemporaryDirectory(prefix="latte_lab-home-") as home, contextlib.ExitStack() as cleanup:
+        cleanup.callback(_close_all, held_input)
         start = time.monotonic()
         proc: local.ReaperRun | zygote.ZygoteRun | warm.WarmRun | None = None
         if backend == "bwrap":
@@ -387,37 +396,37 @@ def run_sandboxed(
             mpl = host_mplconfig()
             # a workspace's own runs, or runs in a directory its caller runs in again; not a throwaway copy's
             if (export_names is None or keep_sandbox) and warm.warm_enabled():
-                if trusted is not None:
-                    if keep_sandbox:
-                        proc = warm.launch(root, run_env, rlimits, limits, mpl, trusted=trusted,
-                                           export_names=export_names)
-                elif pytest_args is not None and (prime_tests or keep_sandbox):
+                if pytest_args is not None and (prime_tests or keep_sandbox):
                     proc = warm.launch(root, run_env, rlimits, limits, mpl, pytest_args=pytest_args,
-                                       prime=prime_tests, export_names=export_names, patches=pytest_patches)
+                                       prime=prime_tests, export_names=export_names, patches=pytest_patches,
+                                       stdin=stdin)
                 elif pytest_args is None and _python_script(argv, root):
-                    proc = warm.launch(root, run_env, rlimits, limits, mpl, script=argv[1:], export_names=export_names)
+                    proc = warm.launch(root, run_env, rlimits, limits, mpl, script=argv[1:], export_names=export_names,
+                                       stdin=stdin)
             if proc is None:
                 # the whole sandbox in the run's cgroup: bwrap and its init besides the run's own processes
                 cgroup = _run_cgroup(limits, bwrap.SANDBOX_PROCESSES, cleanup)
                 command = bwrap.command(root, limits, local.CHILD_SCRIPT, mpl)
                 proc = local.launch(argv, root, run_env, {**rlimits, **bwrap.init_config(root, limits, mpl, export_names)},
                                     command=[*(cgroup.join_command() if cgroup else ()), *command], control=True,
-                                    export=True, reaper_processes=bwrap.SANDBOX_PROCESSES)
+                                    export=True, reaper_processes=bwrap.SANDBOX_PROCESSES, stdin=stdin)
         else:
             run_env = sandbox_env(root, home, marker, env)
             cgroup = _run_cgroup(limits, 0, cleanup)  # the command joins it; its reaper stays out
-            confined = {**rlimits, **local.confinement(root, home, run_env, limits, argv)}
+            confined = {**rlimits, **local.confinement(root, home, run_env, limits, argv, untrusted=trusted is None)}
             if cgroup is not None:
                 confined["cgroup"] = cgroup.procs
             if trusted is not None:
-                if zygote.zygote_enabled():
-                    proc = zygote.launch(root, run_env, confined, trusted=trusted)
+                if zygote.zygote_enabled() and zygote.trusted_server_enabled():
+                    proc = zygote.launch(root, run_env, confined, trusted=trusted, stdin=stdin)
             elif pytest_args is not None and zygote.zygote_enabled():
-                proc = zygote.launch(root, run_env, confined, pytest_args, prime=prime_tests, patches=pytest_patches)
+                proc = zygote.launch(root, run_env, confined, pytest_args, prime=prime_tests, patches=pytest_patches,
+                                     stdin=stdin)
             elif _python_script(argv, root) and zygote.zygote_enabled():
-                proc = zygote.launch(root, run_env, confined, script=argv[1:])
+                proc = zygote.launch(root, run_env, confined, script=argv[1:], stdin=stdin)
             if proc is None:
-                proc = local.launch(argv, root, run_env, confined)
+                proc = local.launch(argv, root, run_env, confined, stdin=stdin)
+        _close_all(held_input)  # the run holds it now: its end of file is the run's alone to give
         if isinstance(proc, warm.WarmRun):
             cgroup = proc.cgroup
         watched = [] if backend == "bwrap" else _disk_caps(root, Path(home), limits)
@@ -468,6 +477,14 @@ def run_sandboxed(
         notes=tuple(dict.fromkeys(notes)),
         timeout=float(timeout),
     )
+
+
+def _close_all(fds: list[int]) -> None:
+    while fds:
+        try:
+            os.close(fds.pop())
+        except OSError:
+            pass
 
 
 def _python_script(argv: list[str], root: Path) -> bool:

@@ -67,8 +67,7 @@ MAX_SANDBOXES = 4  # live warm sandboxes per process (a test sandbox holds about
 MAX_START_FAILURES = 3
 CLOSE_SECONDS = 2.0  # after end of file on its control socket: how long the sandbox may take to end
 SERVER_DIR = f"{bwrap.SANDBOX_DIR}/server"  # where the init's own files appear inside the sandbox
-SERVER_FILES = ("_sandbox_server.py", "_zygote_server.py", "_pytest_warm.py", "_child.py", "_pytest_patches.py",
-                "_trusted_server.py", "_trusted_boot.py")
+SERVER_FILES = ("_sandbox_server.py", "_zygote_server.py", "_pytest_warm.py", "_child.py", "_pytest_patches.py")
 _HERE = Path(__file__).parent
 
 
@@ -111,8 +110,7 @@ class WarmSandbox(zygote._Zygote):
                 "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH, bwrap.MPL_CACHE_FILES] if mpl else None}
         return [*(self.cgroup.join_command() if self.cgroup is not None else ()),
                 *bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
-                sys.executable, *(("-s", "-P") if self.mode in zygote.TRUSTED_MODES else ()),  # as the boot script starts
-                f"{SERVER_DIR}/_sandbox_server.py", str(fd), json.dumps(init)]
+                sys.executable, f"{SERVER_DIR}/_sandbox_server.py", str(fd), json.dumps(init)]
 
     def _env(self, env: Mapping[str, str]) -> dict[str, str]:
         return {**env, "HOME": bwrap.TMP_PATH, "TMPDIR": bwrap.TMP_PATH}
@@ -274,23 +272,22 @@ def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir:
 def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | None], limits: SandboxLimits,
            mpl_dir: str | None, *, pytest_args: list[str] | None = None, script: list[str] | None = None,
            prime: bool = True, export_names: list[str] | None = None, patches: bool = False,
-           trusted: list[str] | None = None) -> WarmRun | None:
+           stdin: int | None = None) -> WarmRun | None:
     """Start one run in a warm sandbox of ``root``: a pytest session (``pytest_args``, what follows ``python -m
     pytest``) or ``python <script>`` (``script``, what follows ``python``). None to use a one-off sandbox (the
     sandbox is busy with another run, or cannot start or answer: then after a warning).
 
     ``patches``: the test sandbox's init makes the opt-in changes to pytest's internals (a sandbox of its own
     besides the public one); ``prime``: such a sandbox is sent the text of ``root``'s test files ahead (never for
-    a hidden suite); ``export_names``: only these top-level entries are handed back. ``trusted``: a hidden
-    evaluation's session (what follows ``python -s -P <boot script>``), in a sandbox whose init is the trusted
-    evaluation server (``_trusted_server.py``)."""
-    mode = zygote.server_mode(script, patches, trusted)
+    a hidden suite); ``export_names``: only these top-level entries are handed back; ``stdin``: the run's
+    standard input (``/dev/null`` when None)."""
+    mode = zygote.server_mode(script, patches)
     sandbox = _get(root, limits, run_env, mpl_dir, mode)
     if sandbox is None:
         return None
     # PWD: bwrap's --chdir sets it for a one-off sandbox's processes
     request = zygote.run_request(str(root), {**run_env, "PWD": str(root)}, rlimits, pytest_args, script,
-                                 trusted=trusted, grace=limits.sigterm_grace_seconds, export_names=export_names)
+                                 grace=limits.sigterm_grace_seconds, export_names=export_names)
     hits = 0
     if sandbox.cgroup is not None:
         cap = limits.max_processes
@@ -306,7 +303,7 @@ def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | N
         sandbox.send(request, fds)
 
     try:  # pipes: the run's stdout, stderr and the workspace's export
-        sock, (out_r, err_r, export_r), _reply = zygote.hand_over(send, 3, "the warm sandbox")
+        sock, (out_r, err_r, export_r), _reply = zygote.hand_over(send, 3, "the warm sandbox", stdin)
     except zygote.ZygoteError as exc:
         _drop(sandbox)
         sandbox.busy.release()

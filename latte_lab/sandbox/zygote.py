@@ -68,14 +68,14 @@ ZYGOTE_REPLY_TIMEOUT_SECONDS = 10.0  # request sent -> the forked child's pid is
 ZYGOTE_REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
 ZYGOTE_MAX_START_FAILURES = 3  # after this many failed starts the process stays on the exec path
 ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote_server.py"))
-# The trusted evaluation server (mode "trusted"): hidden evaluations' sessions, forked from a process that has
-# imported pytest and the boot script from the installed packages only (see that file).
+# The trusted evaluation server (mode "trusted"): the judges of hidden evaluations, forked from a process that has
+# imported pytest and the judge's session script from the installed packages only (see that file).
 TRUSTED_SCRIPT = str(Path(__file__).with_name("_trusted_server.py"))
 # Its second mode, for sessions whose suite reads its data with an installed library (the boot arguments start
-# with ``--import=<library>``): the same server with _trusted_boot.LIBRARIES loaded ahead.
+# with ``--import=<library>``): the same server with _trusted_server.LIBRARIES loaded ahead.
 TRUSTED_LIBRARIES_MODE = "trusted-libraries"
 TRUSTED_MODES = ("trusted", TRUSTED_LIBRARIES_MODE)
-IMPORT_OPTION = "--import="  # _trusted_boot.IMPORT_OPTION
+IMPORT_OPTION = "--import="  # _judge_session.IMPORT_OPTION
 # When a zygote keeps the next run's processes forked ahead (see _zygote_server): "idle" while a CPU is
 # idle (a sweep with a run on every CPU gains nothing from them), "always", or "never". Read when a zygote
 # starts.
@@ -87,6 +87,16 @@ PER_RUN_VARS = frozenset({"PYTHONPATH", "HOME", "TMPDIR", MARKER_VAR, "PYTEST_DI
 PRIME_MAX_FILES = 32
 PRIME_MAX_BYTES = 128 * 1024  # per file; one prime message each
 PRIME_MAX_DEPTH = 4  # directories below the run's; hidden ones and __pycache__ are skipped, as pytest does
+
+
+USE_TRUSTED_SERVER = True  # judges forked from the trusted evaluation server; False: a fresh interpreter each
+TRUSTED_SERVER_DISABLE_VAR = "LATTE_LAB_NO_TRUSTED_SERVER"  # =1 in the environment: a fresh interpreter each
+
+
+def trusted_server_enabled() -> bool:
+    """Whether the judges of hidden evaluations are forked from the trusted evaluation server
+    (:data:`USE_TRUSTED_SERVER` and no ``LATTE_LAB_NO_TRUSTED_SERVER=1``; fork servers must be on too)."""
+    return USE_TRUSTED_SERVER and os.environ.get(TRUSTED_SERVER_DISABLE_VAR, "").strip().lower() in ("", "0", "false")
 
 
 def zygote_enabled() -> bool:
@@ -257,7 +267,7 @@ class ZygoteRun(StatusRun):
     and everything the run leaves behind ends up below it); ``child_pid`` the pytest process.
     """
 
-    reaper_processes = 1  # processes of the run's tree that are not the run's own
+    reaper_processes = 1  # processes of the run's tree that are not the run's own (2 with a PID namespace's init)
     label = "pytest (zygote)"
 
     def __init__(self, sock: socket.socket, out_r: int, err_r: int, child_pid: int, leader: int):
@@ -425,6 +435,7 @@ def server_mode(script: list[str] | None, patches: bool, trusted: list[str] | No
 def launch(
     root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str] | None = None,
     *, prime: bool = False, script: list[str] | None = None, patches: bool = False, trusted: list[str] | None = None,
+    stdin: int | None = None,
 ) -> ZygoteRun | None:
     """Start one run in a child of a zygote; None (after a warning) to use the exec path.
 
@@ -432,8 +443,9 @@ def launch(
     ``patches``, the one that changes pytest's internals; with ``prime`` too, that zygote is first sent the text
     of ``root``'s test files it has not rewritten yet). ``script``: ``python <script> <args>`` (the list after
     ``python``), forked from the script zygote, which has imported nothing a fresh interpreter has not.
-    ``trusted``: a hidden evaluation's session (what follows ``python -s -P <boot script>``), forked from the
-    trusted evaluation server (``_trusted_server.py``)."""
+    ``trusted``: a judge's session (what follows ``python -s -P <judge session>``), forked from the
+    trusted evaluation server (``_trusted_server.py``). ``stdin``: the run's standard input (``/dev/null`` when
+    None)."""
     mode = server_mode(script, patches, trusted)
     zygote = _get(child_env, mode)
     if zygote is None:
@@ -456,11 +468,14 @@ def launch(
             zygote.send(request, fds)
 
     try:
-        sock, (out_r, err_r), reply = hand_over(send, 2, "the zygote")
+        sock, (out_r, err_r), reply = hand_over(send, 2, "the zygote", stdin)
     except ZygoteError as exc:
         _warn(str(exc))  # a dead zygote is restarted by the next run
         return None
-    return ZygoteRun(sock, out_r, err_r, int(reply["pid"]), int(reply["leader"]))
+    run = ZygoteRun(sock, out_r, err_r, int(reply["pid"]), int(reply["leader"]))
+    if reply.get("init"):  # the reaper and the init of the run's PID namespace
+        run.reaper_processes = 2
+    return run
 
 
 def run_request(cwd: str, env: Mapping[str, str], limits: Mapping[str, int | None], pytest_args: list[str] | None,
@@ -477,20 +492,24 @@ def run_request(cwd: str, env: Mapping[str, str], limits: Mapping[str, int | Non
     return json.dumps(payload).encode()
 
 
-def hand_over(send, pipes: int, server: str) -> tuple[socket.socket, list[int], dict]:
-    """One run's request handed to a fork server: ``pipes`` new pipes (the run's stdout, stderr, ...) and a
-    reply socket, whose ends for the run ``send(fds)`` passes on (write ends first, then the socket). Returns
-    the reply socket, the read ends and the server's first reply (``{"pid": ...}``); raises
-    :class:`ZygoteError`, with every descriptor closed, if ``send`` does or the server answers no pid within
+def hand_over(send, pipes: int, server: str, stdin: int | None = None) -> tuple[socket.socket, list[int], dict]:
+    """One run's request handed to a fork server: ``pipes`` new pipes (the run's stdout, stderr, ...), the run's
+    standard input (``stdin``, a descriptor the caller keeps; ``/dev/null`` when None) and a reply socket, whose
+    ends for the run ``send(fds)`` passes on (write ends first, then the input, then the socket). Returns the
+    reply socket, the read ends and the server's first reply (``{"pid": ...}``); raises :class:`ZygoteError`,
+    with every descriptor it made closed, if ``send`` does or the server answers no pid within
     :data:`ZYGOTE_REPLY_TIMEOUT_SECONDS`."""
     ends = [os.pipe() for _ in range(pipes)]
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    devnull = os.open(os.devnull, os.O_RDONLY) if stdin is None else None
     try:
         try:
-            send([w for _r, w in ends] + [theirs.fileno()])
+            send([w for _r, w in ends] + [stdin if devnull is None else devnull, theirs.fileno()])
         finally:
             for _r, w in ends:
                 os.close(w)
+            if devnull is not None:
+                os.close(devnull)
             theirs.close()
         mine.settimeout(ZYGOTE_REPLY_TIMEOUT_SECONDS)
         try:

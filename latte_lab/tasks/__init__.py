@@ -17,6 +17,7 @@ from __future__ import annotations
 from latte_lab.config import BUILTIN_TASKS, TASK_ALIASES
 from latte_lab.registry import Registry
 from latte_lab.tasks.base import EvalResult, Task, WorkUnit
+from latte_lab.tasks.suite import run_hidden_suite
 
 REGISTRY = Registry("task", name_attr="id", aliases=TASK_ALIASES, builtin=BUILTIN_TASKS)
 
@@ -42,4 +43,4 @@ def get(name: str) -> Task:
     return cls()
 
 
-__all__ = ["REGISTRY", "EvalResult", "Task", "WorkUnit", "get", "names", "register"]
+__all__ = ["REGISTRY", "EvalResult", "Task", "WorkUnit", "get", "names", "register", "run_hidden_suite"]

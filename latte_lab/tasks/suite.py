@@ -93,20 +93,26 @@ def run_hidden_suite(
     skipped_as: str = "failed",
     confirm: Mapping[str, str] | None = None,
     imports: tuple[str, ...] = (),
+    call_timeout: float | None = None,
 ) -> EvalResult:
-    """Run ``suite_path`` (one of ``hidden``) on a copy of ``workspace`` plus ``hidden``, in a trusted
-    session (:func:`latte_lab.sandbox.trusted.run_trusted_pytest`: nothing the workspace holds can change
-    how pytest runs or what it reports).
+    """Run ``suite_path`` (one of ``hidden``) against ``workspace`` in a judge's session
+    (:func:`latte_lab.sandbox.judge.run_judged`: the tests and ``hidden``'s data stay in a process that never runs
+    workspace code; the workspace's code runs in a sandboxed process of its own and answers with plain data).
 
     ``confirm``: the task's public test files as shipped ({path: text}), run in the same session; the
     result's ``public_confirmed`` says whether they all passed, which is what a team's claim of success
     rests on. ``missing`` overrides the default "required output absent from the workspace" check;
     ``timeout`` overrides the workspace's test timeout; ``imports``: installed libraries the suite reads its
-    data with (:attr:`latte_lab.tasks.base.Task.hidden_imports`); scoring as in :func:`score`.
+    data with (:attr:`latte_lab.tasks.base.Task.hidden_imports`); ``call_timeout``: seconds one call of a test
+    into the workspace may take (:data:`latte_lab.sandbox.judge.CALL_TIMEOUT_SECONDS` by default); scoring as in
+    :func:`score`.
+
+    The suite is written as any pytest suite is (``from greet import greet``): the judge imports the workspace's
+    modules as proxies whose calls run in the workspace's own process and answer with plain data.
     """
+    from latte_lab.sandbox.judge import import_options, run_judged
     from latte_lab.sandbox.limits import SandboxLimits
     from latte_lab.sandbox.pytest import memo_get, memo_key, memo_put, memo_storable, outcomes_by_class
-    from latte_lab.sandbox.trusted import import_options, run_trusted_pytest
 
     if suite_path not in hidden:
         raise TaskError(f"hidden suite {suite_path!r} is not among the hidden files {sorted(hidden)}")
@@ -120,13 +126,15 @@ def run_hidden_suite(
     # memoised by the workspace's and the evaluation's files, as public runs are (the workspace's memo)
     key = run = None
     if workspace.memo:
-        key = memo_key(workspace.root, ["trusted", *import_options(imports), *run_paths],
+        timeouts = [f"--call-timeout={call_timeout:g}"] if call_timeout is not None else []
+        key = memo_key(workspace.root, ["judge", *import_options(imports), *timeouts, *run_paths],
                        SandboxLimits(), workspace.backend,
                        {**test_files, **data_files})
         run = memo_get(workspace.memo_dir, key)
     if run is None:
-        run = run_trusted_pytest(workspace.root, test_files, run_paths, extra_files=data_files, imports=imports,
-                                 sandbox=workspace.backend, **({"timeout": timeout} if timeout is not None else {}))
+        run = run_judged(workspace.root, test_files, run_paths, extra_files=data_files, imports=imports,
+                         sandbox=workspace.backend, **({"timeout": timeout} if timeout is not None else {}),
+                         **({"call_timeout": call_timeout} if call_timeout is not None else {}))
         if key is not None and memo_storable(run):
             memo_put(workspace.memo_dir, key, run)
     suite_cases = [(node, outcome) for node, outcome in run.cases if _file_of(node) == suite_path]
@@ -137,7 +145,7 @@ def run_hidden_suite(
     result.notes = tuple(run.notes)
     if confirm:
         confirm_cases = [outcome for node, outcome in run.cases if _file_of(node) in confirm]
-        ended = not any(note.startswith("the evaluation's session ended") for note in run.notes)
+        ended = not any(note.startswith("the judge's session ended") for note in run.notes)
         result.public_confirmed = bool(ended and confirm_cases and all(o == "passed" for o in confirm_cases))
     return result
 

@@ -9,7 +9,7 @@ claim in the wrong direction.
 
 from __future__ import annotations
 
-import importlib.util
+import importlib
 import json
 import re
 import sys
@@ -205,19 +205,15 @@ def data() -> pd.DataFrame:
 
 
 def _load_config():
-    path = HERE / "config.py"
-    if not path.exists():
+    """The team's config module, imported afresh (it runs in the workspace's own process; its values come back
+    as plain data)."""
+    if not (HERE / "config.py").exists():
         pytest.fail("config.py is missing")
-    spec = importlib.util.spec_from_file_location("_eda_config_under_test", path)
-    module = importlib.util.module_from_spec(spec)
-    sys.path.insert(0, str(HERE))
+    sys.modules.pop("config", None)
     try:
-        spec.loader.exec_module(module)
+        return importlib.import_module("config")
     except Exception as exc:  # noqa: BLE001 - any failure of the agents' module is a failed check
         pytest.fail(f"config.py does not import: {exc!r}")
-    finally:
-        sys.path.remove(str(HERE))
-    return module
 
 
 @pytest.fixture
