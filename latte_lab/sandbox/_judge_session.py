@@ -51,6 +51,10 @@ import time
 import types
 import weakref
 
+# pytest leaves this module's frames out of failure reports: a test's report shows the test's own line and the
+# workspace's exception (with the last lines of the worker's traceback), not the proxy's plumbing, whose source
+# pytest would otherwise parse for each failure
+__tracebackhide__ = True
 MAX_FRAME_BYTES = 64 * 2**20  # _workspace_host.MAX_FRAME_BYTES
 MAX_DEPTH = 64
 CALL_TIMEOUT_SECONDS = 10.0  # one call into the workspace (with the calls it makes back), by default
