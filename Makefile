@@ -68,7 +68,7 @@ SUITE  := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/browse
 # every notebook run, by tests/test_docs_site.py inside the suite. Every test has a time limit (pyproject's
 # [tool.pytest.ini_options] timeout). The target fails if either fails, and prints the doctests' output if
 # they did.
-DOC_PAGES := docs/*.md docs/concepts/*.md
+DOC_PAGES := docs/*.md docs/concepts/*.md docs/api/cli.md
 DOCTESTS := --doctest-modules latte_lab --doctest-glob='*.md' $(DOC_PAGES)
 test: $(STAMP)
 	@$(PYTEST) $(DOCTESTS) > $(VENV)/doctests.log 2>&1 & doctests=$$!; \

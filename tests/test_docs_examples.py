@@ -46,7 +46,7 @@ def test_the_pages_with_numbers_are_doctests():
                  "docs/concepts/viewer.md"):
         assert examples[page] >= 3, page
     makefile = (REPO / "Makefile").read_text()
-    assert "DOC_PAGES := docs/*.md docs/concepts/*.md" in makefile
+    assert "DOC_PAGES := docs/*.md docs/concepts/*.md docs/api/cli.md" in makefile
     assert "--doctest-glob='*.md' $(DOC_PAGES)" in makefile and "docs/doc_examples.py" in makefile
 
 

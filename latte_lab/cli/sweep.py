@@ -25,8 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  latte-lab sweep --tasks debug,eda --teams latte,static --replicates 5 --jobs 2\n"
         "  latte-lab sweep --tasks textproc --teams latte leader_worker --models openai/gpt-4o --dry-run\n"
         "  latte-lab sweep --tasks debug --replicates 20 --backend ray --out runs/big")
-    p.add_argument("--tasks", nargs="+", required=True, help="task ids: debug, eda, textproc")
-    p.add_argument("--teams", nargs="+", default=["latte"], help="team ids (default: latte)")
+    p.add_argument("--tasks", nargs="+", required=True,
+                   help="task ids: debug, eda, textproc (latte-lab tasks lists them)")
+    p.add_argument("--teams", nargs="+", default=["latte"], help="team ids (latte-lab teams lists them) (default: latte)")
     p.add_argument("--models", nargs="+", default=["simulated"],
                    help="model specs: simulated[/profile], openai/<model>, anthropic/<model> (default: simulated)")
     p.add_argument("--replicates", type=int, default=1, help="trials per condition (default: 1)")
