@@ -130,3 +130,14 @@ def test_run_offers_the_cache_modes_of_the_config(capsys):
         main(["run", "--task", "debug", "--cache", "sometimes"])
     err = capsys.readouterr().err
     assert all(mode in err for mode in CACHE_MODES)
+
+
+def test_run_gives_a_sweeps_trial_its_sweep_id(capsys, tmp_path):
+    """A sweep's replicate index is part of its trials' ids; --trial gives a trial run alone the same id."""
+    from latte_lab.sweep import expand_grid
+
+    swept = expand_grid({"task": "debug", "replicates": 2, "max_rounds": 1}, tmp_path / "sweep")[1]
+    assert main(["run", "--task", "debug", "--seed", "1", "--trial", "1", "--max-rounds", "1", "--quiet",
+                 "--runs-dir", str(tmp_path)]) == 0
+    assert (tmp_path / swept.trial_id / "result.json").is_file()
+    assert capsys.readouterr().out.startswith(f"trial {swept.trial_id}:")

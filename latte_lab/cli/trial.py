@@ -26,6 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     run.add_argument("--base-url", default=None,
                      help="OpenAI-compatible server (vLLM, Ollama, LM Studio) (default: the provider's own endpoint)")
     run.add_argument("--seed", type=int, default=0, help="seed of the trial (the simulated model's draws, names)")
+    run.add_argument("--trial", type=int, default=0,
+                     help="replicate index: a sweep's trials carry theirs in their id, so seed S at replicate K of a "
+                     "sweep is --seed S --trial K (docs: Sweeps, a trial's id)")
     run.add_argument("--workers", type=int, default=4, dest="n_workers", help="workers besides the Lead")
     run.add_argument("--max-rounds", type=int, default=None,
                      help="round budget (default: the task's own, Task.default_max_rounds)")
@@ -67,6 +70,7 @@ def _run(args) -> int:
 
     check_writable_dir(args.runs_dir)  # refused in one line before the trial is announced
     fields = dict(task=args.task, team=args.team, model=args.model, base_url=args.base_url, seed=args.seed,
+                  trial=args.trial,
                   n_workers=args.n_workers, max_rounds=args.max_rounds, cache=args.cache, runs_dir=args.runs_dir)
     cfg = TrialConfig.released(**fields) if args.released else TrialConfig(**fields)
     model = _default_model(cfg)  # an unknown profile or a missing key: refused before the trial is announced
