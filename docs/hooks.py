@@ -269,13 +269,16 @@ def _paper_table(name: str, page) -> str:
         section = _sections(_paper_output("report.md"), "##").get("Paper vs recomputed")
         if section is None:
             raise PluginError("report.md has no '## Paper vs recomputed' section")
-        summary, _, rest = section.partition("### Known deviations")
-        table = next((block for block in rest.split("\n\n") if block.lstrip().startswith("|")), "")
-        if not table:
-            return summary.strip()
-        rows = len(table.strip().splitlines()) - 2  # less the header and its rule
-        indented = "\n".join("    " + line for line in table.strip().splitlines())
-        return f'{summary.strip()}\n\n??? note "The {rows} known deviations"\n\n{indented}'.strip()
+        summary, *parts = re.split(r"^### ", section, flags=re.MULTILINE)
+        out = [summary.strip()]
+        for part in parts:  # each table of numbers that do not agree, collapsed under its title
+            title, _, body = part.partition("\n")
+            table = next((block for block in body.split("\n\n") if block.lstrip().startswith("|")), "")
+            if table:
+                rows = len(table.strip().splitlines()) - 2  # less the header and its rule
+                indented = "\n".join("    " + line for line in table.strip().splitlines())
+                out.append(f'??? note "{title.strip()} ({rows})"\n\n{indented}')
+        return "\n\n".join(out).strip()
     raise PluginError(f"{page.file.src_uri}: unknown marker <!-- latte-lab paper: {name} --> "
                       "(known: table2, comparison)")
 

@@ -295,28 +295,39 @@ def write_tables(data, out_dir, reference: pd.DataFrame | None = None, *, figure
     return written
 
 
+def comparison_summary(comparison: pd.DataFrame, source: str = "published") -> tuple[str, list[tuple[str, pd.DataFrame]]]:
+    """The report's sentence on :func:`compare_with_paper`'s table, which accounts for every printed number
+    (agrees, differs for a known reason, differs otherwise, or cannot be recomputed from the data), and the
+    report's sections of the numbers that do not agree, as (title, rows)."""
+    agrees = comparison["agrees"].fillna(False).astype(bool)
+    differs = comparison["agrees"].eq(False).fillna(False).astype(bool)  # computed and different
+    unknown = comparison[comparison["agrees"].isna()]  # no number to compare: the data cannot give it
+    n, ok = len(comparison), int(agrees.sum())
+    t2c = comparison[comparison["section"] == "Table 2"]
+    agreement = (f"{ok} of {n} printed numbers agree at the paper's precision "
+                 f"(Table 2: {int(t2c['agrees'].fillna(False).sum())} of {len(t2c)} cells).")
+    if source != "published":  # other trials than the paper's: no difference is explained in advance
+        summary = (f"{int(differs.sum())} differ: these are trials of their own, not the paper's, so their "
+                   "numbers are not expected to match; the paper reference table's explanations are about the "
+                   f"published data. {len(unknown)} cannot be computed from these trials.")
+        return f"{agreement} {summary}", [("Differences", comparison[differs]), ("Not computed", unknown)]
+    known = comparison[differs & comparison["status"].ne("exact")]
+    unexpected = comparison[differs & comparison["status"].eq("exact")]
+    summary = (f"{len(known)} differ for known reasons (each explained in the table below); {len(unexpected)} "
+               f"differ otherwise; {len(unknown)} cannot be recomputed from the published data (the table "
+               "below says why).")
+    return f"{agreement} {summary}", [("Known deviations", known), ("Other differences", unexpected),
+                                      ("Not reproducible from the published data", unknown)]
+
+
 def _report(data, t2, s51, robust, regression_md, comparison, skipped) -> str:
     trials = data.trials
     counts = trials.groupby(["task", "team"]).size().unstack(fill_value=0).reset_index()
     lines = [f"# Reproduction report ({data.source}: {data.path})", "",
              f"{len(trials)} trials. Trials per task x team:", "", to_markdown(counts)]
     if comparison is not None:
-        agrees = comparison["agrees"].fillna(False).astype(bool)
-        differs = comparison["agrees"].eq(False).fillna(False).astype(bool)  # computed and different
-        n, ok = len(comparison), int(agrees.sum())
-        t2c = comparison[comparison["section"] == "Table 2"]
-        agreement = (f"{ok} of {n} printed numbers agree at the paper's precision "
-                     f"(Table 2: {int(t2c['agrees'].fillna(False).sum())} of {len(t2c)} cells).")
-        if data.source != "published":  # other trials than the paper's: no difference is explained in advance
-            summary = (f"{int(differs.sum())} differ: these are trials of their own, not the paper's, so their "
-                       "numbers are not expected to match; the paper reference table's explanations are about the published data.")
-            sections = [("Differences", comparison[differs])]
-        else:
-            known = comparison[differs & comparison["status"].ne("exact")]
-            unexpected = comparison[differs & comparison["status"].eq("exact")]
-            summary = f"{len(known)} differ for known reasons (each explained in the table below); {len(unexpected)} differ otherwise."
-            sections = [("Known deviations", known), ("Other differences", unexpected)]
-        lines += ["## Paper vs recomputed", "", f"{agreement} {summary}", ""]
+        text, sections = comparison_summary(comparison, data.source)
+        lines += ["## Paper vs recomputed", "", text, ""]
         for title, rows in sections:
             if len(rows):
                 lines += [f"### {title}", "", to_markdown(rows[["id", "paper", "ours", "note"]])]
