@@ -58,6 +58,8 @@ PYTHON_BLOCK = re.compile(r"```python\n(?P<code>(?:(?!```).)*?)```[ \t]*\n(?P<dr
                           re.DOTALL)
 DRAWING = "<!-- latte-lab drawing {} -->"  # placeholder between on_page_markdown and on_page_content
 CLI_HELP_MARKER = "<!-- latte-lab help -->"  # api/cli.md: replaced by the help of every subcommand
+GUIDE_MARKER = "<!-- latte-lab teaching: guide -->"  # teaching.md: the teacher's guide of the lesson's source
+LESSON_SOURCE = "teaching/04_teaching_scheduling.ipynb"  # beside mkdocs.yml
 
 # One build's state: its temporary folder, the running `latte-lab figures`, the drawings of each page.
 _build: dict = {}
@@ -109,6 +111,8 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 def on_page_markdown(markdown: str, page, config: MkDocsConfig, files: Files) -> str:
     if CLI_HELP_MARKER in markdown:
         markdown = markdown.replace(CLI_HELP_MARKER, _cli_help())
+    if GUIDE_MARKER in markdown:
+        markdown = markdown.replace(GUIDE_MARKER, _teachers_guide(Path(config.config_file_path).parent))
     markdown = PAPER_MARKER.sub(lambda m: _paper_table(m.group("name"), page), markdown)
     if DRAW_BLOCK.search(markdown):
         markdown = _run_drawings(markdown, page)
@@ -366,6 +370,21 @@ def _svg(value) -> str:
     else:
         raise PluginError(f"cannot draw a {type(value).__name__}: end the block with a drawing, an Axes or a Figure")
     return text[text.find("<svg"):]  # no XML prologue or doctype inside HTML
+
+
+# --- teaching.md --------------------------------------------------------------------------------------
+
+def _teachers_guide(root: Path) -> str:
+    """The lesson's first cell tagged ``teacher`` (objectives and the 90-minute plan), from its heading's
+    next paragraph on, its headings a level down; never a solution or a common wrong answer."""
+    import nbformat
+
+    nb = nbformat.read(root / LESSON_SOURCE, as_version=4)
+    guide = next((c.source for c in nb.cells if "teacher" in c.metadata.get("tags", ())), None)
+    if guide is None:
+        raise PluginError(f"{LESSON_SOURCE} has no cell tagged teacher; docs/teaching.md shows its guide")
+    body = guide.split("\n", 1)[1] if guide.startswith("#") else guide
+    return re.sub(r"^(#+) ", r"\1# ", body.strip(), flags=re.MULTILINE)
 
 
 # --- api/cli.md ---------------------------------------------------------------------------------------

@@ -128,6 +128,18 @@ def test_concept_pages_show_their_pictures(site):
     assert "<title>T1 plan" in html  # the drawn graph keeps its hover tooltips
 
 
+def test_the_teaching_page_shows_the_guide_and_no_answer(site):
+    html = (site / "teaching.html").read_text(encoding="utf-8")
+    assert "make class" in html and "answer-key.md" in html and "give_up" in html
+    assert "Learning objectives" in html and "A 90-minute class" in html and "<td>0-10</td>" in html
+    assert "latte-lab teaching: guide" not in html  # the marker was replaced
+    lesson = (REPO / "teaching" / "04_teaching_scheduling.ipynb").read_text(encoding="utf-8")
+    for phrase in ("ex1, common wrong answers", "a node with no dependencies is ready from the start"):
+        assert phrase in lesson and phrase not in html  # the teacher's notes on answers stay in the edition
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert 'href="teaching.html"' in index  # in the navigation
+
+
 def test_every_image_a_page_shows_is_in_the_site(site):
     missing = []
     for page in site.rglob("*.html"):
