@@ -16,7 +16,9 @@
   ``ll.viz.draw`` drawing, a matplotlib Axes or Figure) appears under it as an SVG, so a picture can never
   disagree with the code printed above it. The page's doctest blocks (``>>>``, which ``make test`` checks)
   run in the same namespace, in page order, so a drawing can use what an example computed.
-- ``api/cli.md``: the help of every ``latte-lab`` subcommand.
+- ``api/cli.md``: the help of every ``latte-lab`` subcommand; ``teaching.md``: the lesson's teacher's guide.
+- **Every drawing shows.** A run notebook whose drawing cell (:func:`drawing_cells`) shows no image fails the
+  build; ``LATTE_DOCS_KEEP_RUNS=<folder>`` keeps a copy of each run notebook there (the tests count them).
 
 Everything generated lives in a temporary folder for the length of the build and reaches the site as
 generated files; nothing is written into ``docs/`` or ``notebooks/``.
@@ -100,6 +102,12 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     if executing():
         src_dir = tmp / "executed"
         _execute_notebooks(notebooks, src_dir / NOTEBOOKS_DIR)
+        keep = os.environ.get(KEEP_RUNS_ENV)
+        for path in notebooks:
+            _check_drawings(src_dir / NOTEBOOKS_DIR / path.name)
+            if keep:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                shutil.copy(src_dir / NOTEBOOKS_DIR / path.name, Path(keep) / path.name)
     for path in notebooks:
         files.append(File(f"{NOTEBOOKS_DIR}/{path.name}", str(src_dir), config.site_dir, config.use_directory_urls))
     for path in _finish_paper_figures():
@@ -223,6 +231,67 @@ def _execute_notebooks(paths: list[Path], out_dir: Path) -> None:
     start = time.perf_counter()
     asyncio.run(run_all())
     log.info("ran %d notebooks in %.1f s", len(paths), time.perf_counter() - start)
+
+
+# Drawing calls of a notebook cell: latte_lab's drawing functions (ll.viz.*, ll.analysis.figure*) and pyplot's
+# own figures. A cell that makes one must show an image once it has run (latte_lab.viz.notebook's convention).
+DRAWING_FUNCTIONS = frozenset({
+    "draw", "draw_graph", "graph_panels", "gantt", "flow", "animate", "figure2a", "figure2b", "figure3a",
+    "figure3b", "figure3c", "figure4", "sensitivity_figure", "draw_workload", "plot_makespan", "plot_discovery",
+    "plot_efficiency", "straggler_figure", "discovery_figure", "explore", "subplots", "figure"})
+DRAWING_ROOTS = ("ll.viz.", "ll.analysis.", "plt.")
+LOCKED = "ll.teaching.unlocked("  # a cell that waits for an exercise's answer (the student edition shows none)
+KEEP_RUNS_ENV = "LATTE_DOCS_KEEP_RUNS"  # a folder: the run notebooks the site shows are copied there
+
+
+def _dotted(node) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def drawing_cells(nb) -> list[dict]:
+    """Every code cell of ``nb`` (an nbformat notebook) that calls a drawing function, with the number of
+    images its outputs show (an ``image/*`` output, or HTML holding an ``<img>`` or an ``<svg>``) and whether
+    it waits for an exercise's answer (:data:`LOCKED`): ``{"cell", "line", "images", "locked"}``."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        try:
+            tree = ast.parse(cell.source)
+        except SyntaxError:  # IPython syntax (a magic): not a drawing of ours
+            continue
+        calls = [_dotted(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+        if not any(c.rsplit(".", 1)[-1] in DRAWING_FUNCTIONS and c.startswith(DRAWING_ROOTS) for c in calls):
+            continue
+        images = 0
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            html = data.get("text/html", "")
+            html = "".join(html) if isinstance(html, list) else html
+            if any(k.startswith("image/") for k in data) or "<img" in html or "<svg" in html:
+                images += 1
+        lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        found.append({"cell": i, "line": lines[-1].strip() if lines else "", "images": images,
+                      "locked": LOCKED in cell.source})
+    return found
+
+
+def _check_drawings(path: Path) -> None:
+    """Fails the build when a drawing cell of the run notebook ``path`` shows no image (a locked cell of the
+    student edition aside: it shows that it waits)."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    blank = [f"cell {d['cell']} ({d['line']})" for d in drawing_cells(nb) if not d["images"] and not d["locked"]]
+    if blank:
+        raise PluginError(f"{NOTEBOOKS_DIR}/{path.name}: drawing cells that showed no image when run: "
+                          f"{'; '.join(blank)} (latte_lab.viz.notebook: a picture shows whatever the cell ends with)")
 
 
 # --- the paper's tables and figures -------------------------------------------------------------------

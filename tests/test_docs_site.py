@@ -74,14 +74,18 @@ def content_images(page: Path) -> list[str]:
     return parser.images
 
 
+RUNS: list[Path] = []  # where the build keeps the run notebooks it shows (LATTE_DOCS_KEEP_RUNS)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """The site built as make docs builds it, in a temporary folder; ``LATTE_DOCS_SITE=site`` reads one
     already built there instead (after ``make docs``, to check it without building again)."""
+    RUNS.append(tmp_path_factory.mktemp("runs"))
     if os.environ.get(SITE_ENV):
         return Path(os.environ[SITE_ENV]).resolve()
     out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "LATTE_DOCS_EXECUTE": "1", "NO_MKDOCS_2_WARNING": "1"}
+    env = {**os.environ, "LATTE_DOCS_EXECUTE": "1", "NO_MKDOCS_2_WARNING": "1", "LATTE_DOCS_KEEP_RUNS": str(RUNS[0])}
     if os.environ.get("LATTE_TEST_NOTEBOOK_RUNS"):  # the notebooks the browser test ran (tests/conftest.py)
         env["LATTE_DOCS_EXECUTED_DIR"] = os.environ["LATTE_TEST_NOTEBOOK_RUNS"]
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=REPO,
@@ -102,6 +106,34 @@ def test_every_notebook_page_shows_what_it_draws(site):
     assert len(counts) >= 6
     empty = [page for page, images in counts.items() if not images]
     assert not empty, f"notebook pages without a single image (were the notebooks run?): {empty}"
+
+
+def test_every_drawing_cell_of_every_notebook_shows_an_image(site):
+    """Each notebook as the site shows it (run in JupyterLab by the browser test, or by the build): every cell
+    that calls a drawing function shows at least one image, whatever it ends with; a cell of the student
+    edition that waits for an exercise's answer shows that it waits instead. The build itself fails on a
+    drawing cell without an image; this counts them."""
+    import nbformat
+
+    sys.path.insert(0, str(REPO / "docs"))
+    import hooks
+
+    if os.environ.get(SITE_ENV):
+        pytest.skip(f"{SITE_ENV} names a site built elsewhere: its run notebooks were not kept")
+    counted = 0
+    for name in NOTEBOOKS:
+        nb = nbformat.read(RUNS[0] / f"{name}.ipynb", as_version=4)
+        cells = hooks.drawing_cells(nb)
+        print(f"{name}: " + ", ".join(f"cell {d['cell']}: {d['images']}" + (" (locked)" if d["locked"] else "")
+                                      for d in cells))
+        for d in cells:
+            if d["locked"]:
+                shown = "".join(o.get("text", "") for o in nb.cells[d["cell"]].outputs)
+                assert "answer it correctly above" in shown, (name, d)
+            else:
+                assert d["images"] >= 1, (name, d)
+                counted += 1
+    assert counted >= 25  # 29 when written: every notebook draws
 
 
 def test_the_reproduce_page_shows_table2_and_figures_2_to_4(site):

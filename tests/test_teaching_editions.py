@@ -12,6 +12,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import nbformat  # noqa: E402
+import pytest  # noqa: E402
 
 import latte_lab as ll  # noqa: E402
 from latte_lab import teaching  # noqa: E402
@@ -118,3 +119,23 @@ def test_workload_drawings_label_nodes_with_their_ids():
                      abs(t.get_position()[1] - node.get_position()[1]) < 0.2 and t.get_position()[0] > node.get_position()[0]
                      and t.get_position()[0] - node.get_position()[0] < 0.6)
         assert label is not None
+
+
+@pytest.mark.slow
+def test_the_real_teachers_edition_runs_with_every_answer_and_every_picture():
+    """The lesson's teacher's edition, run as make class runs it: each solution prints its answer beside its
+    check, every cell that waits for an answer opens, and every drawing cell shows an image."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "docs"))
+    import hooks
+
+    _, teacher = teaching.editions(SOURCE)
+    ran = teaching.run_notebook(teacher)
+    for cell in ran.cells:
+        if "solution" in cell.metadata.get("tags", ()):
+            shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
+            assert re.fullmatch(r"✓ ex\d \(.*\): .* is correct\.", shown), (cell.source, shown)
+    cells = hooks.drawing_cells(ran)
+    print("teacher's edition: " + ", ".join(f"cell {d['cell']}: {d['images']}" for d in cells))
+    assert sum(d["locked"] for d in cells) == 2 and all(d["images"] >= 1 for d in cells), cells

@@ -16,6 +16,8 @@ the paper's figures.
 - :mod:`latte_lab.viz.graph_drawing`: the one renderer of coordination graphs, which every graph picture uses.
 
 Every figure follows :mod:`latte_lab.viz.style` (``TEAM_PALETTE``, ``STATUS_COLORS``, paper sizes and fonts).
+In a notebook every picture shows once below the cell that drew it, whatever the cell ends with (``;`` or
+not): :mod:`latte_lab.viz.notebook` says how.
 Names are resolved on first use and matplotlib, networkx drawing and ipywidgets are imported inside the
 functions, so importing latte_lab stays fast.
 
@@ -41,7 +43,8 @@ _LAZY = {"trial_form": "widgets", "compare": "widgets", "TrialForm": "widgets", 
          **dict.fromkeys(("figure2a", "figure2b", "figure3a", "figure3b", "figure3c", "figure4", "graph_layout",
                           "sensitivity_figure"), "figures"),
          "write_all": "paper", "TEAM_PALETTE": "style"}
-_SUBMODULES = {"graph", "scheduling", "widgets", "animation", "viewer", "figures", "paper", "style", "graph_drawing"}
+_SUBMODULES = {"graph", "scheduling", "widgets", "animation", "viewer", "figures", "paper", "style", "graph_drawing",
+               "notebook"}
 
 __all__ = ["STATUS_COLORS", "TEAM_PALETTE", "GraphDrawing", "TrialAnimation", "TrialForm", "activity", "animate",
            "build_page", "compare", "draw", "draw_graph", "figure2a", "figure2b", "figure3a", "figure3b", "figure3c",

@@ -199,10 +199,10 @@ def animate(obj, *, interval_ms: int = INTERVAL_MS, widget: bool | None = None) 
     events = list(getattr(obj, "event_list", []) or [])
     snaps = graphmod.snapshots_of(obj) if hasattr(obj, "snapshots") or not events else []
     if snaps:
-        return _graph_animation(snaps, events, interval_ms)
+        return style.finish(_graph_animation(snaps, events, interval_ms))
     if not events:
         raise DataError("nothing to animate: the result has neither graph snapshots nor events")
-    return _flow_animation(events, interval_ms)
+    return style.finish(_flow_animation(events, interval_ms))
 
 
 def _frame_figure(top_w: float, top_h: float, n_lines: int):

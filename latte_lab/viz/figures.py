@@ -317,4 +317,4 @@ def sensitivity_figure(summary: pd.DataFrame):
         axis.invert_yaxis()
         axis.tick_params(labelsize=8)
     fig.tight_layout()
-    return fig
+    return style.finish(fig)

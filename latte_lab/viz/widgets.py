@@ -217,12 +217,15 @@ class TrialForm:
         import latte_lab.viz.style as style
         from latte_lab.viz.animation import animate
         from latte_lab.viz.gantt import gantt
+        from latte_lab.viz.notebook import not_shown
 
         with area:
             display(HTML(f"<b>{html.escape(res.summary().splitlines()[0])}</b>"))
             display(HTML(_viewer_link(res)))
             try:
-                display(animate(res).widget())  # frames drawn as they are shown: the form answers at once
+                with not_shown():  # the form shows its own player, not the notebook's
+                    player = animate(res).widget()  # frames drawn as they are shown: the form answers at once
+                display(player)
                 # Drawn to PNG here, on a Figure pyplot does not manage: in JupyterLab a widget's messages are
                 # handled on another thread too, and the inline backend's hook after each of them draws and
                 # closes every pyplot figure; drawing one at the same time came out blank.
