@@ -238,7 +238,7 @@ def _execute_notebooks(paths: list[Path], out_dir: Path) -> None:
 DRAWING_FUNCTIONS = frozenset({
     "draw", "draw_graph", "graph_panels", "gantt", "flow", "animate", "figure2a", "figure2b", "figure3a",
     "figure3b", "figure3c", "figure4", "sensitivity_figure", "draw_workload", "plot_makespan", "plot_discovery",
-    "plot_efficiency", "straggler_figure", "discovery_figure", "explore", "subplots", "figure"})
+    "plot_efficiency", "straggler_figure", "discovery_figure", "explore", "fork_outcomes", "subplots", "figure"})
 DRAWING_ROOTS = ("ll.viz.", "ll.analysis.", "plt.")
 LOCKED = "ll.teaching.unlocked("  # a cell that waits for an exercise's answer (the student edition shows none)
 KEEP_RUNS_ENV = "LATTE_DOCS_KEEP_RUNS"  # a folder: the run notebooks the site shows are copied there
