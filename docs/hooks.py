@@ -254,6 +254,16 @@ def _dotted(node) -> str:
     return ".".join(reversed(parts))
 
 
+def drawing_calls(source: str) -> list[str]:
+    """The drawing calls of a cell's code, as dotted names (``ll.viz.graph_panels``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython syntax (a magic): not a drawing of ours
+        return []
+    calls = [_dotted(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    return [c for c in calls if c.rsplit(".", 1)[-1] in DRAWING_FUNCTIONS and c.startswith(DRAWING_ROOTS)]
+
+
 def drawing_cells(nb) -> list[dict]:
     """Every code cell of ``nb`` (an nbformat notebook) that calls a drawing function, with the number of
     images its outputs show (an ``image/*`` output, or HTML holding an ``<img>`` or an ``<svg>``) and whether
@@ -262,12 +272,7 @@ def drawing_cells(nb) -> list[dict]:
     for i, cell in enumerate(nb.cells):
         if cell.cell_type != "code":
             continue
-        try:
-            tree = ast.parse(cell.source)
-        except SyntaxError:  # IPython syntax (a magic): not a drawing of ours
-            continue
-        calls = [_dotted(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)]
-        if not any(c.rsplit(".", 1)[-1] in DRAWING_FUNCTIONS and c.startswith(DRAWING_ROOTS) for c in calls):
+        if not drawing_calls(cell.source):
             continue
         images = 0
         for out in cell.get("outputs", []):

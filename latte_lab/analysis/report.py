@@ -193,13 +193,17 @@ def formatted(df: pd.DataFrame):
         return format_number(x)
 
     formats = {c: (format_p if str(c).lower() in P_COLUMNS else cell) for c in df.columns}
-    text_cols = [c for c in df.columns if df[c].dtype == object and df[c].map(lambda v: isinstance(v, str)).any()]
+    text_cols = [c for c in df.columns  # object or pandas' str dtype (pandas 3 gives text columns the latter)
+                 if (df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype))
+                 and df[c].map(lambda v: isinstance(v, str)).any()]
     styler = df.style.format(formats, na_rep=NOT_AVAILABLE).hide(axis="index")
     numeric = [c for c in df.columns if c not in text_cols]
     styler = styler.set_properties(subset=numeric, **{"white-space": "nowrap", "text-align": "right"})
     if text_cols:
         styler = styler.set_properties(subset=text_cols, **{"white-space": "normal", "text-align": "left",
                                                             "max-width": "38em"})
+        left = set(text_cols)  # a text column's header sits over its text, on the left
+        styler = styler.map_index(lambda name: "text-align: left" if name in left else "", axis="columns")
     return styler
 
 

@@ -212,7 +212,7 @@ def plot_efficiency(trial_workload, *, ax=None, seeds=(0,)):
 
     table = trial_workload.compare(seeds=seeds)
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 0.9 + 0.4 * len(table)))
+        _, ax = plt.subplots(figsize=(7, 0.9 + 0.4 * len(table)), layout="constrained")
     colours = ["#b91c1c" if s.startswith("team") else "#5b8def" for s in table["schedule"]]
     ax.barh(table["schedule"], table["makespan"], color=colours)
     for y, (m, e) in enumerate(zip(table["makespan"], table["efficiency"])):
