@@ -312,3 +312,19 @@ def test_dollars_do_not_depend_on_how_far_a_trial_got(tmp_path):
 
     assert math.isnan(_dollars_without_calls(ll.TrialConfig(task="debug", model="simulated/careful")))
     assert _dollars_without_calls(ll.TrialConfig(task="debug", model="openai/gpt-4o")) == 0.0
+
+
+def test_tables_that_show_success_and_accuracy_say_what_each_means(sweep, copy, capsys):
+    """runs, the sweep's results and ll.viz.compare: success at a low accuracy reads as a contradiction
+    without the definitions beside the table."""
+    from latte_lab.schema import SUCCESS_AND_ACCURACY
+
+    said = " ".join(SUCCESS_AND_ACCURACY.split())
+    _, out = runs(capsys, str(sweep))
+    assert said in " ".join(out.split())
+    rows = [ll.load_trial(p) for p in sorted(sweep.iterdir()) if p.is_dir() and not p.name.startswith(".")][:2]
+    table = ll.viz.compare(rows)
+    assert {"success", "accuracy"} <= set(table.columns) and said in table._repr_html_()
+    assert main(["sweep", "--tasks", "debug", "--teams", "latte", "--replicates", "1", "--max-rounds", "3",
+                 "--out", str(copy), "--quiet"]) == 0  # every trial finished: only the table and the definitions
+    assert said in " ".join(capsys.readouterr().out.split())

@@ -207,6 +207,29 @@ def formatted(df: pd.DataFrame):
     return styler
 
 
+class OutcomeTable(pd.DataFrame):
+    """A DataFrame of trial outcomes whose notebook display says, under the table, what success and accuracy
+    mean (:data:`latte_lab.schema.SUCCESS_AND_ACCURACY`): a team can succeed at a low accuracy, which reads as a
+    contradiction without it. Anything computed from it is a plain DataFrame.
+
+    >>> table = OutcomeTable({"team": ["leader_worker"], "success": [True], "accuracy": [0.31]})
+    >>> "the share of the task's hidden tests that pass" in table._repr_html_()
+    True
+    >>> type(table.head(1)).__name__
+    'DataFrame'
+    """
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    def _repr_html_(self) -> str:
+        import html
+
+        note = html.escape(schema.SUCCESS_AND_ACCURACY, quote=False)
+        return f'{super()._repr_html_()}<p style="font-size: 90%; max-width: 60em">{note}</p>'
+
+
 def task_names() -> pd.DataFrame:
     """The one task naming (our ids, used in every table) beside the paper's and the released code's names."""
     from latte_lab.config import TASK_ALIASES

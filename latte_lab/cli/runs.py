@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import textwrap
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,7 @@ from latte_lab.cli._common import UsageError, cell, default_runs_dir, local_time
 from latte_lab.config import TASK_ALIASES, TEAM_ALIASES
 from latte_lab.errors import DataError
 from latte_lab.rundir import CONFIG_FILE, RESULT_FILE, read_json
+from latte_lab.schema import SUCCESS_AND_ACCURACY
 from latte_lab.sweepdir import LOCK_FILE, RUNNING_DIR, SWEEP_DIR, attempt_of
 
 __all__ = ["STATUSES", "RunEntry", "SweepEntry", "add_parser", "find_runs", "find_sweeps", "read_entry", "select",
@@ -296,6 +298,7 @@ def select(entries: Iterable[RunEntry], *, task=(), team=(), status=(), model=()
 HEADER = ["STATUS", "SUCCESS", "TASK", "TEAM", "MODEL", "SEED", "ROUNDS", "ACCURACY", "TOKENS", "DOLLARS", "WHEN",
           "PATH"]
 NUMBERS = {5, 6, 7, 8, 9}  # header indexes of right-aligned columns
+DEFINITION_WIDTH = 110  # characters per line of what success and accuracy mean, printed under the table
 
 EPILOG = """\
 examples:
@@ -407,4 +410,5 @@ def run(args) -> int:
     for r in listed:
         if r.problem and r.status in ("damaged", "error", "stopped"):
             print(f"{r.status} {r.path}: {r.problem}")
+    print(textwrap.fill(SUCCESS_AND_ACCURACY, DEFINITION_WIDTH))
     return 0

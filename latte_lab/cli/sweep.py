@@ -4,6 +4,7 @@ the grid, what is already finished and what the rest may cost."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from latte_lab.config import BACKENDS, CACHE_MODES, DEFAULT_CACHE_MODE
 
@@ -113,7 +114,10 @@ def _sweep(args) -> int:
     if args.quiet and not stopped:  # run_sweep prints its summary line with progress or when it stopped
         print(df.attrs["summary"])
     if len(df):
+        from latte_lab.schema import SUCCESS_AND_ACCURACY
+
         print(results_table(df))
+        print(textwrap.fill(SUCCESS_AND_ACCURACY, 110))
     if stopped == "interrupted":
         return 130
     return 0 if not stopped and len(df) and (df["status"] == "ok").all() else 1

@@ -233,7 +233,7 @@ class TrialForm:
             except Exception as exc:  # noqa: BLE001 - a result too broken to draw still shows its row
                 display(HTML(f'<span style="{ERROR_STYLE}">cannot draw: {html.escape(one_line(exc))}</span>'))
             # headers with spaces wrap, so the whole row fits the output area instead of running off it
-            display(compare([res]).rename(columns=lambda c: c.replace("_", " ")).round(3))
+            display(outcome_table(compare([res]).rename(columns=lambda c: c.replace("_", " ")).round(3)))
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -263,9 +263,18 @@ def trial_form(**defaults: Any) -> TrialForm:
 
 
 def compare(results) -> Any:
-    """One row per trial result with the columns that tell teams apart (a pandas DataFrame)."""
+    """One row per trial result with the columns that tell teams apart (a pandas DataFrame, which a notebook
+    shows with what ``success`` and ``accuracy`` mean under it: see :func:`outcome_table`)."""
     import pandas as pd
 
     rows = [r.row if hasattr(r, "row") else r for r in results]
     df = pd.DataFrame(rows)
-    return df[[c for c in COMPARE_COLUMNS if c in df.columns]]
+    return outcome_table(df[[c for c in COMPARE_COLUMNS if c in df.columns]])
+
+
+def outcome_table(df):
+    """``df`` as an :class:`~latte_lab.analysis.report.OutcomeTable`: the same rows, which a notebook shows with
+    the definitions of success and accuracy under them."""
+    from latte_lab.analysis.report import OutcomeTable
+
+    return OutcomeTable(df)
