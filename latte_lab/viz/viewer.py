@@ -40,8 +40,8 @@ from typing import Any
 from latte_lab import rundir
 from latte_lab.errors import DataError
 
-__all__ = ["PAGE_NAME", "build_page", "compare_html", "is_sweep_dir", "serve", "sweep_html", "transcript",
-           "trial_data", "trial_html", "unpack_texts"]
+__all__ = ["PAGE_NAME", "EmbeddedPage", "build_page", "compare_html", "embed", "is_sweep_dir", "serve", "sweep_html",
+           "transcript", "trial_data", "trial_html", "unpack_texts"]
 
 PAGE_NAME = "view.html"  # a trial's page, written into its run directory unless told otherwise
 LONG_FIELD_CHARS = 120  # an event's text longer than this is stored once in the page's text table
@@ -434,6 +434,34 @@ def build_page(run_or_dir: Any, out: str | Path | None = None, *, compare: Any =
         raise DataError(f"{a} is neither a finished trial's run directory nor a sweep directory")
     out = Path(out) if out else a / PAGE_NAME
     return _write(out, trial_html(a))
+
+
+EMBED_HEIGHT_PX = 820  # the viewer in a notebook: its slider, header, graph and the first lanes at once
+
+
+class EmbeddedPage:
+    """A viewer page shown inside a notebook's output: an ``<iframe>`` holding the whole page (``srcdoc``),
+    so it needs no server and no file a notebook server would have to hand out (a ``file://`` link into a
+    temporary folder does not open from JupyterLab). ``.page`` is the page's HTML."""
+
+    def __init__(self, page: str, height: int = EMBED_HEIGHT_PX):
+        self.page, self.height = page, height
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe class="latte-viewer" srcdoc="{html.escape(self.page, quote=True)}" '
+                f'style="width:100%;height:{self.height}px;border:1px solid #d0d7de;border-radius:6px" '
+                'title="latte_lab trial viewer"></iframe>')
+
+
+def embed(run_or_dir: Any, *, compare: Any = None, height: int = EMBED_HEIGHT_PX) -> EmbeddedPage:
+    """The viewer page of a trial (a run directory or a TrialResult), or of two with ``compare``, to show in
+    a notebook: ``ll.viz.viewer.embed(res)`` on a cell's last line. Nothing is written to disk."""
+    a = _run_dir_of(run_or_dir)
+    if compare is not None:
+        return EmbeddedPage(compare_html(a, _run_dir_of(compare)), height)
+    if not (a / rundir.RESULT_FILE).exists():
+        raise DataError(f"{a} is not a finished trial's run directory")
+    return EmbeddedPage(trial_html(a), height)
 
 
 def _run_dir_of(obj: Any) -> Path:
