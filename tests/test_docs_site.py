@@ -13,6 +13,7 @@ them (``$LATTE_TEST_NOTEBOOK_RUNS``), running only those it finds no run of, so 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -221,3 +222,49 @@ def test_the_site_opens_from_disk(site):
             if not (page.parent / unquote(url.path)).resolve().is_file():
                 broken.append(f"{page.relative_to(site)}: {href}")
     assert checked > 500 and not broken, broken[:20]
+
+
+def test_no_page_asks_the_network_for_anything(site):
+    """Opened from disk, offline, a page waits for nothing: no web font, no script from a CDN (the search's
+    worker shim ships with the site)."""
+    remote = re.compile(r'<(?:script|link|img)\b[^>]*\b(?:src|href)="(https?:)?//[^"]*"')
+    asking = {str(p.relative_to(site)): remote.findall(p.read_text(encoding="utf-8"))
+              for p in site.rglob("*.html")}
+    assert not {k: v for k, v in asking.items() if v}
+    assert (site / "search" / "search_index.js").is_file()  # what search reads from disk
+    assert (site / "javascripts" / "iframe-worker-shim.js").is_file()
+
+
+def _chromium():
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    chromium = os.environ.get("LATTE_CHROMIUM", "/usr/bin/chromium")
+    if not Path(chromium).is_file():
+        pytest.skip(f"chromium not found at {chromium}: apt-get install -y chromium (or set LATTE_CHROMIUM)")
+    return playwright_api, chromium
+
+
+def test_from_disk_search_works_offline_and_no_notebook_code_is_cut(site):
+    playwright_api, chromium = _chromium()
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            asked = []
+            page.on("request", lambda r: asked.append(r.url) if not r.url.startswith(("file:", "data:", "blob:",
+                                                                                       "about:")) else None)
+            page.goto((site / "concepts" / "graph.html").as_uri())
+            page.fill("input.md-search__input", "frontier")
+            page.locator(".md-search-result__item").first.wait_for(timeout=20_000)
+            assert page.locator(".md-search-result__item").count() >= 3
+            cut = []
+            for name in NOTEBOOKS:
+                page.goto((site / "notebooks" / f"{name}.html").as_uri())
+                cut += page.evaluate("""name => [...document.querySelectorAll('.jupyter-wrapper .jp-InputArea pre')]
+                    .filter(p => p.scrollWidth > p.clientWidth + 1)
+                    .map(p => `${name}: ${p.textContent.slice(0, 60)}`)""", name)
+            assert not cut, cut  # every line of code shows whole (wrapped), none runs under the cell's edge
+            assert not asked, asked  # nothing from the network: fonts, scripts, the search index
+        finally:
+            browser.close()
