@@ -122,15 +122,23 @@ def test_another_model_by_its_spec(parent, tmp_path):
 
 
 def test_the_help_examples_fork_with_another_model(parent, tmp_path):
-    """The example of ``latte-lab fork --help``: ``--set model=simulated/careful`` (with a short budget)."""
-    from latte_lab.cli import main
+    """The example of ``latte-lab fork --help`` as printed (the parent is the trial its first line names, in a
+    folder of its own): ``--at 5 --set model=simulated/careful --set max_rounds=30``."""
+    import shlex
 
-    code = main(["fork", str(parent.run_dir), "--at", "5", "--set", "model=simulated/careful", "--set",
-                 "max_rounds=8", "--runs-dir", str(tmp_path), "--quiet"])
+    from latte_lab.cli import build_parser, main
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices["fork"]
+    example = next(line.strip() for line in sub.format_help().splitlines() if "model=simulated/careful" in line)
+    argv = shlex.split(example)[1:]
+    assert argv[1] == f"runs/{parent.trial_id}"  # the run directory `latte-lab run --task debug --seed 0` writes
+    argv[1] = str(parent.run_dir)
+    code = main([*argv, "--runs-dir", str(tmp_path), "--quiet"])
     assert code == 0
     (run,) = tmp_path.iterdir()
     saved = json.loads((run / "config.json").read_text())
-    assert saved["model"] == "simulated/careful" and saved["fork_changes"]["model"] == "simulated/careful"
+    assert saved["model"] == "simulated/careful" and saved["fork_changes"] == {"max_rounds": 30,
+                                                                              "model": "simulated/careful"}
     assert json.loads((run / "result.json").read_text())["status"] == "ok"
 
 

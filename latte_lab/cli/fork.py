@@ -8,16 +8,21 @@ from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from latte_lab.config import TrialConfig
+
+    # the run directory `latte-lab run --task debug --seed 0` writes, so that the examples run as printed
+    run = f"runs/{TrialConfig(task='debug', seed=0).trial_id}"
     p = sub.add_parser(
         "fork", help="continue a recorded trial from round K under a change (what if ...)",
         description="Replay a recorded trial to the end of round K from its cassette, with no model call, then "
         "let it run on as a new trial under the changes given with --set: another model or profile, another "
         "seed for what follows, a protocol switch, another round budget. Another team, task or team size is "
         "refused: those are new trials from round 0.",
-        epilog="examples:\n  latte-lab fork runs/debug-latte-s0-033bd68aea --at 20 --set seed=7\n"
-        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 10 --set heartbeat_rule=released\n"
-        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 5 --set model=simulated/careful --set max_rounds=30\n"
-        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 8 --intervene '<release_task id=\"fix-rms\" />'")
+        epilog=f"examples (after latte-lab run --task debug --seed 0, which writes {run}):\n"
+        f"  latte-lab fork {run} --at 20 --set seed=7\n"
+        f"  latte-lab fork {run} --at 10 --set heartbeat_rule=released\n"
+        f"  latte-lab fork {run} --at 5 --set model=simulated/careful --set max_rounds=30\n"
+        f"  latte-lab fork {run} --at 8 --intervene '<release_task id=\"fix-rms\" />'")
     p.add_argument("run_dir", metavar="RUN", help="the recorded trial's run directory, or its trial id (or the "
                    "start of one) under runs/")
     p.add_argument("--at", type=int, required=True, dest="at_round",
