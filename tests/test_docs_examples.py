@@ -149,8 +149,8 @@ def test_make_lab_starts_jupyterlab_as_root_too():
     it exactly then."""
     import os
 
-    done = subprocess.run(["make", "-n", "lab", "LAB_ARGS=--no-browser"], cwd=REPO, capture_output=True, text=True,
-                          timeout=60)
-    command = done.stdout.strip().splitlines()[-1]
+    done = subprocess.run(["make", "--no-print-directory", "-n", "lab", "LAB_ARGS=--no-browser"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    command = next((line for line in done.stdout.splitlines() if "jupyter lab" in line), done.stdout)
     assert done.returncode == 0 and "jupyter lab --notebook-dir=notebooks" in command and "--no-browser" in command
     assert ("--allow-root" in command) == (os.geteuid() == 0), command

@@ -253,7 +253,7 @@ def _viewer_toggle(res):
     note = w.HTML(f'<span style="color:#57606a">or in a browser: <code>latte-lab view '
                   f'{html.escape(str(res.run_dir))} --serve</code></span>')
     frame = w.Output(layout=w.Layout(width="100%"))
-    shown = {"page": None}
+    shown = {"page": None, "open": False}
 
     def toggle(_=None) -> None:
         from latte_lab.viz.viewer import build_page, embed
@@ -266,13 +266,14 @@ def _viewer_toggle(res):
                 with frame:
                     display(w.HTML(f'<span style="{ERROR_STYLE}">no viewer page: {html.escape(one_line(exc))}</span>'))
                 return
-        if frame.outputs:
+        if shown["open"]:
             frame.clear_output()
             button.description = "show the trial viewer"
         else:
             with frame:
                 display(shown["page"])
             button.description = "hide the trial viewer"
+        shown["open"] = not shown["open"]
 
     button.on_click(toggle)
     return w.VBox([w.HBox([button, note]), frame], layout=w.Layout(width="100%"))
