@@ -17,6 +17,8 @@
   disagree with the code printed above it. The page's doctest blocks (``>>>``, which ``make test`` checks)
   run in the same namespace, in page order, so a drawing can use what an example computed.
 - ``api/cli.md``: the help of every ``latte-lab`` subcommand; ``teaching.md``: the lesson's teacher's guide.
+- **No widget manager from the network.** A run notebook's widgets (controls that need a kernel) are shown as
+  a line saying so, not drawn by ipywidgets' manager from unpkg.com: a page asks the network for nothing.
 - **Every drawing shows.** A run notebook whose drawing cell (:func:`drawing_cells`) shows no image fails the
   build; ``LATTE_DOCS_KEEP_RUNS=<folder>`` keeps a copy of each run notebook there (the tests count them).
 
@@ -108,6 +110,7 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
             if keep:
                 Path(keep).mkdir(parents=True, exist_ok=True)
                 shutil.copy(src_dir / NOTEBOOKS_DIR / path.name, Path(keep) / path.name)
+            _static_widgets(src_dir / NOTEBOOKS_DIR / path.name)
     for path in notebooks:
         files.append(File(f"{NOTEBOOKS_DIR}/{path.name}", str(src_dir), config.site_dir, config.use_directory_urls))
     for path in _finish_paper_figures():
@@ -297,6 +300,28 @@ def _check_drawings(path: Path) -> None:
     if blank:
         raise PluginError(f"{NOTEBOOKS_DIR}/{path.name}: drawing cells that showed no image when run: "
                           f"{'; '.join(blank)} (latte_lab.viz.notebook: a picture shows whatever the cell ends with)")
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = ('<p class="latte-widget"><em>An interactive control (ipywidgets): it works when the notebook runs '
+               "in Jupyter; this page shows what the cell drew besides.</em></p>")
+
+
+def _static_widgets(path: Path) -> None:
+    """The run notebook at ``path`` without its widgets' state and views, each view replaced by a line saying
+    what it is: a page would otherwise load the widget manager from unpkg.com to draw controls that do nothing
+    without a kernel (a request, and a wait, for a page opened offline). What a widget cell drew besides (a
+    picture, a table) stays."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if WIDGET_VIEW in out.get("data", {}):
+                out["data"] = {"text/html": WIDGET_NOTE}
+                out["metadata"] = {}
+    nbformat.write(nb, path)
 
 
 # --- the paper's tables and figures -------------------------------------------------------------------

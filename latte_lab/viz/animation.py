@@ -59,12 +59,13 @@ class TrialAnimation:
                              interval=self.interval_ms, repeat=False)
 
     def to_jshtml(self) -> str:
-        """The HTML/JavaScript player with every frame embedded (rendered once, then reused)."""
+        """The HTML/JavaScript player with every frame embedded (rendered once, then reused); it asks the
+        network for nothing (:func:`offline_player`)."""
         if self._html is None:
             import matplotlib
 
             with matplotlib.rc_context({"savefig.dpi": PLAYER_DPI, "savefig.bbox": None}):
-                self._html = self._animation().to_jshtml(default_mode="once")
+                self._html = offline_player(self._animation().to_jshtml(default_mode="once"))
         return self._html
 
     def _repr_html_(self) -> str:
@@ -189,6 +190,25 @@ class _TokensPanel:
         self.line.set_data(done, ys)
         self.dot.set_data(done[-1:], ys[-1:])
         self.title.set_text(f"tokens so far: {self.tokens.get(upto, 0):,}")
+
+
+PLAYER_GLYPHS = {"fa-minus": "−", "fa-fast-backward": "⏮", "fa-step-backward": "◂", "fa-play fa-flip-horizontal": "◀",
+                 "fa-pause": "⏸", "fa-play": "▶", "fa-step-forward": "▸", "fa-fast-forward": "⏭", "fa-plus": "+"}
+"""matplotlib's player buttons: Font Awesome icon -> the character shown instead."""
+
+
+def offline_player(page: str) -> str:
+    """matplotlib's HTML player without its one request to the network: the Font Awesome stylesheet it links
+    from a CDN (offline, a wait and empty buttons) is left out, and each button shows a character instead.
+
+    >>> offline_player('<link rel="stylesheet"\\nhref="https://cdn/font-awesome.min.css"><i class="fa fa-play"></i>')
+    '<span class="latte-glyph">▶</span>'
+    """
+    import re
+
+    page = re.sub(r'<link rel="stylesheet"\s+href="https?://[^"]*font-awesome[^"]*">', "", page)
+    return re.sub(r'<i class="fa ([^"]+)"></i>',
+                  lambda m: f'<span class="latte-glyph">{PLAYER_GLYPHS.get(m.group(1), "·")}</span>', page)
 
 
 def animate(obj, *, interval_ms: int = INTERVAL_MS, widget: bool | None = None) -> TrialAnimation:
