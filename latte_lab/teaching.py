@@ -440,14 +440,34 @@ def write_editions(source, student, teacher, *, execute: bool = False) -> list[A
         nbformat.write(nb, str(path))
         written.append(Path(path))
     if execute:
-        from nbconvert import HTMLExporter
-
-        html, _ = HTMLExporter().from_notebook_node(teacher_nb)
         written.append(Path(teacher).with_suffix(".html"))
-        written[-1].write_text(html, encoding="utf-8")
+        written[-1].write_text(offline_html(teacher_nb), encoding="utf-8")
         written.append(Path(teacher).parent / "answer-key.md")
         written[-1].write_text(_answer_key(), encoding="utf-8")
     return written
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def offline_html(nb) -> str:
+    """``nb`` (run) as one HTML page that opens from disk with no network: no script from a CDN (nbconvert's
+    require.js and MathJax; the lesson has no formulas), and each widget (a control that needs a kernel) shown
+    as a line saying so instead of being drawn by ipywidgets' manager from unpkg.com."""
+    import copy
+    import re
+
+    from nbconvert import HTMLExporter
+
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if WIDGET_VIEW in out.get("data", {}):
+                out["data"] = {"text/html": "<p><em>(an interactive control: it works when the notebook runs in "
+                                            "Jupyter)</em></p>"}
+    page, _ = HTMLExporter().from_notebook_node(nb)
+    return re.sub(r'<script\s+src="https?://[^"]*">\s*</script>', "", page)
 
 
 NOTEBOOK_CELL_TIMEOUT = 300  # seconds one cell of the lesson may take when make class runs it (ex8: a trial)

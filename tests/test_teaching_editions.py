@@ -92,7 +92,8 @@ def test_the_teachers_edition_runs_into_a_copy_with_its_answers(tmp_path, monkey
     shown = "".join(o.get("data", {}).get("text/plain", "") for o in solution.outputs)
     expected = teaching.EXERCISES["ex2"]._expected()
     assert shown == f"✓ ex2 (critical path): {expected} is correct."
-    assert f"{expected} is correct" in (tmp_path / "teacher" / "lesson_teacher.html").read_text()
+    page = (tmp_path / "teacher" / "lesson_teacher.html").read_text()
+    assert f"{expected} is correct" in page and not re.search(r'<script\s+src="https?://', page)  # opens offline
     student = nbformat.read(tmp_path / "student.ipynb", as_version=4)
     assert not any(c.get("outputs") for c in student.cells if c.cell_type == "code")  # the student's: not run
 
