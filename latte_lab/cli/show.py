@@ -217,8 +217,9 @@ def round_lines(run_dir: Path) -> list[str]:
         ran = info["ran"] or info["replied"]
         actions = ", ".join(f"{k} {n}" for k, n in sorted(info["actions"].items(), key=lambda kv: -kv[1]))
         rows.append([f"  {r}" + (" (planning)" if r == 0 else ""), ",".join(a for a in ran if a) or MISSING,
-                     actions or MISSING, str(info["refused"]), info["tests"] or MISSING, f"{info['t']:.0f}s"])
-    lines = table(["  ROUND", "RAN", "ACTIONS", "REFUSED", "TESTS", "VIRTUAL T"], rows, right={3, 5}) if rows \
+                     str(info["refused"]), info["tests"] or MISSING, f"{info['t']:.0f}s", actions or MISSING])
+    # ACTIONS last: the one long column, never padded, so a busy round does not widen every row
+    lines = table(["  ROUND", "RAN", "REFUSED", "TESTS", "VIRTUAL T", "ACTIONS"], rows, right={2, 4}) if rows \
         else ["  no rounds recorded"]
     return ["rounds (VIRTUAL T: the trial's virtual clock at the round's end, model latency and tool time)"] + \
         lines + ([note] if note else [])
