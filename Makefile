@@ -68,7 +68,7 @@ SUITE  := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/browse
 # every notebook run, by tests/test_docs_site.py inside the suite. Every test has a time limit (pyproject's
 # [tool.pytest.ini_options] timeout). The target fails if either fails, and prints the doctests' output if
 # they did.
-DOC_PAGES := docs/*.md docs/concepts/*.md
+DOC_PAGES := docs/*.md docs/concepts/*.md docs/api/cli.md
 DOCTESTS := --doctest-modules latte_lab --doctest-glob='*.md' $(DOC_PAGES)
 test: $(STAMP)
 	@$(PYTEST) $(DOCTESTS) > $(VENV)/doctests.log 2>&1 & doctests=$$!; \
@@ -85,8 +85,10 @@ test-fast: $(STAMP)
 
 # JupyterLab from .venv, so the notebooks' kernel is the project's Python with latte_lab installed.
 # LAB_ARGS passes options through, e.g. make lab LAB_ARGS="--ip=0.0.0.0 --port=8899 --no-browser".
+# As root (a container, a hosted machine) JupyterLab refuses to start without --allow-root: it is added then.
+LAB_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 lab: $(STAMP)
-	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ARGS)
+	$(BIN)/jupyter lab --notebook-dir=notebooks $(LAB_ROOT) $(LAB_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check latte_lab tests benchmarks docs
@@ -143,12 +145,13 @@ validate-sim: $(STAMP)
 # written from teaching/04_teaching_scheduling.ipynb first, without its solution and teacher cells), the
 # latte_lab wheel and a requirements.txt that installs it with the core dependencies only (no Ray, no docs or
 # test tooling), for a plain Jupyter or a hosted notebook service: pip install -r requirements.txt.
-# The teacher's edition, with solutions and the guide, goes to build/class/teacher/, outside the zip.
+# The teacher's edition, with solutions and the guide, goes to build/class/teacher/, outside the zip, run (every
+# answer beside its check; about half a minute), with an HTML copy and answer-key.md beside it.
 CLASS_DIR := build/class
 CLASS_NOTEBOOKS := 01_quickstart 02_trial_explorer 04_teaching_scheduling 05_when_does_latte_help
 class: $(STAMP)
-	$(BIN)/python -m latte_lab.teaching teaching/04_teaching_scheduling.ipynb notebooks/04_teaching_scheduling.ipynb \
-	  $(CLASS_DIR)/teacher/04_teaching_scheduling_teacher.ipynb
+	env -u MPLBACKEND $(BIN)/python -m latte_lab.teaching teaching/04_teaching_scheduling.ipynb \
+	  notebooks/04_teaching_scheduling.ipynb $(CLASS_DIR)/teacher/04_teaching_scheduling_teacher.ipynb --execute
 	rm -rf $(CLASS_DIR)/latte-lab-class $(CLASS_DIR)/latte-lab-class.zip
 	mkdir -p $(CLASS_DIR)/latte-lab-class
 	$(BIN)/python -m pip wheel -q --no-deps --no-build-isolation --disable-pip-version-check . -w $(CLASS_DIR)/latte-lab-class
@@ -158,7 +161,7 @@ class: $(STAMP)
 	  "(in a hosted notebook: %pip install -r requirements.txt), then open the notebooks with Jupyter." \
 	  "Everything runs offline on the simulated model; no API key is needed." > $(CLASS_DIR)/latte-lab-class/README.txt
 	cd $(CLASS_DIR) && $(abspath $(BIN))/python -m zipfile -c latte-lab-class.zip latte-lab-class
-	@ls -l $(CLASS_DIR)/latte-lab-class.zip; echo "teacher's edition: $(CLASS_DIR)/teacher/"
+	@ls -l $(CLASS_DIR)/latte-lab-class.zip; echo "teacher's edition (run, with its answers) and answer key: $(CLASS_DIR)/teacher/"
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis site

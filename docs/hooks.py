@@ -16,7 +16,11 @@
   ``ll.viz.draw`` drawing, a matplotlib Axes or Figure) appears under it as an SVG, so a picture can never
   disagree with the code printed above it. The page's doctest blocks (``>>>``, which ``make test`` checks)
   run in the same namespace, in page order, so a drawing can use what an example computed.
-- ``api/cli.md``: the help of every ``latte-lab`` subcommand.
+- ``api/cli.md``: the help of every ``latte-lab`` subcommand; ``teaching.md``: the lesson's teacher's guide.
+- **No widget manager from the network.** A run notebook's widgets (controls that need a kernel) are shown as
+  a line saying so, not drawn by ipywidgets' manager from unpkg.com: a page asks the network for nothing.
+- **Every drawing shows.** A run notebook whose drawing cell (:func:`drawing_cells`) shows no image fails the
+  build; ``LATTE_DOCS_KEEP_RUNS=<folder>`` keeps a copy of each run notebook there (the tests count them).
 
 Everything generated lives in a temporary folder for the length of the build and reaches the site as
 generated files; nothing is written into ``docs/`` or ``notebooks/``.
@@ -58,6 +62,8 @@ PYTHON_BLOCK = re.compile(r"```python\n(?P<code>(?:(?!```).)*?)```[ \t]*\n(?P<dr
                           re.DOTALL)
 DRAWING = "<!-- latte-lab drawing {} -->"  # placeholder between on_page_markdown and on_page_content
 CLI_HELP_MARKER = "<!-- latte-lab help -->"  # api/cli.md: replaced by the help of every subcommand
+GUIDE_MARKER = "<!-- latte-lab teaching: guide -->"  # teaching.md: the teacher's guide of the lesson's source
+LESSON_SOURCE = "teaching/04_teaching_scheduling.ipynb"  # beside mkdocs.yml
 
 # One build's state: its temporary folder, the running `latte-lab figures`, the drawings of each page.
 _build: dict = {}
@@ -98,6 +104,13 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
     if executing():
         src_dir = tmp / "executed"
         _execute_notebooks(notebooks, src_dir / NOTEBOOKS_DIR)
+        keep = os.environ.get(KEEP_RUNS_ENV)
+        for path in notebooks:
+            _check_drawings(src_dir / NOTEBOOKS_DIR / path.name)
+            if keep:
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                shutil.copy(src_dir / NOTEBOOKS_DIR / path.name, Path(keep) / path.name)
+            _static_widgets(src_dir / NOTEBOOKS_DIR / path.name)
     for path in notebooks:
         files.append(File(f"{NOTEBOOKS_DIR}/{path.name}", str(src_dir), config.site_dir, config.use_directory_urls))
     for path in _finish_paper_figures():
@@ -109,6 +122,8 @@ def on_files(files: Files, config: MkDocsConfig) -> Files:
 def on_page_markdown(markdown: str, page, config: MkDocsConfig, files: Files) -> str:
     if CLI_HELP_MARKER in markdown:
         markdown = markdown.replace(CLI_HELP_MARKER, _cli_help())
+    if GUIDE_MARKER in markdown:
+        markdown = markdown.replace(GUIDE_MARKER, _teachers_guide(Path(config.config_file_path).parent))
     markdown = PAPER_MARKER.sub(lambda m: _paper_table(m.group("name"), page), markdown)
     if DRAW_BLOCK.search(markdown):
         markdown = _run_drawings(markdown, page)
@@ -221,6 +236,94 @@ def _execute_notebooks(paths: list[Path], out_dir: Path) -> None:
     log.info("ran %d notebooks in %.1f s", len(paths), time.perf_counter() - start)
 
 
+# Drawing calls of a notebook cell: latte_lab's drawing functions (ll.viz.*, ll.analysis.figure*) and pyplot's
+# own figures. A cell that makes one must show an image once it has run (latte_lab.viz.notebook's convention).
+DRAWING_FUNCTIONS = frozenset({
+    "draw", "draw_graph", "graph_panels", "gantt", "flow", "animate", "figure2a", "figure2b", "figure3a",
+    "figure3b", "figure3c", "figure4", "sensitivity_figure", "draw_workload", "plot_makespan", "plot_discovery",
+    "plot_efficiency", "straggler_figure", "discovery_figure", "explore", "fork_outcomes", "subplots", "figure"})
+DRAWING_ROOTS = ("ll.viz.", "ll.analysis.", "plt.")
+LOCKED = "ll.teaching.unlocked("  # a cell that waits for an exercise's answer (the student edition shows none)
+KEEP_RUNS_ENV = "LATTE_DOCS_KEEP_RUNS"  # a folder: the run notebooks the site shows are copied there
+
+
+def _dotted(node) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def drawing_calls(source: str) -> list[str]:
+    """The drawing calls of a cell's code, as dotted names (``ll.viz.graph_panels``)."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:  # IPython syntax (a magic): not a drawing of ours
+        return []
+    calls = [_dotted(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    return [c for c in calls if c.rsplit(".", 1)[-1] in DRAWING_FUNCTIONS and c.startswith(DRAWING_ROOTS)]
+
+
+def drawing_cells(nb) -> list[dict]:
+    """Every code cell of ``nb`` (an nbformat notebook) that calls a drawing function, with the number of
+    images its outputs show (an ``image/*`` output, or HTML holding an ``<img>`` or an ``<svg>``) and whether
+    it waits for an exercise's answer (:data:`LOCKED`): ``{"cell", "line", "images", "locked"}``."""
+    found = []
+    for i, cell in enumerate(nb.cells):
+        if cell.cell_type != "code":
+            continue
+        if not drawing_calls(cell.source):
+            continue
+        images = 0
+        for out in cell.get("outputs", []):
+            data = out.get("data", {})
+            html = data.get("text/html", "")
+            html = "".join(html) if isinstance(html, list) else html
+            if any(k.startswith("image/") for k in data) or "<img" in html or "<svg" in html:
+                images += 1
+        lines = [line for line in cell.source.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+        found.append({"cell": i, "line": lines[-1].strip() if lines else "", "images": images,
+                      "locked": LOCKED in cell.source})
+    return found
+
+
+def _check_drawings(path: Path) -> None:
+    """Fails the build when a drawing cell of the run notebook ``path`` shows no image (a locked cell of the
+    student edition aside: it shows that it waits)."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    blank = [f"cell {d['cell']} ({d['line']})" for d in drawing_cells(nb) if not d["images"] and not d["locked"]]
+    if blank:
+        raise PluginError(f"{NOTEBOOKS_DIR}/{path.name}: drawing cells that showed no image when run: "
+                          f"{'; '.join(blank)} (latte_lab.viz.notebook: a picture shows whatever the cell ends with)")
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = ('<p class="latte-widget"><em>An interactive control (ipywidgets): it works when the notebook runs '
+               "in Jupyter; this page shows what the cell drew besides.</em></p>")
+
+
+def _static_widgets(path: Path) -> None:
+    """The run notebook at ``path`` without its widgets' state and views, each view replaced by a line saying
+    what it is: a page would otherwise load the widget manager from unpkg.com to draw controls that do nothing
+    without a kernel (a request, and a wait, for a page opened offline). What a widget cell drew besides (a
+    picture, a table) stays."""
+    import nbformat
+
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if WIDGET_VIEW in out.get("data", {}):
+                out["data"] = {"text/html": WIDGET_NOTE}
+                out["metadata"] = {}
+    nbformat.write(nb, path)
+
+
 # --- the paper's tables and figures -------------------------------------------------------------------
 
 def _start_paper_figures(out: Path) -> subprocess.Popen:
@@ -269,13 +372,16 @@ def _paper_table(name: str, page) -> str:
         section = _sections(_paper_output("report.md"), "##").get("Paper vs recomputed")
         if section is None:
             raise PluginError("report.md has no '## Paper vs recomputed' section")
-        summary, _, rest = section.partition("### Known deviations")
-        table = next((block for block in rest.split("\n\n") if block.lstrip().startswith("|")), "")
-        if not table:
-            return summary.strip()
-        rows = len(table.strip().splitlines()) - 2  # less the header and its rule
-        indented = "\n".join("    " + line for line in table.strip().splitlines())
-        return f'{summary.strip()}\n\n??? note "The {rows} known deviations"\n\n{indented}'.strip()
+        summary, *parts = re.split(r"^### ", section, flags=re.MULTILINE)
+        out = [summary.strip()]
+        for part in parts:  # each table of numbers that do not agree, collapsed under its title
+            title, _, body = part.partition("\n")
+            table = next((block for block in body.split("\n\n") if block.lstrip().startswith("|")), "")
+            if table:
+                rows = len(table.strip().splitlines()) - 2  # less the header and its rule
+                indented = "\n".join("    " + line for line in table.strip().splitlines())
+                out.append(f'??? note "{title.strip()} ({rows})"\n\n{indented}')
+        return "\n\n".join(out).strip()
     raise PluginError(f"{page.file.src_uri}: unknown marker <!-- latte-lab paper: {name} --> "
                       "(known: table2, comparison)")
 
@@ -363,6 +469,21 @@ def _svg(value) -> str:
     else:
         raise PluginError(f"cannot draw a {type(value).__name__}: end the block with a drawing, an Axes or a Figure")
     return text[text.find("<svg"):]  # no XML prologue or doctype inside HTML
+
+
+# --- teaching.md --------------------------------------------------------------------------------------
+
+def _teachers_guide(root: Path) -> str:
+    """The lesson's first cell tagged ``teacher`` (objectives and the 90-minute plan), from its heading's
+    next paragraph on, its headings a level down; never a solution or a common wrong answer."""
+    import nbformat
+
+    nb = nbformat.read(root / LESSON_SOURCE, as_version=4)
+    guide = next((c.source for c in nb.cells if "teacher" in c.metadata.get("tags", ())), None)
+    if guide is None:
+        raise PluginError(f"{LESSON_SOURCE} has no cell tagged teacher; docs/teaching.md shows its guide")
+    body = guide.split("\n", 1)[1] if guide.startswith("#") else guide
+    return re.sub(r"^(#+) ", r"\1# ", body.strip(), flags=re.MULTILINE)
 
 
 # --- api/cli.md ---------------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ past's. Changes that cannot apply mid-trial (another team, task or team size) ar
 
 >>> fork("runs/debug-latte-s0-033bd68aea", at_round=20, seed=7)          # doctest: +SKIP
 >>> fork("runs/debug-latte-s0-033bd68aea", at_round=20, heartbeat_rule="released")   # doctest: +SKIP
+>>> fork("runs/debug-latte-s0-033bd68aea", at_round=10, model="simulated/careful")   # doctest: +SKIP
 
 A fork's ``config.json`` names its parent, the round and the changes (``parent``, ``fork_round``,
 ``fork_changes``); its events hold a ``fork_point`` event; its results row has ``parent`` and
@@ -108,21 +109,28 @@ def fork_config(parent: TrialConfig, at_round: int, parent_dir: str | Path, **ch
     return TrialConfig(**values)
 
 
-def fork(run_dir: str | Path, at_round: int, *, model=None, runs_dir: str | Path | None = None,
+def fork(run_dir: str | Path, at_round: int, *, model_override=None, runs_dir: str | Path | None = None,
          progress: bool | Callable[[dict], None] | None = False, run_name: str | None = None, **changes):
     """Fork the recorded trial in ``run_dir`` at the end of round ``at_round`` under ``changes`` (fields of
     :class:`~latte_lab.config.TrialConfig`: see :func:`changeable`); a :class:`~latte_lab.rundir.TrialResult`.
+
+    ``model="simulated/careful"`` (a model spec, like every other change a field of the config) gives the
+    rounds after the fork point another model or profile; it is recorded in the fork's ``config.json``.
 
     ``intervene``: the Lead's operators to apply at the fork point, as action text
     (``'<release_task id="fix-rms" />'``, or a list of such): checked first against the parent's graph at
     that round with the operators' own preconditions, then applied through the team as the Lead's own
     reply would be.
 
-    ``model`` overrides the model built from the fork's config for the rounds after the fork point (a
-    scripted one, in tests). No call reaches it, or any model, before then: those replies come from the
-    parent's cassette. The fork's run directory goes beside the parent's, in ``forks/`` (or ``runs_dir``).
+    ``model_override``: a model object to use instead of the one built from the fork's config for the rounds
+    after the fork point (a scripted one, in tests). No call reaches it, or any model, before then: those
+    replies come from the parent's cassette. The fork's run directory goes beside the parent's, in
+    ``forks/`` (or ``runs_dir``).
     """
 
+    if "model" in changes and not isinstance(changes["model"], str):
+        raise ConfigError(f"model= is the fork's model spec, a string such as 'simulated/careful' (got a "
+                          f"{type(changes['model']).__name__}); pass a model object as model_override=")
     run_dir = Path(run_dir)
     parent = parent_config(run_dir)
     recorded = recorded_rounds(run_dir)
@@ -133,7 +141,7 @@ def fork(run_dir: str | Path, at_round: int, *, model=None, runs_dir: str | Path
     config = fork_config(parent, at_round, run_dir, **changes)
     target = Path(runs_dir) if runs_dir is not None else run_dir.parent / "forks"
     name = run_name or f"{run_dir.name}-fork{at_round}-{config.trial_id.rsplit('-', 1)[-1]}"
-    return run_fork(config, model=model, runs_dir=target, run_name=name, progress=progress)
+    return run_fork(config, model=model_override, runs_dir=target, run_name=name, progress=progress)
 
 
 def run_config(config: TrialConfig, **options):

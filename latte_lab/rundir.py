@@ -421,14 +421,17 @@ SHORT_ROW_FIELDS = ("source", "task", "team", "model", "seed", "trial", "trial_i
 
 
 def _short_result(payload: dict, disk_full: str, fields: Iterable[str] | None = None) -> dict:
-    """A result small enough for the reserve: status error, the scalar row (or only ``fields`` of it)."""
+    """A result small enough for the reserve: status error, reason error, the scalar row (or only ``fields`` of
+    it)."""
     error = str(payload.get("error") or disk_full)[:2000] if payload.get("status") != "ok" else disk_full
     row = {k: v for k, v in (payload.get("row") or {}).items() if not isinstance(v, list | dict)}
     if fields is not None:
         row = {k: row.get(k) for k in fields}
-    row.update(status="error", error=error)
-    return {"trial_id": payload.get("trial_id"), "status": "error", "error": error, "row": row, "metrics": {},
-            "eval": {}, "note": "written to the reserved space: the disk was full, so the metrics were left out"}
+    # a trial whose record did not fit is an error, not a result
+    row.update(status="error", error=error, reason="error", success=False, accuracy=None)
+    return {"trial_id": payload.get("trial_id"), "status": "error", "reason": "error", "error": error, "row": row,
+            "metrics": {}, "eval": {},
+            "note": "written to the reserved space: the disk was full, so the metrics were left out"}
 
 
 def promote(tmp: str | Path, final: str | Path) -> Path:

@@ -47,6 +47,12 @@ HIDDEN_ACCURACY_TASKS = frozenset({"eda", "textproc"})
 (reference §8.5)."""
 
 ALL = "all"
+SUCCESS_AND_ACCURACY = (
+    "success: the team declared the task done and the task's public tests, as shipped, pass when the hidden "
+    "evaluation runs them; accuracy: the share of the task's hidden tests that pass (the debug task scores "
+    "success itself, 0 or 1). The public tests are few and the hidden ones many, so a team can succeed at a low "
+    "accuracy, or pass most hidden tests without finishing.")
+"""What the ``success`` and ``accuracy`` columns mean, said beside every table that shows both."""
 """Value of ``model``/``task`` in aggregate rows (both models pooled / all tasks pooled)."""
 
 # --- columns ---------------------------------------------------------------------------------------

@@ -271,8 +271,8 @@ def failed_result(run_dir: str | Path, error: str, *, reason: str = "error", kee
         except DataError:  # keep the damaged file beside the new one: nothing is lost
             os.replace(result, result.with_name(RESULT_FILE + ".damaged"))
     row.update(status="error", error=error, reason=reason, run_dir=str(run_dir), source="latte_lab")
-    return {"trial_id": row.get("trial_id"), "status": "error", "error": error, "row": row, "metrics": {},
-            "eval": {}}
+    return {"trial_id": row.get("trial_id"), "status": "error", "reason": reason, "error": error, "row": row,
+            "metrics": {}, "eval": {}}
 
 
 def recover_running(out: str | Path) -> list[Path]:

@@ -2,12 +2,15 @@
 
 Each exercise owns its material (``setup``), computes its reference answer from the library (never typed
 in), and grades an answer: ``check`` returns a one-line verdict, with a hint when the answer is wrong, and
-never the answer itself. A cell whose output would show an answer opens only once the student has answered
-(``if ll.teaching.answered("ex4"): ...``).
+never the answer itself (a right answer is repeated, so the teacher's edition shows every answer beside its
+check). The reference answers are kept out of what a student calls: no public name returns one. A cell whose
+output would show an answer opens only once the student has answered correctly or given up
+(``if ll.teaching.unlocked("ex4"): ...``; ``ll.teaching.give_up("ex4")``).
 
 The lesson has one source, ``teaching/04_teaching_scheduling.ipynb``: cells tagged ``solution`` (worked
 answers) and ``teacher`` (the guide) are kept only in the teacher's edition; :func:`write_editions` (``make
-class``) writes the student edition to ``notebooks/`` and the teacher's edition apart from it.
+class``) writes the student edition to ``notebooks/`` and the teacher's edition apart from it, and runs the
+teacher's edition so that its copy shows every answer.
 
 >>> import latte_lab as ll
 >>> spec = ll.teaching.setup("ex2")        # the workload of exercise 2
@@ -16,12 +19,14 @@ class``) writes the student edition to ``notebooks/`` and the teacher's edition 
 >>> verdict = ll.teaching.check("ex2", spec.total_work)
 >>> verdict.ok, str(verdict).startswith("✗ ex2 (critical path): not yet. Hint:")
 (False, True)
->>> bool(ll.teaching.check("ex2", spec.critical_path_length))
+>>> ll.teaching.check("ex2", spec.critical_path_length) == ll.teaching.Verdict(
+...     "ex2", "critical path", True, answer=spec.critical_path_length)
 True
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import tempfile
@@ -31,7 +36,7 @@ from typing import Any
 
 from latte_lab.errors import LatteError
 
-__all__ = ["EXERCISES", "Exercise", "Verdict", "answered", "check", "editions", "exercises", "setup",
+__all__ = ["EXERCISES", "Exercise", "Verdict", "check", "editions", "exercises", "give_up", "setup", "unlocked",
            "write_editions"]
 
 BOUND_WORKERS = 2  # ex3: team size
@@ -39,7 +44,8 @@ TRIAL_SEEDS = range(10)  # ex7: seeds averaged over
 DISCOVERY_RATE = 0.6  # ex7: the discovery probability asked about
 NUMBER_TOLERANCE = 0.051  # answers asked "to one decimal" or "to two decimals" may round either way
 TEACHER_TAGS = ("solution", "teacher")  # cells the student edition leaves out: worked answers, the guide
-_ATTEMPTED: set[str] = set()  # exercises given an answer in this kernel (answered() opens their reveal cells)
+_UNLOCKED: set[str] = set()  # exercises answered correctly, or given up, in this kernel (unlocked() opens their cells)
+TEACHER_SUFFIX = "_teacher"  # the teacher's edition: <name>_teacher.ipynb beside its answer key
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,8 @@ class Verdict:
     title: str
     ok: bool | None
     hint: str = ""
+    answer: Any = None
+    """The answer given, repeated in the verdict when it is right (never the reference answer)."""
 
     def __bool__(self) -> bool:
         return self.ok is True
@@ -59,10 +67,22 @@ class Verdict:
         if self.ok is None:
             return f"… {head}: no answer yet; replace None with yours."
         if self.ok:
-            return f"✓ {head}: correct."
+            return f"✓ {head}: {_shown(self.answer)} is correct."
         return f"✗ {head}: not yet. Hint: {self.hint}"
 
     __repr__ = __str__
+
+
+def _shown(value: Any) -> str:
+    """An answer as a verdict or the answer key writes it: ``14``, ``3.0``, ``['plots', 'docs']`` (numpy's
+    numbers as Python's)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        return repr(float(value))
+    if isinstance(value, list | tuple):
+        return repr([str(v) if isinstance(v, str) else v for v in value])
+    return repr(value)
 
 
 @dataclass(frozen=True)
@@ -71,9 +91,10 @@ class Exercise:
     title: str
     setup: Callable[[], Any]
     """The material the exercise is about (a graph, a workload, a trial configuration)."""
-    answer: Callable[..., Any]
-    """The reference answer, computed; receives the keyword context passed to :func:`check`."""
-    grade: Callable[[Any, Any], str | None]
+    _expected: Callable[..., Any] = dataclasses.field(repr=False)
+    # the reference answer, computed from the keyword context passed to check(); private: the students' install
+    # holds it (the checker needs it), but no public name hands it out
+    grade: Callable[[Any, Any], str | None] = dataclasses.field(repr=False)
     """(given, expected) -> None when right, else a hint that does not give the answer away."""
 
 
@@ -330,7 +351,8 @@ def setup(exercise_id: str) -> Any:
 
 
 def check(exercise_id: str, answer: Any, **context: Any) -> Verdict:
-    """A one-line verdict on ``answer``, with a hint when it is wrong (never the answer).
+    """A one-line verdict on ``answer``, with a hint when it is wrong (never the answer); a right answer is
+    repeated in it, and opens the cells that show the exercise's answer (:func:`unlocked`).
 
     ``context`` passes what an exercise measures, e.g. ``trial=res`` for ex8 (otherwise ex8 runs its trial,
     a few seconds).
@@ -338,24 +360,44 @@ def check(exercise_id: str, answer: Any, **context: Any) -> Verdict:
     ex = _exercise(exercise_id)
     if answer is None:
         return Verdict(ex.id, ex.title, None)
-    _ATTEMPTED.add(ex.id)
-    hint = ex.grade(answer, ex.answer(**context))
-    return Verdict(ex.id, ex.title, hint is None, hint or "")
+    hint = ex.grade(answer, ex._expected(**context))
+    if hint is None:
+        _UNLOCKED.add(ex.id)
+    return Verdict(ex.id, ex.title, hint is None, hint or "", answer if hint is None else None)
 
 
-def answered(*exercise_ids: str) -> bool:
-    """True once every one of these exercises was given an answer in :func:`check`; otherwise prints which
-    to answer first and returns False. Guards a cell whose output shows an answer.
+def give_up(*exercise_ids: str) -> None:
+    """Opens the cells that show these exercises' answers without a right answer (a student who is stuck).
 
-    >>> answered("ex5")
-    (this cell shows the answer to ex5: answer it above first, then run this cell again)
+    >>> give_up("ex3")
+    ex3 given up: the cells that show its answer open when you run them.
+    >>> unlocked("ex3")
+    True
+    """
+    ids = [_exercise(e).id for e in exercise_ids]
+    _UNLOCKED.update(ids)
+    print(f"{' and '.join(ids)} given up: the cells that show {'its answer' if len(ids) == 1 else 'their answers'} "
+          "open when you run them.")
+
+
+def unlocked(*exercise_ids: str) -> bool:
+    """True once every one of these exercises was answered correctly in :func:`check` or given up
+    (:func:`give_up`); otherwise prints what to do first and returns False. Guards a cell whose output shows
+    an answer: a wrong answer does not open it.
+
+    >>> unlocked("ex5")
+    (this cell shows the answer to ex5: answer it correctly above, or run ll.teaching.give_up("ex5"), then run this cell again)
     False
     """
-    missing = [_exercise(e).id for e in exercise_ids if e not in _ATTEMPTED]
+    missing = [_exercise(e).id for e in exercise_ids if e not in _UNLOCKED]
     if missing:
+        quoted = ", ".join(f'"{m}"' for m in missing)
         print(f"(this cell shows the answer to {' and '.join(missing)}: answer {'it' if len(missing) == 1 else 'them'} "
-              "above first, then run this cell again)")
+              f"correctly above, or run ll.teaching.give_up({quoted}), then run this cell again)")
     return not missing
+
+
+answered = unlocked  # the former name of unlocked (a wrong answer no longer opens a cell)
 
 
 def editions(source) -> tuple[Any, Any]:
@@ -377,18 +419,97 @@ def editions(source) -> tuple[Any, Any]:
     return student, teacher
 
 
-def write_editions(source, student, teacher) -> None:
-    """Writes the two editions of ``source`` (see :func:`editions`) to the paths ``student`` and ``teacher``."""
+def write_editions(source, student, teacher, *, execute: bool = False) -> list[Any]:
+    """Writes the two editions of ``source`` (see :func:`editions`) to the paths ``student`` and ``teacher``;
+    returns the paths written.
+
+    ``execute=True`` (``make class``) also runs the teacher's edition in a fresh kernel and writes it with
+    its outputs, every solution cell showing its answer beside its check, as ``teacher`` (with an HTML copy
+    beside it, for a browser or a printer) and every exercise's answer as ``answer-key.md`` in the same folder.
+    """
     from pathlib import Path
 
     import nbformat
 
-    for nb, path in zip(editions(source), (student, teacher)):
+    student_nb, teacher_nb = editions(source)
+    written = []
+    if execute:
+        teacher_nb = run_notebook(teacher_nb)
+    for nb, path in ((student_nb, student), (teacher_nb, teacher)):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         nbformat.write(nb, str(path))
+        written.append(Path(path))
+    if execute:
+        written.append(Path(teacher).with_suffix(".html"))
+        written[-1].write_text(offline_html(teacher_nb), encoding="utf-8")
+        written.append(Path(teacher).parent / "answer-key.md")
+        written[-1].write_text(_answer_key(), encoding="utf-8")
+    return written
 
 
-if __name__ == "__main__":  # python -m latte_lab.teaching SOURCE STUDENT TEACHER (make class)
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def offline_html(nb) -> str:
+    """``nb`` (run) as one HTML page that opens from disk with no network: no script from a CDN (nbconvert's
+    require.js and MathJax; the lesson has no formulas), and each widget (a control that needs a kernel) shown
+    as a line saying so instead of being drawn by ipywidgets' manager from unpkg.com."""
+    import copy
+    import re
+
+    from nbconvert import HTMLExporter
+
+    nb = copy.deepcopy(nb)
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            if WIDGET_VIEW in out.get("data", {}):
+                out["data"] = {"text/html": "<p><em>(an interactive control: it works when the notebook runs in "
+                                            "Jupyter)</em></p>"}
+    page, _ = HTMLExporter().from_notebook_node(nb)
+    return re.sub(r'<script\s+src="https?://[^"]*">\s*</script>', "", page)
+
+
+NOTEBOOK_CELL_TIMEOUT = 300  # seconds one cell of the lesson may take when make class runs it (ex8: a trial)
+
+
+def run_notebook(nb):
+    """``nb`` run top to bottom in a fresh kernel of this Python, in a temporary folder, with the notebook's
+    own inline figures (not this process's matplotlib backend); returns it with its outputs. A cell that raises
+    is a LatteError naming it."""
+    import copy
+    import os
+
+    from jupyter_client.manager import KernelManager
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    nb = copy.deepcopy(nb)
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    with tempfile.TemporaryDirectory(prefix="latte-lesson-") as tmp:
+        # IPC sockets in the temporary folder: no TCP port to choose (or to find taken), nothing on the network
+        km = KernelManager(kernel_name="python3", transport="ipc", ip=os.path.join(tmp, "kernel"))
+        client = NotebookClient(nb, km=km, timeout=NOTEBOOK_CELL_TIMEOUT, resources={"metadata": {"path": tmp}})
+        try:
+            client.execute(env=env)
+        except CellExecutionError as exc:
+            raise LatteError(f"the lesson failed while it ran: {str(exc).strip().splitlines()[-1]}") from None
+    return nb
+
+
+def _answer_key() -> str:
+    """Every exercise's answer, computed by the library as :func:`check` does, as a Markdown table (what
+    ``make class`` writes beside the teacher's edition; ex8 runs its trial, a few seconds)."""
+    rows = ["| exercise | title | answer |", "|---|---|---|"]
+    for ex in EXERCISES.values():
+        rows.append(f"| {ex.id} | {ex.title} | `{_shown(ex._expected())}` |")
+    return ("# Answer key: the scheduling lesson\n\nFor the teacher: not part of the class zip. Each answer is computed "
+            "by latte_lab as `ll.teaching.check` grades it (numbers asked to one or two decimals accept either "
+            "rounding).\n\n" + "\n".join(rows) + "\n")
+
+
+if __name__ == "__main__":  # python -m latte_lab.teaching SOURCE STUDENT TEACHER [--execute] (make class)
     import sys
 
-    write_editions(*sys.argv[1:4])
+    for path in write_editions(*sys.argv[1:4], execute="--execute" in sys.argv[4:]):
+        print(f"wrote {path}")

@@ -94,6 +94,20 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     return recorder.result
 
 
+def _dollars_without_calls(config: TrialConfig) -> float:
+    """The dollars of a trial whose ledger holds no call (it stopped before the first, or every call so far was
+    its parent's): nothing, for a model with a price; unknown (NaN) for one without, as for every other trial
+    of that model (the simulated model's), so that a trial's dollars never depend on how far it got."""
+    from latte_lab.config import parse_model_spec
+    from latte_lab.models.ledger import find_price, load_prices
+
+    try:
+        provider, name = parse_model_spec(config.model, base_url=config.base_url)
+        return 0.0 if find_price(load_prices(), name, provider) is not None else math.nan
+    except (LatteError, OSError):  # an unreadable price table: unknown, as the ledger would say
+        return math.nan
+
+
 def play_rounds(team: Team, recorder: TrialRecorder) -> None:
     """The trial itself: the team's planning, then round after round until it finishes or the budget of
     rounds is spent. Everything around it (files, signals, errors, the final record) is the recorder's."""
@@ -407,10 +421,12 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     if team is not None:
         cost = team.ledger.summary()
         writer.write_ledger(team.ledger.to_csv())
+    if writer.disk_full is not None and status == "ok":  # its record is incomplete (the ledger did not fit)
+        status, error, success, accuracy, reason = "error", writer.disk_full, False, None, "error"
     row.update({
         "billed_tokens": cost.get("billed_input_tokens", 0) + cost.get("billed_output_tokens", 0),
         "replayed_tokens": cost.get("replayed_input_tokens", 0) + cost.get("replayed_output_tokens", 0),
-        "dollars": cost.get("dollars", math.nan) if cost.get("calls") else 0.0,
+        "dollars": cost.get("dollars", math.nan) if cost.get("calls") else _dollars_without_calls(config),
     })
     row.update({
         "task": task.id, "team": config.team, "model": config.model, "seed": config.seed, "trial": config.trial,
@@ -429,12 +445,12 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     })
     for col in TRIAL_COLUMNS:
         row.setdefault(col, math.nan)
-    payload = {"trial_id": config.trial_id, "status": status, "error": error, "row": row, "metrics": metrics,
-               "eval": ev_dict}
+    payload = {"trial_id": config.trial_id, "status": status, "reason": reason, "error": error, "row": row,
+               "metrics": metrics, "eval": ev_dict}
     written = writer.write_result(payload)
     if written["status"] != status:  # the disk filled up: a short result marks the trial as failed
-        status, error = written["status"], written["error"]
-        row.update(status=status, error=error)
+        status, error, reason, success, accuracy = written["status"], written["error"], written["reason"], False, None
+        row.update(status=status, error=error, reason=reason, success=success, accuracy=accuracy)
     return TrialResult(
         config=config, trial_id=config.trial_id, status=status, error=error, success=success, accuracy=accuracy,
         rounds=rounds, input_tokens=tokens_in, output_tokens=tokens_out,
@@ -490,12 +506,13 @@ def print_round(info: dict) -> None:
 
 
 def round_line(info: dict) -> str:
-    """One round's progress dict (what a ``progress`` callable receives) as a line of text."""
+    """One round's progress dict (what a ``progress`` callable receives) as a line of text; its time is the
+    trial's virtual clock (model latency and tool time as the trial accounts them, not time elapsed here)."""
     tests = "-" if info["tests"] is None else f"{info['tests'][0]}/{info['tests'][1]} passed"
     front = "" if info["frontier"] is None else f"frontier {info['frontier']:>2} · nodes {info['nodes']:>2} · "
     agents = ",".join(info["agents"]) or "-"
     return (f"round {info['round']:>2} · {front}ran {agents} · actions {info['actions']:>2} · tests {tests} · "
-            f"t={info['t']:.0f}s")
+            f"virtual {info['t']:.0f} s")
 
 
 def comparable_events(events: list[dict]) -> list[dict]:

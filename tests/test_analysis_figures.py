@@ -90,6 +90,8 @@ def test_figure3c_uses_the_runs_own_numbers_and_a_key(pub):
     texts = {t.get_text() for t in _texts(fig)}
     assert {"T1", "T9", "T2a", "V2"} <= texts
     assert any("T2a Create config.py" in t for t in texts)  # the key, wrapped, never cut
+    # the recording cut verify titles short; the key says so with an ellipsis instead of looking cut here
+    assert any(t.rstrip().endswith("V9 verify: Create config.py w…") for t in texts), texts
     legend = {t.get_text() for t in fig.legends[0].get_texts()}
     assert {"closed", "new since the previous panel", "edge through a review"} <= legend
 
@@ -103,6 +105,12 @@ def test_tables_read_like_a_paper():
     assert "&lt;0.001" in html or "<0.001" in html
     assert "0.0457" in html and "123,457" in html and "e-17" not in html and "n/a" in html
     assert "x" * 120 in html  # notes whole
+    # and wrapped within the page, whatever dtype pandas gives text (pandas 3: str, not object)
+    for frame in (df, df.astype({"team": "string", "note": "str"})):
+        styles = report.formatted(frame).to_html()
+        assert "white-space: normal" in styles and "max-width: 38em" in styles and "text-align: left" in styles
+        wrapped = [c for c in frame.columns if "white-space: normal" in report.formatted(frame[[c]]).to_html()]
+        assert wrapped == ["team", "note"], wrapped
     assert set(report.task_names()["task"]) == {"eda", "debug", "textproc"}
 
 

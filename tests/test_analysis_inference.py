@@ -171,3 +171,15 @@ def test_ols_on_trials_that_all_score_the_same_has_no_r2_and_does_not_fail():
                               terms=(("x", slice(1, 2)),))
     fit = inference.ols(design)
     assert math.isnan(fit.rsquared) and np.allclose(fit.params, [3.0, 0.0])
+
+
+@pytest.mark.parametrize(("successes", "n"), [(0, 5), (3, 7), (18, 20), (20, 20), (1, 1), (50, 120)])
+@pytest.mark.parametrize("level", [0.9, 0.95])
+def test_wilson_interval_is_statsmodels_and_stays_within_0_and_1(successes, n, level):
+    from statsmodels.stats.proportion import proportion_confint
+
+    from latte_lab.analysis.inference import wilson_interval
+
+    low, high = wilson_interval(successes, n, level)
+    theirs = proportion_confint(successes, n, alpha=1 - level, method="wilson")
+    assert (low, high) == pytest.approx(theirs, abs=1e-12) and 0.0 <= low <= successes / n <= high <= 1.0

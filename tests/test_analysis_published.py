@@ -227,6 +227,21 @@ def test_compare_with_paper_flags_known_deviations_only(pub, ref):
         assert row["ours"] != row["paper"] and row["ours"].count(" ± ") == 1, row.to_dict()
 
 
+def test_the_report_accounts_for_every_printed_number(pub, ref):
+    """report.md's sentence: those that agree, differ for known reasons, differ otherwise and cannot be
+    recomputed add up to every number the paper prints, and each that does not agree is in a table."""
+    import re
+
+    cmp = report.compare_with_paper(pub, ref)
+    text, sections = report.comparison_summary(cmp)
+    agree, total, known, other, unknown = map(int, re.search(
+        r"^(\d+) of (\d+) printed numbers agree .* (\d+) differ for known reasons .*; (\d+) differ otherwise; "
+        r"(\d+) cannot be recomputed from the published data", text).groups())
+    assert total == len(cmp) and agree + known + other + unknown == total and unknown == cmp["agrees"].isna().sum()
+    assert unknown > 0  # the node completion times: the published data have no events
+    assert sum(len(rows) for _, rows in sections) == total - agree
+
+
 # --- beyond the paper ------------------------------------------------------------------------------
 
 def test_robust_statistics(trials):

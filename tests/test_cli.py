@@ -35,6 +35,37 @@ def test_clear_errors(capsys, tmp_path):
     assert "is missing" in capsys.readouterr().err
 
 
+def test_an_unknown_profile_is_refused_before_the_trial_is_announced(capsys, tmp_path):
+    assert main(["run", "--task", "debug", "--model", "simulated/carefull", "--runs-dir", str(tmp_path)]) == 1
+    captured = capsys.readouterr()
+    assert captured.out == "" and not any(tmp_path.iterdir())
+    assert captured.err.startswith("latte-lab: error: unknown simulated profile 'carefull'; known profiles:")
+    assert main(["sweep", "--tasks", "debug", "--models", "simulated/carefull", "--out", str(tmp_path / "sw"),
+                 "--replicates", "1"]) == 1
+    captured = capsys.readouterr()
+    assert "unknown simulated profile 'carefull'" in captured.err and "sweep:" not in captured.err
+    assert not (tmp_path / "sw").exists()
+
+
+def test_round_lines_say_their_time_is_virtual(capsys, tmp_path):
+    assert main(["run", "--task", "debug", "--max-rounds", "2", "--runs-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "each round's time is the trial's virtual clock" in out[0]
+    rounds = [line for line in out if line.startswith("round ")]
+    assert rounds and all(line.rsplit(" · ", 1)[1].startswith("virtual ") for line in rounds)
+    assert not any("t=" in line for line in rounds)
+
+
+def test_team_help_points_at_the_teams_command():
+    from latte_lab.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command").choices
+    for command, option in (("run", "--team"), ("demo", "--team"), ("sweep", "--teams")):
+        action = next(a for a in sub[command]._actions if option in a.option_strings)
+        assert "latte-lab teams" in action.help and "names()" not in action.help, (command, action.help)
+
+
 def test_graph_demo_walks_every_operator(capsys):
     assert main(["graph-demo"]) == 0
     out = capsys.readouterr().out
@@ -99,3 +130,14 @@ def test_run_offers_the_cache_modes_of_the_config(capsys):
         main(["run", "--task", "debug", "--cache", "sometimes"])
     err = capsys.readouterr().err
     assert all(mode in err for mode in CACHE_MODES)
+
+
+def test_run_gives_a_sweeps_trial_its_sweep_id(capsys, tmp_path):
+    """A sweep's replicate index is part of its trials' ids; --trial gives a trial run alone the same id."""
+    from latte_lab.sweep import expand_grid
+
+    swept = expand_grid({"task": "debug", "replicates": 2, "max_rounds": 1}, tmp_path / "sweep")[1]
+    assert main(["run", "--task", "debug", "--seed", "1", "--trial", "1", "--max-rounds", "1", "--quiet",
+                 "--runs-dir", str(tmp_path)]) == 0
+    assert (tmp_path / swept.trial_id / "result.json").is_file()
+    assert capsys.readouterr().out.startswith(f"trial {swept.trial_id}:")

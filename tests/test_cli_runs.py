@@ -51,8 +51,8 @@ def copy(sweep, tmp_path) -> Path:
 def table_rows(out: str) -> list[list[str]]:
     """The cells of the trials table `runs` printed (the lines between its header and the blank line)."""
     lines = out.splitlines()
-    assert lines[0].split() == ["STATUS", "TASK", "TEAM", "MODEL", "SEED", "ROUNDS", "ACCURACY", "TOKENS",
-                                "DOLLARS", "WHEN", "PATH"]
+    assert lines[0].split() == ["STATUS", "SUCCESS", "TASK", "TEAM", "MODEL", "SEED", "ROUNDS", "ACCURACY",
+                                "TOKENS", "DOLLARS", "WHEN", "PATH"]
     rows = []
     for line in lines[1:]:
         if not line.strip():
@@ -84,24 +84,26 @@ def test_runs_lists_every_trial_newest_first(sweep, capsys):
     expected = sorted(find_runs(sweep), key=lambda r: (sweep / r.path.name / "result.json").stat().st_mtime,
                       reverse=True)
     assert [Path(r[-1]) for r in rows] == [r.path for r in expected]
-    assert [r[2] for r in rows] != sorted(r[2] for r in rows)  # the order is the times', not the names'
+    assert [r[3] for r in rows] != sorted(r[3] for r in rows)  # the order is the times', not the names'
     result = json.loads((Path(rows[0][-1]) / "result.json").read_text())["row"]
-    status, task, team, model, seed, rounds, accuracy, tokens = rows[0][:8]
+    status, success, task, team, model, seed, rounds, accuracy, tokens, dollars = rows[0][:10]
     assert (task, team, model, int(seed), int(rounds)) == (result["task"], result["team"], "simulated",
                                                           result["seed"], result["total_rounds"])
     assert tokens == f"{result['total_tokens']:,}" and accuracy == f"{result['accuracy']:.0%}"
-    assert f"12 trials under {sweep} (12 ok)" in out
-    assert f"sweep {sweep}: 12 trials (12 ok)" in out
+    assert success == ("yes" if result["success"] else "no") and dollars == "-"  # the simulated model: no price
+    succeeded = sum(json.loads((Path(r[-1]) / "result.json").read_text())["row"]["success"] for r in rows)
+    assert f"12 trials under {sweep} (12 ok; {succeeded} of 12 succeeded)" in out
+    assert f"sweep {sweep}: 12 trials (12 ok; {succeeded} of 12 succeeded)" in out
 
 
 def test_runs_filters_and_limit(sweep, capsys):
     rows, _ = runs(capsys, str(sweep), "--team", "latte")
-    assert len(rows) == SEEDS and {r[2] for r in rows} == {"latte"}
+    assert len(rows) == SEEDS and {r[3] for r in rows} == {"latte"}
     rows, out = runs(capsys, str(sweep), "--team", "latte,static", "--task", "debug_sprint")  # an official name
-    assert len(rows) == 2 * SEEDS and {r[2] for r in rows} == {"latte", "static"}
+    assert len(rows) == 2 * SEEDS and {r[3] for r in rows} == {"latte", "static"}
     assert f"6 of 12 trials under {sweep}" in out
     rows, _ = runs(capsys, str(sweep), "--team", "dynamic")  # the released code's name for latte
-    assert {r[2] for r in rows} == {"latte"}
+    assert {r[3] for r in rows} == {"latte"}
     assert len(runs(capsys, str(sweep), "--model", "simulated")[0]) == 12
     assert len(runs(capsys, str(sweep), "--status", "ok", "--team", "static")[0]) == SEEDS
     rows, out = runs(capsys, str(sweep), "--model", "openai")
@@ -143,12 +145,12 @@ def test_damaged_unfinished_and_stopped_trials_are_listed_not_fatal(copy, capsys
     assert status[unfinished] == "running" and status[under_way] == "stopped"
     assert status[no_config] == "ok"  # its result says all the table needs
     row = next(r for r in rows if Path(r[-1]) == damaged)
-    assert row[1:4] == ["debug", json.loads((damaged / "config.json").read_text())["team"], "simulated"]
-    assert row[6] == "-"  # no accuracy: its result cannot be read
+    assert row[2:5] == ["debug", json.loads((damaged / "config.json").read_text())["team"], "simulated"]
+    assert row[1] == row[7] == "-"  # no success, no accuracy: its result cannot be read
     assert f"damaged {damaged}: result.json: not valid JSON" in out
     assert f"damaged {lost}: result.json is missing" in out
-    assert f"14 trials under {copy.parent} (10 ok, 1 running, 1 stopped, 2 damaged)" in out
-    assert f"sweep {copy}: 13 trials (10 ok, 1 stopped, 2 damaged)" in out
+    assert f"14 trials under {copy.parent} (10 ok, 1 running, 1 stopped, 2 damaged;" in out
+    assert f"sweep {copy}: 13 trials (10 ok, 1 stopped, 2 damaged;" in out
 
     lock = os.open(copy / ".sweep" / "lock", os.O_RDWR)  # a sweep working in the folder
     try:
@@ -176,8 +178,8 @@ def test_show_prints_the_config_outcome_graph_rounds_and_row(sweep, capsys):
         line = next(x for x in out.splitlines() if x.split()[:1] == [node])
         assert line.split()[1] == graph.status(node).value
         assert line.split()[2] == (graph.agent(node) or "-")
-    section = out.split("\nrounds\n")[1].split("\n\n")[0].splitlines()
-    assert section[0].split() == ["ROUND", "RAN", "ACTIONS", "REFUSED", "TESTS", "T"]
+    section = out.split("\nrounds (VIRTUAL T: ")[1].split("\n\n")[0].splitlines()[1:]
+    assert section[0].split() == ["ROUND", "RAN", "REFUSED", "TESTS", "VIRTUAL", "T", "ACTIONS"]
     assert [x.split()[0] for x in section[1:]] == [str(r) for r in range(trial.rounds + 1)]
     assert "0 (planning)  Lead" in section[1] and "discover_task" in section[1]
     assert "results row (" in out and "  total_tokens" in out and "  trial_id" in out
@@ -199,7 +201,7 @@ def test_show_a_flat_team_and_a_damaged_trial(copy, capsys):
     assert main(["show", str(latte)]) == 0
     out = capsys.readouterr().out
     assert "status     damaged: result.json: not valid JSON" in out
-    assert "graph after round" in out and "\nrounds\n" in out
+    assert "graph after round" in out and "\nrounds (VIRTUAL T" in out
     assert "events.jsonl stops being readable here" in out and "cut off mid-line" in out
     assert "results row: none" in out
 
@@ -256,5 +258,76 @@ def test_a_thousand_trials_list_quickly_from_their_result_and_config(sweep, tmp_
     start = time.perf_counter()
     rows, out = runs(capsys, str(tmp_path), "--limit", "3")
     took = time.perf_counter() - start
-    assert len(rows) == 3 and "1000 trials under" in out and "(1000 ok)" in out
+    assert len(rows) == 3 and "1000 trials under" in out and "(1000 ok; " in out
     assert took < 5.0, f"listing 1000 trials took {took:.1f} s"
+
+
+def test_attempts_of_trials_finished_since_are_left_out(copy, capsys):
+    """A killed sweep rerun to completion: its set-aside attempts are history, listed only with --attempts."""
+    from latte_lab.sweepdir import mark_failed
+
+    trial = next(p for p in sorted(copy.iterdir()) if p.name.startswith("debug-static-s1-"))
+    attempt = copy / f"{trial.name}.failed-0"
+    shutil.copytree(trial, attempt)
+    mark_failed(attempt, "interrupted: the sweep's process was killed")
+    orphan = copy / "debug-latte-s9-0000000000.failed-0"  # an attempt whose trial never finished: still listed
+    shutil.copytree(trial, orphan)
+    mark_failed(orphan, "interrupted: the sweep's process was killed")
+    rows, out = runs(capsys, str(copy))
+    assert len(rows) == 13 and attempt not in {Path(r[-1]) for r in rows} and orphan in {Path(r[-1]) for r in rows}
+    assert "1 earlier attempts of trials that have finished since are not listed (--attempts lists them)" in out
+    rows, out = runs(capsys, str(copy), "--attempts")
+    assert len(rows) == 14 and {r[0] for r in rows if Path(r[-1]) in (attempt, orphan)} == {"error"}
+    assert "not listed" not in out
+
+
+def test_show_keeps_node_rows_narrow(copy, capsys):
+    """One node waiting on 35 others: its DEPS cell counts the rest instead of widening every row."""
+    from latte_lab.cli.show import DEPS_WIDTH
+    from latte_lab.history import GraphHistory
+
+    trial = next(p for p in sorted(copy.iterdir()) if p.name.startswith("debug-latte-s0-"))
+    g = ll.CoordinationGraph()
+    for i in range(35):
+        g.discover(f"fix-unit-{i:02d}", deps=[], title=f"Fix unit {i}", by="Lead")
+    g.discover("integrate", deps=[f"fix-unit-{i:02d}" for i in range(35)], title="Integrate", by="Lead")
+    history = GraphHistory()
+    history.record(3, 120.0, g)
+    (trial / "snapshots.jsonl").write_text("".join(json.dumps(r) + "\n" for r in history.records))
+    assert main(["show", str(trial)]) == 0
+    out = capsys.readouterr().out
+    graph = out.split("\n\n")[1].splitlines()
+    assert graph[0].startswith("graph after round 3 (virtual time 120 s): 36 nodes")
+    row = next(line for line in graph if line.split()[:1] == ["integrate"])
+    assert "(+" in row and "more)" in row
+    assert max(len(line) for line in graph[1:]) <= len("  integrate") + 2 + len("pending") + 2 + 5 + 2 + DEPS_WIDTH \
+        + 2 + len("Fix unit 34")
+    rounds = out.split("\nrounds (VIRTUAL T: ")[1].split("\n\n")[0].splitlines()[1:]
+    widths = {len(line) for line in rounds}
+    assert len(widths) > 1  # the ACTIONS column comes last and is not padded to the busiest round
+
+
+def test_dollars_do_not_depend_on_how_far_a_trial_got(tmp_path):
+    """A simulated trial that failed before its first model call has no price either (not 0.00)."""
+    import math
+
+    from latte_lab.trial import _dollars_without_calls
+
+    assert math.isnan(_dollars_without_calls(ll.TrialConfig(task="debug", model="simulated/careful")))
+    assert _dollars_without_calls(ll.TrialConfig(task="debug", model="openai/gpt-4o")) == 0.0
+
+
+def test_tables_that_show_success_and_accuracy_say_what_each_means(sweep, copy, capsys):
+    """runs, the sweep's results and ll.viz.compare: success at a low accuracy reads as a contradiction
+    without the definitions beside the table."""
+    from latte_lab.schema import SUCCESS_AND_ACCURACY
+
+    said = " ".join(SUCCESS_AND_ACCURACY.split())
+    _, out = runs(capsys, str(sweep))
+    assert said in " ".join(out.split())
+    rows = [ll.load_trial(p) for p in sorted(sweep.iterdir()) if p.is_dir() and not p.name.startswith(".")][:2]
+    table = ll.viz.compare(rows)
+    assert {"success", "accuracy"} <= set(table.columns) and said in table._repr_html_()
+    assert main(["sweep", "--tasks", "debug", "--teams", "latte", "--replicates", "1", "--max-rounds", "3",
+                 "--out", str(copy), "--quiet"]) == 0  # every trial finished: only the table and the definitions
+    assert said in " ".join(capsys.readouterr().out.split())

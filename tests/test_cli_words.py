@@ -111,8 +111,10 @@ def test_a_sweep_ends_with_its_results_per_task_and_team(tmp_path, capsys):
                  "--jobs", "2", "--out", str(out), "--quiet"]) == 0
     lines = capsys.readouterr().out.splitlines()
     start = lines.index("task   team   trials  success  accuracy  rounds  tokens  errors")
-    table = lines[start + 1:]
+    end = next(i for i, line in enumerate(lines) if line.startswith("success: "))  # what the columns mean
+    table = lines[start + 1:end]
     assert [line.split()[:3] for line in table] == [["debug", "latte", "2"], ["eda", "latte", "2"]]
+    assert "accuracy: the share of the task's hidden tests that pass" in " ".join(lines[end:])
     rows = ll.load_runs(out).trials
     eda = rows[rows["task"] == "eda"]
     assert table[1].split()[3:6] == ["0%", f"{eda['accuracy'].mean():.0%}", "2.0"]

@@ -46,7 +46,7 @@ def test_the_pages_with_numbers_are_doctests():
                  "docs/concepts/viewer.md"):
         assert examples[page] >= 3, page
     makefile = (REPO / "Makefile").read_text()
-    assert "DOC_PAGES := docs/*.md docs/concepts/*.md" in makefile
+    assert "DOC_PAGES := docs/*.md docs/concepts/*.md docs/api/cli.md" in makefile
     assert "--doctest-glob='*.md' $(DOC_PAGES)" in makefile and "docs/doc_examples.py" in makefile
 
 
@@ -142,3 +142,15 @@ def test_the_readme_figures_of_the_released_preset_are_the_code_s():
     assert f"latte_lab shows {ll.TrialConfig(task='debug').read_file_cap:,} by default" in readme
     assert f"the debug module is about {round(len(module), -2):,} characters" in readme
     assert released.read_file_cap < len(module) < ll.TrialConfig(task="debug").read_file_cap
+
+
+def test_make_lab_starts_jupyterlab_as_root_too():
+    """JupyterLab refuses to start as root without --allow-root (containers, hosted machines): make lab adds
+    it exactly then."""
+    import os
+
+    done = subprocess.run(["make", "--no-print-directory", "-n", "lab", "LAB_ARGS=--no-browser"], cwd=REPO,
+                          capture_output=True, text=True, timeout=60)
+    command = next((line for line in done.stdout.splitlines() if "jupyter lab" in line), done.stdout)
+    assert done.returncode == 0 and "jupyter lab --notebook-dir=notebooks" in command and "--no-browser" in command
+    assert ("--allow-root" in command) == (os.geteuid() == 0), command

@@ -13,6 +13,7 @@ them (``$LATTE_TEST_NOTEBOOK_RUNS``), running only those it finds no run of, so 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from html.parser import HTMLParser
@@ -74,14 +75,18 @@ def content_images(page: Path) -> list[str]:
     return parser.images
 
 
+RUNS: list[Path] = []  # where the build keeps the run notebooks it shows (LATTE_DOCS_KEEP_RUNS)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory) -> Path:
     """The site built as make docs builds it, in a temporary folder; ``LATTE_DOCS_SITE=site`` reads one
     already built there instead (after ``make docs``, to check it without building again)."""
+    RUNS.append(tmp_path_factory.mktemp("runs"))
     if os.environ.get(SITE_ENV):
         return Path(os.environ[SITE_ENV]).resolve()
     out = tmp_path_factory.mktemp("site")
-    env = {**os.environ, "LATTE_DOCS_EXECUTE": "1", "NO_MKDOCS_2_WARNING": "1"}
+    env = {**os.environ, "LATTE_DOCS_EXECUTE": "1", "NO_MKDOCS_2_WARNING": "1", "LATTE_DOCS_KEEP_RUNS": str(RUNS[0])}
     if os.environ.get("LATTE_TEST_NOTEBOOK_RUNS"):  # the notebooks the browser test ran (tests/conftest.py)
         env["LATTE_DOCS_EXECUTED_DIR"] = os.environ["LATTE_TEST_NOTEBOOK_RUNS"]
     proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=REPO,
@@ -102,6 +107,34 @@ def test_every_notebook_page_shows_what_it_draws(site):
     assert len(counts) >= 6
     empty = [page for page, images in counts.items() if not images]
     assert not empty, f"notebook pages without a single image (were the notebooks run?): {empty}"
+
+
+def test_every_drawing_cell_of_every_notebook_shows_an_image(site):
+    """Each notebook as the site shows it (run in JupyterLab by the browser test, or by the build): every cell
+    that calls a drawing function shows at least one image, whatever it ends with; a cell of the student
+    edition that waits for an exercise's answer shows that it waits instead. The build itself fails on a
+    drawing cell without an image; this counts them."""
+    import nbformat
+
+    sys.path.insert(0, str(REPO / "docs"))
+    import hooks
+
+    if os.environ.get(SITE_ENV):
+        pytest.skip(f"{SITE_ENV} names a site built elsewhere: its run notebooks were not kept")
+    counted = 0
+    for name in NOTEBOOKS:
+        nb = nbformat.read(RUNS[0] / f"{name}.ipynb", as_version=4)
+        cells = hooks.drawing_cells(nb)
+        print(f"{name}: " + ", ".join(f"cell {d['cell']}: {d['images']}" + (" (locked)" if d["locked"] else "")
+                                      for d in cells))
+        for d in cells:
+            if d["locked"]:
+                shown = "".join(o.get("text", "") for o in nb.cells[d["cell"]].outputs)
+                assert "correctly above, or run ll.teaching.give_up(" in shown, (name, d)
+            else:
+                assert d["images"] >= 1, (name, d)
+                counted += 1
+    assert counted >= 25  # 29 when written: every notebook draws
 
 
 def test_the_reproduce_page_shows_table2_and_figures_2_to_4(site):
@@ -126,6 +159,18 @@ def test_concept_pages_show_their_pictures(site):
     html = (site / "concepts" / "graph.html").read_text(encoding="utf-8")
     assert "latte-lab drawing" not in html  # every placeholder was replaced
     assert "<title>T1 plan" in html  # the drawn graph keeps its hover tooltips
+
+
+def test_the_teaching_page_shows_the_guide_and_no_answer(site):
+    html = (site / "teaching.html").read_text(encoding="utf-8")
+    assert "make class" in html and "answer-key.md" in html and "give_up" in html
+    assert "Learning objectives" in html and "A 90-minute class" in html and "<td>0-10</td>" in html
+    assert "latte-lab teaching: guide" not in html  # the marker was replaced
+    lesson = (REPO / "teaching" / "04_teaching_scheduling.ipynb").read_text(encoding="utf-8")
+    for phrase in ("ex1, common wrong answers", "a node with no dependencies is ready from the start"):
+        assert phrase in lesson and phrase not in html  # the teacher's notes on answers stay in the edition
+    index = (site / "index.html").read_text(encoding="utf-8")
+    assert 'href="teaching.html"' in index  # in the navigation
 
 
 def test_every_image_a_page_shows_is_in_the_site(site):
@@ -177,3 +222,49 @@ def test_the_site_opens_from_disk(site):
             if not (page.parent / unquote(url.path)).resolve().is_file():
                 broken.append(f"{page.relative_to(site)}: {href}")
     assert checked > 500 and not broken, broken[:20]
+
+
+def test_no_page_asks_the_network_for_anything(site):
+    """Opened from disk, offline, a page waits for nothing: no web font, no script from a CDN (the search's
+    worker shim ships with the site)."""
+    remote = re.compile(r'<(?:script|link|img)\b[^>]*\b(?:src|href)="(https?:)?//[^"]*"')
+    asking = {str(p.relative_to(site)): remote.findall(p.read_text(encoding="utf-8"))
+              for p in site.rglob("*.html")}
+    assert not {k: v for k, v in asking.items() if v}
+    assert (site / "search" / "search_index.js").is_file()  # what search reads from disk
+    assert (site / "javascripts" / "iframe-worker-shim.js").is_file()
+
+
+def _chromium():
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    chromium = os.environ.get("LATTE_CHROMIUM", "/usr/bin/chromium")
+    if not Path(chromium).is_file():
+        pytest.skip(f"chromium not found at {chromium}: apt-get install -y chromium (or set LATTE_CHROMIUM)")
+    return playwright_api, chromium
+
+
+def test_from_disk_search_works_offline_and_no_notebook_code_is_cut(site):
+    playwright_api, chromium = _chromium()
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=[
+            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--disable-component-update", "--disable-sync"])
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
+            asked = []
+            page.on("request", lambda r: asked.append(r.url) if not r.url.startswith(("file:", "data:", "blob:",
+                                                                                       "about:")) else None)
+            page.goto((site / "concepts" / "graph.html").as_uri())
+            page.fill("input.md-search__input", "frontier")
+            page.locator(".md-search-result__item").first.wait_for(timeout=20_000)
+            assert page.locator(".md-search-result__item").count() >= 3
+            cut = []
+            for name in NOTEBOOKS:
+                page.goto((site / "notebooks" / f"{name}.html").as_uri())
+                cut += page.evaluate("""name => [...document.querySelectorAll('.jupyter-wrapper .jp-InputArea pre')]
+                    .filter(p => p.scrollWidth > p.clientWidth + 1)
+                    .map(p => `${name}: ${p.textContent.slice(0, 60)}`)""", name)
+            assert not cut, cut  # every line of code shows whole (wrapped), none runs under the cell's edge
+            assert not asked, asked  # nothing from the network: fonts, scripts, the search index
+        finally:
+            browser.close()

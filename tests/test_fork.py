@@ -66,11 +66,11 @@ def test_a_fork_with_no_change_continues_exactly_as_its_parent(parent, tmp_path)
 
 
 def test_no_model_is_called_up_to_the_fork_point(parent, tmp_path):
-    child = fork(parent.run_dir, 12, model=NoCalls(), max_rounds=12, runs_dir=tmp_path)
+    child = fork(parent.run_dir, 12, model_override=NoCalls(), max_rounds=12, runs_dir=tmp_path)
     assert child.status == "ok", child.error  # every call up to round 12 came from the parent's cassette
     assert child.rounds == 12
     with pytest.warns(RuntimeWarning, match="a model call in round 13"):
-        beyond = fork(parent.run_dir, 12, model=NoCalls(), max_rounds=13, runs_dir=tmp_path / "beyond")
+        beyond = fork(parent.run_dir, 12, model_override=NoCalls(), max_rounds=13, runs_dir=tmp_path / "beyond")
     assert beyond.status == "error" and "a model call in round 13" in beyond.error  # and the next one is new
 
 
@@ -80,7 +80,7 @@ def test_graph_and_workspace_at_the_fork_point_are_the_parents(team, tmp_path):
                          runs_dir=str(tmp_path / "runs"))
     parent = ll.run_trial(cfg)
     at = min(3, parent.rounds)
-    child = fork(parent.run_dir, at, model=NoCalls(), max_rounds=at, runs_dir=tmp_path / "forks")
+    child = fork(parent.run_dir, at, model_override=NoCalls(), max_rounds=at, runs_dir=tmp_path / "forks")
     assert child.status == "ok", child.error
     upto = [r for r in parent.snapshots.records if r["round"] <= at]
     assert child.snapshots.records == upto  # the graph, round by round, to the fork point
@@ -103,6 +103,51 @@ def test_a_change_applies_from_the_fork_point_on(parent, tmp_path):
     assert saved["fork_changes"] == {"heartbeat_rule": "released", "seed": 5} and saved["seed"] == 5
     trials = ll.load_runs(tmp_path).trials
     assert trials["fork_round"].tolist() == [10] and trials["parent"].tolist() == [str(parent.run_dir)]
+
+
+def test_another_model_by_its_spec(parent, tmp_path):
+    """``model=`` is a change like any other: the spec goes into the fork's config and drives its rounds."""
+    child = fork(parent.run_dir, 3, model="simulated/careful", max_rounds=6, runs_dir=tmp_path)
+    assert child.status == "ok", child.error
+    saved = json.loads((child.run_dir / "config.json").read_text())
+    assert saved["model"] == "simulated/careful" and saved["fork_changes"] == {"max_rounds": 6,
+                                                                              "model": "simulated/careful"}
+    (point,) = [e for e in child.event_list if e["type"] == "fork_point"]
+    assert point["changes"]["model"] == "simulated/careful"
+    with pytest.raises(ConfigError, match="model= is the fork's model spec.*pass a model object as model_override="):
+        fork(parent.run_dir, 3, model=NoCalls(), runs_dir=tmp_path / "object")
+    with pytest.raises(ConfigError, match="unknown simulated profile 'carefull'"):
+        fork(parent.run_dir, 3, model="simulated/carefull", runs_dir=tmp_path / "typo")
+    assert not (tmp_path / "typo").exists()  # refused before the replay and any run directory
+
+
+def test_the_help_examples_fork_with_another_model(parent, tmp_path):
+    """The example of ``latte-lab fork --help`` as printed (the parent is the trial its first line names, in a
+    folder of its own): ``--at 5 --set model=simulated/careful --set max_rounds=30``."""
+    import shlex
+
+    from latte_lab.cli import build_parser, main
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command").choices["fork"]
+    example = next(line.strip() for line in sub.format_help().splitlines() if "model=simulated/careful" in line)
+    argv = shlex.split(example)[1:]
+    assert argv[1] == f"runs/{parent.trial_id}"  # the run directory `latte-lab run --task debug --seed 0` writes
+    argv[1] = str(parent.run_dir)
+    code = main([*argv, "--runs-dir", str(tmp_path), "--quiet"])
+    assert code == 0
+    (run,) = tmp_path.iterdir()
+    saved = json.loads((run / "config.json").read_text())
+    assert saved["model"] == "simulated/careful" and saved["fork_changes"] == {"max_rounds": 30,
+                                                                              "model": "simulated/careful"}
+    assert json.loads((run / "result.json").read_text())["status"] == "ok"
+
+
+def test_forking_a_run_that_is_not_there_is_a_usage_error(tmp_path, capsys):
+    from latte_lab.cli import main
+
+    assert main(["fork", str(tmp_path / "nope"), "--at", "3"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"latte-lab: error: no run directory {tmp_path / 'nope'}") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(("changes", "message"), [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 import latte_lab as ll
@@ -12,9 +14,10 @@ QUICK = [e for e in teaching.EXERCISES if e != "ex8"]  # ex8 runs a trial: teste
 
 @pytest.mark.parametrize("ex", QUICK)
 def test_reference_answers_pass_and_none_waits(ex):
-    expected = teaching.EXERCISES[ex].answer()
+    expected = teaching.EXERCISES[ex]._expected()
     verdict = teaching.check(ex, expected)
     assert verdict.ok is True and bool(verdict) and str(verdict).startswith(f"✓ {ex}")
+    assert f"{teaching._shown(expected)} is correct" in str(verdict)  # the teacher's edition shows each answer
     waiting = teaching.check(ex, None)
     assert waiting.ok is None and not waiting and "no answer yet" in str(waiting)
     assert "\n" not in str(verdict) + str(waiting)
@@ -32,7 +35,7 @@ def _wrong_answers(ex, expected):
 
 @pytest.mark.parametrize("ex", QUICK)
 def test_wrong_answers_get_a_hint_and_never_the_answer(ex):
-    expected = teaching.EXERCISES[ex].answer()
+    expected = teaching.EXERCISES[ex]._expected()
     for wrong in _wrong_answers(ex, expected):
         verdict = teaching.check(ex, wrong)
         assert verdict.ok is False, (ex, wrong)
@@ -62,7 +65,7 @@ def test_hints_point_at_the_mistake():
 
 def test_the_material_of_the_exercises():
     g = teaching.setup("ex1")
-    assert isinstance(g, ll.CoordinationGraph) and g.frontier() == teaching.EXERCISES["ex1"].answer()
+    assert isinstance(g, ll.CoordinationGraph) and g.frontier() == teaching.EXERCISES["ex1"]._expected()
     assert teaching.setup("ex5") == teaching.setup("ex6") == ll.scheduling.graham_example()
     assert teaching.setup("ex8").team == "latte"
     table = teaching.exercises()
@@ -70,3 +73,13 @@ def test_the_material_of_the_exercises():
     assert 5 <= len(table) <= 8
     with pytest.raises(ll.LatteError, match="ex1, ex2"):
         teaching.check("ex42", 1)
+
+
+def test_no_public_name_hands_out_an_answer():
+    """The students' install holds the checker, so the reference answers are in it; none is a public name."""
+    ex = teaching.EXERCISES["ex2"]
+    assert not hasattr(ex, "answer") and "answer" not in teaching.__all__ and "answer_key" not in teaching.__all__
+    assert "_expected" not in repr(ex) and "critical_path_length" not in repr(ex)
+    public = [f.name for f in dataclasses.fields(ex) if not f.name.startswith("_")]
+    assert public == ["id", "title", "setup", "grade"]
+    assert teaching.setup("ex2") != ex._expected() and str(ex._expected()) not in teaching.exercises().to_string()

@@ -3,6 +3,7 @@ whose result.json says what happened, and whose JSONL files parse line by line."
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import os
@@ -228,8 +229,36 @@ def test_result_json_falls_back_to_the_reserved_space(tmp_path, monkeypatch):
     assert res.status == "error" and "is full" in res.error and res.row["status"] == "error"
     saved = _check_record(res.run_dir, "error")
     assert saved["metrics"] == {} and saved["row"]["trial_id"] == res.trial_id and saved["row"]["total_rounds"] == 3
+    assert saved["reason"] == saved["row"]["reason"] == res.reason == "error"  # as the README says
+    assert saved["row"]["success"] is False and res.success is False and "SUCCESS" not in res.summary()
     assert not (res.run_dir / rundir.RESERVE_FILE).exists() and not (res.run_dir / rundir.LEDGER_FILE).exists()
     assert ll.load_trial(res.run_dir).status == "error"
+
+
+def test_a_ledger_that_does_not_fit_makes_the_trial_an_error(tmp_path, monkeypatch):
+    """The disk fills exactly when the ledger is written: the record is incomplete, so the trial is an error
+    (reason error, in result.json's own ``reason`` too), not a success with a ledger missing."""
+    real = rundir._write_atomic
+
+    def no_space_for_the_ledger(path, text):
+        if path.name == rundir.LEDGER_FILE:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(path, text)
+
+    monkeypatch.setattr(rundir, "_write_atomic", no_space_for_the_ledger)
+    res = ll.run_trial(ll.TrialConfig(task="debug", seed=1, max_rounds=3, runs_dir=str(tmp_path)))
+    assert res.status == "error" and res.reason == "error" and res.error.startswith("the disk holding ")
+    saved = _check_record(res.run_dir, "error")
+    assert saved["reason"] == saved["row"]["reason"] == "error" and saved["row"]["success"] is False
+
+
+def test_the_command_line_on_a_full_disk_exits_non_zero(tiny_tmpfs):
+    done = subprocess.run([sys.executable, "-m", "latte_lab.cli", "run", "--task", "debug", "--runs-dir",
+                           str(tiny_tmpfs / "runs"), "--quiet"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 1, done.stdout
+    assert "Traceback" not in done.stderr and "is full (No space left on device)" in done.stdout + done.stderr
+    saved = json.loads((_only_run_dir(tiny_tmpfs / "runs") / rundir.RESULT_FILE).read_text())
+    assert saved["status"] == "error" and saved["reason"] == saved["row"]["reason"] == "error"
 
 
 def test_a_disk_too_full_to_start_leaves_no_run_directory(tmp_path, monkeypatch):
@@ -450,3 +479,14 @@ def test_a_trial_freezes_older_objects_for_the_garbage_collector_while_it_runs_o
         gc.unfreeze()
         if frozen_before:
             gc.freeze()
+
+
+def test_a_sweep_on_a_full_disk_is_refused_in_one_line(tiny_tmpfs):
+    filler = tiny_tmpfs / "filler"
+    with open(filler, "wb") as fh, contextlib.suppress(OSError):  # fill every block of the tmpfs
+        while True:
+            fh.write(b"\0" * 65536)
+            fh.flush()
+    with pytest.raises((ll.errors.LatteError, rundir.DiskFullError)) as caught:
+        ll.run_sweep({"task": "debug", "replicates": 1, "max_rounds": 2}, out=tiny_tmpfs / "sweep", progress=False)
+    assert "\n" not in str(caught.value) and ("full" in str(caught.value) or "No space" in str(caught.value))

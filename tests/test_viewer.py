@@ -212,3 +212,20 @@ def test_300_round_page_size(runs, tmp_path):
     tr = _data(page.read_text())["trials"][0]
     assert tr["last"] >= 299
     assert page.stat().st_size < MAX_PAGE_BYTES, f"{page.stat().st_size / 1e6:.2f} MB"
+
+
+def test_a_page_embeds_in_a_notebook_without_a_file(runs, tmp_path):
+    """A notebook shows the viewer inline (an iframe holding the page): no file:// link, nothing written."""
+    import html as html_mod
+
+    latte = runs["latte"]
+    before = sorted(p.name for p in latte.iterdir())
+    shown = viewer.embed(latte)._repr_html_()
+    assert shown.startswith('<iframe class="latte-viewer" srcdoc="') and "file://" not in shown
+    srcdoc = re.search(r'srcdoc="([^"]*)"', shown).group(1)
+    assert html_mod.unescape(srcdoc) == viewer.trial_html(latte)  # the whole page, escaped once
+    assert sorted(p.name for p in latte.iterdir()) == before
+    both = viewer.embed(latte, compare=runs["flat"])._repr_html_()
+    assert "data-trial" in html_mod.unescape(both) or '"trials"' in html_mod.unescape(both)
+    with pytest.raises(ll.LatteError, match="not a finished trial"):
+        viewer.embed(tmp_path)

@@ -237,3 +237,35 @@ def test_list_schedules_and_a_trial_against_the_schedulers():
 
     ax = sviz.plot_efficiency(from_trial(Trial()))
     assert [t.get_text() for t in ax.get_yticklabels()][0] == "team (recorded)" and len(ax.patches) == 6
+
+
+def test_fork_outcomes_draws_a_share_interval_within_0_and_1_and_names_every_mark():
+    import pandas as pd
+
+    forks = pd.DataFrame({"model": ["a"] * 20 + ["b"] * 20, "success": [True] * 19 + [False] + [True] * 20,
+                          "total_rounds": list(range(20, 40)) * 2, "total_tokens": [460_000 + i for i in range(40)]})
+    fig = ll.viz.fork_outcomes(forks, labels={"a": "same agents", "b": "careful"})
+    share = fig.axes[0]
+    caps = [line for line in share.get_lines() if line.get_marker() == "_"]  # the interval's caps
+    tops = [y for line in caps for y in line.get_ydata()]
+    assert tops and min(tops) >= 0.0 and max(tops) <= 1.0  # a share's interval: never past 1 (Wald's is 1.05)
+    assert max(tops) == 1.0 and min(tops) == pytest.approx(ll.analysis.wilson_interval(19, 20)[0])
+    assert fig.axes[2].get_ylabel() == "tokens (thousands)" and max(fig.axes[2].get_ylim()) < 1000
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert {"median", "mean", "one fork"} <= set(legend) and any("Wilson" in t for t in legend)
+    assert [t.get_text() for t in share.get_xticklabels()] == ["same agents", "careful"]
+
+
+def test_no_notebook_writes_into_the_repository():
+    """Run All keeps to temporary folders: no notebook names a path outside its own folder (``../figures``)."""
+    import ast
+    from pathlib import Path
+
+    import nbformat
+
+    for path in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb")):
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type == "code":
+                strings = [n.value for n in ast.walk(ast.parse(cell.source))
+                           if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+                assert not [s for s in strings if s.startswith("../") or "/figures" in s], (path.name, cell.source)

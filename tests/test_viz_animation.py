@@ -120,3 +120,12 @@ def test_round_lines_name_every_agent_once():
               {"type": "run_tests", "round": 3, "agent": "System", "passed": 3, "failed": 1, "errors": 0}]
     assert ll.viz.round_lines(events, 3, short={"a": "T1", "b": "T2"}) == [
         "Lead: discover T1 · assign T1→Dev1", "Dev2: claim T2", "System: tests 3/4"]
+
+
+def test_the_player_asks_the_network_for_nothing():
+    """matplotlib's player links Font Awesome from a CDN: offline its buttons came out empty after a wait."""
+    from latte_lab.scheduling import chain, simulate
+
+    page = ll.viz.animate(simulate(chain(3), n_workers=1)).to_jshtml()
+    assert not re.findall(r'(?:href|src)="https?://', page) and "font-awesome" not in page
+    assert page.count('class="latte-glyph"') == 9 and 'title="Play"' in page

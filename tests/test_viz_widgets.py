@@ -34,20 +34,35 @@ def test_run_shows_progress_then_animation_gantt_and_row_for_a_flat_team(tmp_pat
     res = form.run()
     assert res is not None and res.config.team == "decentralized" and form.result is res
     assert seen and max(seen) == res.rounds  # the bar moved round by round
+    import pandas as pd
+
     kinds = [type(x).__name__ for x in captured]
-    assert "VBox" in kinds and "Image" in kinds and "DataFrame" in kinds  # the player, the Gantt chart, the row
+    rows = [x for x in captured if isinstance(x, pd.DataFrame)]  # the row: its display defines success, accuracy
+    assert "VBox" in kinds and "Image" in kinds and len(rows) == 1  # the player, the Gantt chart, the row
+    assert "the share of the task's hidden tests that pass" in rows[0]._repr_html_()
     chart = next(x for x in captured if type(x).__name__ == "Image")  # drawn to PNG by the form itself
     from PIL import Image
 
     pixels = Image.open(io.BytesIO(chart.data)).convert("L")
     assert pixels.getextrema()[0] < 100  # bars and labels drawn, not a blank canvas
-    player = next(x for x in captured if type(x).__name__ == "VBox")
+    player = next(x for x in captured if type(x).__name__ == "VBox" and type(x.children[0]).__name__ == "Image")
     image, (play, slider, label) = player.children[0], player.children[1].children
     first = image.value
     slider.value = 2  # what Play does, a frame at a time
     assert image.value != first and label.value == "round 2" and play.max == res.rounds
-    row = next(x for x in captured if type(x).__name__ == "DataFrame")
+    row = rows[0]
     assert row["team"].tolist() == ["decentralized"]
+    # the trial viewer, shown in the notebook under the trial (no file:// link), and hidden again
+    toggle = next(x for x in captured if type(x).__name__ == "VBox" and type(x.children[0]).__name__ == "HBox")
+    button, frame = toggle.children[0].children[0], toggle.children[1]
+    assert button.description == "show the trial viewer" and not frame.outputs
+    captured.clear()
+    button.click()
+    assert button.description == "hide the trial viewer" and len(captured) == 1
+    assert captured[0]._repr_html_().startswith('<iframe class="latte-viewer" srcdoc=')
+    assert (res.run_dir / "view.html").is_file()  # also beside the run, for latte-lab view --serve
+    button.click()
+    assert button.description == "show the trial viewer" and len(captured) == 1
     assert "decentralized" in form.status.value
     assert "SUCCESS" in form.status.value or "no success" in form.status.value
     assert not form.button.disabled

@@ -187,15 +187,35 @@ def test_runs_notebook_03(installed, slow_commands):
     assert "latte_lab/data/published" in out
 
 
-def test_bundled_published_data_is_the_authors_folder_unmodified():
-    from latte_lab.data import bundled_published_dir
+def test_bundled_published_data_is_the_authors_folder_unmodified(tmp_path):
+    """The bundled copy is the authors' experiments/ folder at the commit SOURCE.md names, byte for byte: every
+    file's SHA-256 is the one latte_lab/data/published_sha256.txt records for it."""
+    from latte_lab.data import bundled_published_dir, check_published
 
     bundled = bundled_published_dir()
     source = (bundled / "SOURCE.md").read_text()
     assert "github.com/emieczkowski/latte" in source and "8647e3b" in source and "2605.06320" in source
+    assert check_published(bundled) == []
+    altered = tmp_path / "published"  # and the check can fail: a changed, a missing and an extra file
+    shutil.copytree(bundled, altered)
+    (altered / "operator_usage.json").write_text("{}")
+    (altered / "event_metrics.json").unlink()
+    (altered / "notes.txt").write_text("mine")
+    assert sorted(check_published(altered)) == [
+        "event_metrics.json: missing", "notes.txt: not in the authors' folder",
+        "operator_usage.json: changed (its SHA-256 is not the published file's)"]
+
+
+def test_the_shared_copy_of_the_published_data_is_the_bundled_one():
+    """Where the project's shared folder sits beside this checkout (../shared/published, the copy the bundled
+    data was taken from), both hold the same bytes."""
+    from latte_lab.data import bundled_published_dir
+
+    bundled = bundled_published_dir()
     original = REPO.parent / "shared" / "published"  # the copy this one was taken from, where present
     if not original.is_dir():
-        pytest.skip("../shared/published is not beside this checkout")
+        pytest.skip(f"no shared copy of the authors' data at {original} to compare the bundled one with (the "
+                    "bundled copy's checksums are checked by the test above in any checkout)")
     theirs = {p.relative_to(original): p.read_bytes() for p in original.rglob("*") if p.is_file()}
     ours = {p.relative_to(bundled): p.read_bytes() for p in bundled.rglob("*") if p.is_file()}
     assert ours.pop(Path("README.md")) and ours == theirs  # the same bytes, plus our README

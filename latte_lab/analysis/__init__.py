@@ -34,6 +34,7 @@ _LAZY = {
     "robust_statistics": "latte_lab.analysis.stats",
     "cost_regression": "latte_lab.analysis.stats",
     "bootstrap_ci": "latte_lab.analysis.stats",
+    "wilson_interval": "latte_lab.analysis.inference",
     "rank_biserial": "latte_lab.analysis.stats",
     "sem": "latte_lab.analysis.stats",
     # the numbers behind Figure 2
@@ -81,6 +82,7 @@ __all__ = [
     "team_table",
     "TrialData",
     "bootstrap_ci",
+    "wilson_interval",
     "compare_with_paper",
     "cost_regression",
     "expected_cost_per_success",

@@ -16,6 +16,10 @@ Which path uses which library:
 
 What each function reproduces:
 
+- :func:`wilson_interval` is statsmodels' ``proportion_confint(successes, n, alpha, method="wilson")``: the
+  interval of a share (a success rate) that stays within [0, 1] and keeps its coverage at small n and at
+  shares near 0 or 1, where the normal approximation's ``p ± 1.96·sqrt(p(1-p)/n)`` runs past 1 or collapses
+  to a point;
 - :func:`mann_whitney_u` is ``scipy.stats.mannwhitneyu(x, y, alternative=...)`` with its defaults
   (``method="auto"``: the exact null distribution when a sample has at most 8 values and nothing is tied,
   else the normal approximation with the tie correction and the continuity correction);
@@ -39,6 +43,27 @@ import numpy as np
 
 EXACT_MAX_SIZE = 8  # scipy's "auto": the exact test when a sample has at most this many values and no ties
 _NORMAL = NormalDist()
+
+
+# --- a share ---------------------------------------------------------------------------------------
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """The Wilson score interval of a share: ``successes`` of ``n`` trials, at ``level`` confidence.
+
+    >>> [round(x, 3) for x in wilson_interval(18, 20)]
+    [0.699, 0.972]
+    >>> wilson_interval(20, 20)[1]
+    1.0
+    """
+    if n <= 0:
+        return (math.nan, math.nan)
+    z = norm_ppf(1 - (1 - level) / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    low = 0.0 if successes == 0 else max(0.0, centre - half)  # exactly 0 and 1 at the ends, not rounding's
+    high = 1.0 if successes == n else min(1.0, centre + half)
+    return (low, high)
 
 
 # --- ranks and the normal distribution -------------------------------------------------------------

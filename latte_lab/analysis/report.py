@@ -193,14 +193,41 @@ def formatted(df: pd.DataFrame):
         return format_number(x)
 
     formats = {c: (format_p if str(c).lower() in P_COLUMNS else cell) for c in df.columns}
-    text_cols = [c for c in df.columns if df[c].dtype == object and df[c].map(lambda v: isinstance(v, str)).any()]
+    text_cols = [c for c in df.columns  # object or pandas' str dtype (pandas 3 gives text columns the latter)
+                 if (df[c].dtype == object or pd.api.types.is_string_dtype(df[c].dtype))
+                 and df[c].map(lambda v: isinstance(v, str)).any()]
     styler = df.style.format(formats, na_rep=NOT_AVAILABLE).hide(axis="index")
     numeric = [c for c in df.columns if c not in text_cols]
     styler = styler.set_properties(subset=numeric, **{"white-space": "nowrap", "text-align": "right"})
     if text_cols:
         styler = styler.set_properties(subset=text_cols, **{"white-space": "normal", "text-align": "left",
                                                             "max-width": "38em"})
+        left = set(text_cols)  # a text column's header sits over its text, on the left
+        styler = styler.map_index(lambda name: "text-align: left" if name in left else "", axis="columns")
     return styler
+
+
+class OutcomeTable(pd.DataFrame):
+    """A DataFrame of trial outcomes whose notebook display says, under the table, what success and accuracy
+    mean (:data:`latte_lab.schema.SUCCESS_AND_ACCURACY`): a team can succeed at a low accuracy, which reads as a
+    contradiction without it. Anything computed from it is a plain DataFrame.
+
+    >>> table = OutcomeTable({"team": ["leader_worker"], "success": [True], "accuracy": [0.31]})
+    >>> "the share of the task's hidden tests that pass" in table._repr_html_()
+    True
+    >>> type(table.head(1)).__name__
+    'DataFrame'
+    """
+
+    @property
+    def _constructor(self):
+        return pd.DataFrame
+
+    def _repr_html_(self) -> str:
+        import html
+
+        note = html.escape(schema.SUCCESS_AND_ACCURACY, quote=False)
+        return f'{super()._repr_html_()}<p style="font-size: 90%; max-width: 60em">{note}</p>'
 
 
 def task_names() -> pd.DataFrame:
@@ -295,28 +322,39 @@ def write_tables(data, out_dir, reference: pd.DataFrame | None = None, *, figure
     return written
 
 
+def comparison_summary(comparison: pd.DataFrame, source: str = "published") -> tuple[str, list[tuple[str, pd.DataFrame]]]:
+    """The report's sentence on :func:`compare_with_paper`'s table, which accounts for every printed number
+    (agrees, differs for a known reason, differs otherwise, or cannot be recomputed from the data), and the
+    report's sections of the numbers that do not agree, as (title, rows)."""
+    agrees = comparison["agrees"].fillna(False).astype(bool)
+    differs = comparison["agrees"].eq(False).fillna(False).astype(bool)  # computed and different
+    unknown = comparison[comparison["agrees"].isna()]  # no number to compare: the data cannot give it
+    n, ok = len(comparison), int(agrees.sum())
+    t2c = comparison[comparison["section"] == "Table 2"]
+    agreement = (f"{ok} of {n} printed numbers agree at the paper's precision "
+                 f"(Table 2: {int(t2c['agrees'].fillna(False).sum())} of {len(t2c)} cells).")
+    if source != "published":  # other trials than the paper's: no difference is explained in advance
+        summary = (f"{int(differs.sum())} differ: these are trials of their own, not the paper's, so their "
+                   "numbers are not expected to match; the paper reference table's explanations are about the "
+                   f"published data. {len(unknown)} cannot be computed from these trials.")
+        return f"{agreement} {summary}", [("Differences", comparison[differs]), ("Not computed", unknown)]
+    known = comparison[differs & comparison["status"].ne("exact")]
+    unexpected = comparison[differs & comparison["status"].eq("exact")]
+    summary = (f"{len(known)} differ for known reasons (each explained in the table below); {len(unexpected)} "
+               f"differ otherwise; {len(unknown)} cannot be recomputed from the published data (the table "
+               "below says why).")
+    return f"{agreement} {summary}", [("Known deviations", known), ("Other differences", unexpected),
+                                      ("Not reproducible from the published data", unknown)]
+
+
 def _report(data, t2, s51, robust, regression_md, comparison, skipped) -> str:
     trials = data.trials
     counts = trials.groupby(["task", "team"]).size().unstack(fill_value=0).reset_index()
     lines = [f"# Reproduction report ({data.source}: {data.path})", "",
              f"{len(trials)} trials. Trials per task x team:", "", to_markdown(counts)]
     if comparison is not None:
-        agrees = comparison["agrees"].fillna(False).astype(bool)
-        differs = comparison["agrees"].eq(False).fillna(False).astype(bool)  # computed and different
-        n, ok = len(comparison), int(agrees.sum())
-        t2c = comparison[comparison["section"] == "Table 2"]
-        agreement = (f"{ok} of {n} printed numbers agree at the paper's precision "
-                     f"(Table 2: {int(t2c['agrees'].fillna(False).sum())} of {len(t2c)} cells).")
-        if data.source != "published":  # other trials than the paper's: no difference is explained in advance
-            summary = (f"{int(differs.sum())} differ: these are trials of their own, not the paper's, so their "
-                       "numbers are not expected to match; the paper reference table's explanations are about the published data.")
-            sections = [("Differences", comparison[differs])]
-        else:
-            known = comparison[differs & comparison["status"].ne("exact")]
-            unexpected = comparison[differs & comparison["status"].eq("exact")]
-            summary = f"{len(known)} differ for known reasons (each explained in the table below); {len(unexpected)} differ otherwise."
-            sections = [("Known deviations", known), ("Other differences", unexpected)]
-        lines += ["## Paper vs recomputed", "", f"{agreement} {summary}", ""]
+        text, sections = comparison_summary(comparison, data.source)
+        lines += ["## Paper vs recomputed", "", text, ""]
         for title, rows in sections:
             if len(rows):
                 lines += [f"### {title}", "", to_markdown(rows[["id", "paper", "ours", "note"]])]

@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
+    from latte_lab.config import TrialConfig
+
+    # the run directory `latte-lab run --task debug --seed 0` writes, so that the examples run as printed
+    run = f"runs/{TrialConfig(task='debug', seed=0).trial_id}"
     p = sub.add_parser(
         "fork", help="continue a recorded trial from round K under a change (what if ...)",
         description="Replay a recorded trial to the end of round K from its cassette, with no model call, then "
         "let it run on as a new trial under the changes given with --set: another model or profile, another "
         "seed for what follows, a protocol switch, another round budget. Another team, task or team size is "
         "refused: those are new trials from round 0.",
-        epilog="examples:\n  latte-lab fork runs/debug-latte-s0-033bd68aea --at 20 --set seed=7\n"
-        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 10 --set heartbeat_rule=released\n"
-        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 5 --set model=simulated/careful --set max_rounds=30\n"
-        "  latte-lab fork runs/debug-latte-s0-033bd68aea --at 8 --intervene '<release_task id=\"fix-rms\" />'")
-    p.add_argument("run_dir", metavar="RUN", help="the recorded trial's run directory")
+        epilog=f"examples (after latte-lab run --task debug --seed 0, which writes {run}):\n"
+        f"  latte-lab fork {run} --at 20 --set seed=7\n"
+        f"  latte-lab fork {run} --at 10 --set heartbeat_rule=released\n"
+        f"  latte-lab fork {run} --at 5 --set model=simulated/careful --set max_rounds=30\n"
+        f"  latte-lab fork {run} --at 8 --intervene '<release_task id=\"fix-rms\" />'")
+    p.add_argument("run_dir", metavar="RUN", help="the recorded trial's run directory, or its trial id (or the "
+                   "start of one) under runs/")
     p.add_argument("--at", type=int, required=True, dest="at_round",
                    help="the round after which the fork leaves its parent (0: right after planning)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", dest="changes",
@@ -53,13 +60,24 @@ def parse_changes(items: list[str]) -> dict[str, object]:
 
 
 def _fork(args) -> int:
+    from latte_lab.cli._common import UsageError, default_runs_dir
+    from latte_lab.cli.show import find_run
     from latte_lab.fork import fork
+    from latte_lab.rundir import CALLS_FILE
     from latte_lab.trial import print_round
 
+    runs = Path(default_runs_dir())
+    if not Path(args.run_dir).is_dir() and not runs.is_dir():  # a missing RUN: one line, exit status 2
+        raise UsageError(f"no run directory {args.run_dir}; give a recorded trial's run directory "
+                         "(latte-lab runs DIR lists the trials under DIR)")
+    run_dir = find_run(args.run_dir, runs)  # a trial id under runs/; an unknown one: one line, exit status 2
+    if not (run_dir / CALLS_FILE).exists():
+        raise UsageError(f"{run_dir} has no {CALLS_FILE} (the cassette a fork replays its first rounds from): "
+                         "it cannot be forked")
     changes = parse_changes(args.changes)
     if args.intervene:
         changes["intervene"] = list(args.intervene)
-    res = fork(args.run_dir, args.at_round, runs_dir=args.runs_dir, progress=None if args.quiet else print_round,
+    res = fork(run_dir, args.at_round, runs_dir=args.runs_dir, progress=None if args.quiet else print_round,
                **changes)
     print(res.summary())
     print(f"forked from {res.config.parent} after round {res.config.fork_round}"

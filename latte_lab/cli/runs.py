@@ -13,6 +13,11 @@ Each trial's status is its result's (``ok``, ``budget``, ``error``) or what its 
 - ``damaged``: result.json or config.json cannot be read (cut off, not JSON), or a trial a sweep finished
   has lost its result.json; what can be read is shown.
 
+The status says how the run went, not how the team did: a trial that ran to its end is ``ok`` whether or
+not the team succeeded (``success`` says that). A sweep's attempt that did not finish
+(``<trial id>.failed-<N>``) whose trial has finished since is left out of the command's table
+(:func:`superseded_attempts`; ``--attempts`` lists them).
+
 >>> import tempfile, pathlib
 >>> tmp = pathlib.Path(tempfile.mkdtemp())
 >>> (tmp / "t1").mkdir(); _ = (tmp / "t1" / "config.json").write_text('{"task": "debug", "team": "latte"}')
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import socket
+import textwrap
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,9 +39,11 @@ from latte_lab.cli._common import UsageError, cell, default_runs_dir, local_time
 from latte_lab.config import TASK_ALIASES, TEAM_ALIASES
 from latte_lab.errors import DataError
 from latte_lab.rundir import CONFIG_FILE, RESULT_FILE, read_json
-from latte_lab.sweepdir import LOCK_FILE, RUNNING_DIR, SWEEP_DIR
+from latte_lab.schema import SUCCESS_AND_ACCURACY
+from latte_lab.sweepdir import LOCK_FILE, RUNNING_DIR, SWEEP_DIR, attempt_of
 
-__all__ = ["STATUSES", "RunEntry", "SweepEntry", "add_parser", "find_runs", "find_sweeps", "read_entry", "select"]
+__all__ = ["STATUSES", "RunEntry", "SweepEntry", "add_parser", "find_runs", "find_sweeps", "read_entry", "select",
+           "superseded_attempts"]
 
 STATUSES = ("ok", "budget", "error", "running", "stopped", "damaged")
 """Every status a trial can be listed with (see the module docstring)."""
@@ -53,6 +61,8 @@ class RunEntry:
     model: str | None = None
     seed: int | None = None
     rounds: int | None = None
+    success: bool | None = None
+    """Whether the team succeeded (the results row's ``success``); None when no result says."""
     accuracy: float | None = None
     tokens: int | None = None
     dollars: float | None = None
@@ -152,6 +162,7 @@ def read_entry(run_dir: Path, *, sweep: Path | None = None, running: bool | None
         model=row.get("model") or config.get("model"),
         seed=_number(row.get("seed", config.get("seed")), int),
         rounds=_number(row.get("total_rounds"), int), accuracy=_number(row.get("accuracy"), float),
+        success=row.get("success") if isinstance(row.get("success"), bool) else None,
         tokens=tokens, dollars=_number(row.get("dollars"), float),
         started=_mtime(run_dir / CONFIG_FILE), finished=_mtime(run_dir / RESULT_FILE),
         sweep=sweep, problem=_one_line(problem, run_dir))
@@ -257,6 +268,16 @@ def _find(root: Path) -> tuple[list[RunEntry], list[SweepEntry]]:
     return entries, sweeps
 
 
+def superseded_attempts(entries: Iterable[RunEntry]) -> list[RunEntry]:
+    """The attempts (``<trial id>.failed-<N>``) of trials whose own run directory beside them has a result:
+    a sweep set them aside and ran the trial again to its end, so they are history, not failures to act on."""
+    entries = list(entries)
+    finished = {(r.path.parent, r.path.name) for r in entries
+                if attempt_of(r.path.name)[1] is None and r.status in ("ok", "budget", "error")}
+    return [r for r in entries if attempt_of(r.path.name)[1] is not None
+            and (r.path.parent, attempt_of(r.path.name)[0]) in finished]
+
+
 def _matches(value: str | None, wanted: Iterable[str]) -> bool:
     return value is not None and any(value == w or value.startswith(w + "/") for w in wanted)
 
@@ -274,14 +295,17 @@ def select(entries: Iterable[RunEntry], *, task=(), team=(), status=(), model=()
 
 # --- the command --------------------------------------------------------------------------------------------
 
-HEADER = ["STATUS", "TASK", "TEAM", "MODEL", "SEED", "ROUNDS", "ACCURACY", "TOKENS", "DOLLARS", "WHEN", "PATH"]
-NUMBERS = {4, 5, 6, 7, 8}  # header indexes of right-aligned columns
+HEADER = ["STATUS", "SUCCESS", "TASK", "TEAM", "MODEL", "SEED", "ROUNDS", "ACCURACY", "TOKENS", "DOLLARS", "WHEN",
+          "PATH"]
+NUMBERS = {5, 6, 7, 8, 9}  # header indexes of right-aligned columns
+DEFINITION_WIDTH = 110  # characters per line of what success and accuracy mean, printed under the table
 
 EPILOG = """\
 examples:
   latte-lab runs                               every trial under runs/, newest first
   latte-lab runs runs/sweep --team latte,static --limit 20
   latte-lab runs --status error,damaged        what failed, and why (listed below the table)
+  latte-lab runs runs/sweep --attempts         also the attempts a sweep set aside and ran again
   latte-lab show debug-latte-s0-6ce190142a     one of them in detail"""
 
 
@@ -309,11 +333,15 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p = sub.add_parser(
         "runs", help="list the trials and sweeps under a folder, newest first",
         description="List every trial under DIR (run directories, searched recursively; sweeps' trials "
-        "included) with its status, task, team, model, seed, rounds, accuracy, tokens, dollars, when it "
-        "ended (or started, while it runs) and its path, newest first; then the sweeps among them. Reads "
-        "only result.json and config.json. A trial whose files cannot be read is listed as damaged, one "
-        "without a result as running (or stopped, when its sweep has ended). Filters take commas "
-        f"(--team latte,static); official names are accepted. Statuses: {', '.join(STATUSES)}.",
+        "included) with its status, success, task, team, model, seed, rounds, accuracy, tokens, dollars, when "
+        "it ended (or started, while it runs) and its path, newest first; then the sweeps among them. Reads "
+        "only result.json and config.json. STATUS is how the run went (ok: it ran to its end, whatever the "
+        "team achieved; error, budget: it stopped early); SUCCESS is whether the team succeeded. DOLLARS is - "
+        "for a model without a price (the simulated model). A trial whose files cannot be read is listed as "
+        "damaged, one without a result as running (or stopped, when its sweep has ended). A sweep's attempt "
+        "that did not finish (<trial id>.failed-<N>) is left out once its trial has finished (--attempts lists "
+        "it). Filters take commas (--team latte,static); official names are accepted. Statuses: "
+        f"{', '.join(STATUSES)}.",
         epilog=EPILOG)
     p.add_argument("dir", nargs="?", default=runs_dir, metavar="DIR",
                    help=f"folder to search (default: {runs_dir}, where trials go unless told otherwise)")
@@ -324,26 +352,41 @@ def add_parser(sub: argparse._SubParsersAction) -> argparse.ArgumentParser:
     p.add_argument("--status", type=_statuses, default=[], help="only trials with these statuses (default: all)")
     p.add_argument("--limit", type=_limit, default=0, metavar="N",
                    help="show the N newest trials (default: 0, all of them)")
+    p.add_argument("--attempts", action="store_true",
+                   help="also list the attempts a sweep set aside (<trial id>.failed-<N>) whose trial has finished since")
     p.set_defaults(func=run)
     return p
 
 
+def _yes(value: bool | None) -> str:
+    return cell(None) if value is None else ("yes" if value else "no")
+
+
 def _row(r: RunEntry) -> list[str]:
-    return [r.status, cell(r.task), cell(r.team), cell(r.model), cell(r.seed), cell(r.rounds),
+    return [r.status, _yes(r.success), cell(r.task), cell(r.team), cell(r.model), cell(r.seed), cell(r.rounds),
             cell(r.accuracy, "{:.0%}"), cell(r.tokens, "{:,}"), cell(r.dollars, "{:.2f}"), local_time(r.when),
             str(r.path)]
 
 
 def _counts(entries: Iterable[RunEntry]) -> str:
     counts: dict[str, int] = {}
+    entries = list(entries)
     for r in entries:
         counts[r.status] = counts.get(r.status, 0) + 1
-    return ", ".join(f"{counts[s]} {s}" for s in STATUSES if s in counts)
+    text = ", ".join(f"{counts[s]} {s}" for s in STATUSES if s in counts)
+    succeeded = sum(r.success is True for r in entries)
+    judged = sum(r.success is not None for r in entries)
+    return text + (f"; {succeeded} of {judged} succeeded" if judged else "")
 
 
 def run(args) -> int:
     root = Path(args.dir)
     entries, sweeps = _find(root)
+    hidden = [] if args.attempts else superseded_attempts(entries)
+    if hidden:
+        gone = {id(r) for r in hidden}
+        entries = [r for r in entries if id(r) not in gone]
+        sweeps = [SweepEntry(s.path, tuple(r for r in s.trials if id(r) not in gone), s.holder) for s in sweeps]
     shown = select(entries, task=args.task, team=args.team, status=args.status, model=args.model)
     filtered = len(shown) != len(entries)
     if not shown:
@@ -361,7 +404,11 @@ def run(args) -> int:
         if mine:
             state = f"; in use by a sweep ({s.holder})" if s.holder else ""
             print(f"sweep {s.path}: {len(mine)} trials ({_counts(mine)}), latest {local_time(mine[0].when)}{state}")
+    if hidden:
+        print(f"{len(hidden)} earlier attempts of trials that have finished since are not listed (--attempts lists "
+              "them)")
     for r in listed:
         if r.problem and r.status in ("damaged", "error", "stopped"):
             print(f"{r.status} {r.path}: {r.problem}")
+    print(textwrap.fill(SUCCESS_AND_ACCURACY, DEFINITION_WIDTH))
     return 0

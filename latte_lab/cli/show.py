@@ -22,6 +22,9 @@ IDENTITY_FIELDS = ("task", "team", "model", "seed", "trial", "n_workers", "max_r
 """Config fields shown on the first config line; the others are shown when they differ from the default."""
 PLACE_FIELDS = ("runs_dir", "cache_path")
 """Config fields that say where files went, not what the trial was: never shown."""
+DEPS_WIDTH = 40
+"""Most characters of a node's DEPS cell: a node with more dependencies lists the first and counts the rest,
+so one node waiting on 35 others does not widen every row of the table."""
 REFUSAL_TYPES = ("parse_error", "action_error")
 """Event types of a reply or action the team refused (besides every ``*_blocked`` type)."""
 
@@ -143,21 +146,41 @@ def graph_lines(run_dir: Path) -> list[str]:
     except DataError as exc:
         return [f"graph: cannot be read: {exc}"]
     counts = ", ".join(f"{n} {s}" for s, n in g.counts().items() if n)
-    lines = [f"graph after round {last['round']} (t={last['t']:.0f}s): {len(g)} nodes"
+    lines = [f"graph after round {last['round']} (virtual time {last['t']:.0f} s): {len(g)} nodes"
              + (f" ({counts})" if counts else "") + f"; frontier: {', '.join(g.frontier()) or 'empty'}"]
     rows = []
     for node_id in g.nodes():
         node = g.node(node_id)
-        rows.append(["  " + node_id, node["status"], node["agent"] or MISSING, ", ".join(node["deps"]) or MISSING,
+        rows.append(["  " + node_id, node["status"], node["agent"] or MISSING, deps_cell(node["deps"]),
                      node["title"] or ""])
     if rows:
         lines += table(["  NODE", "STATUS", "OWNER", "DEPS", "TITLE"], rows)
     return lines
 
 
+def deps_cell(deps, width: int = DEPS_WIDTH) -> str:
+    """A node's dependencies for the DEPS column, at most ``width`` characters: as many as fit, then how many
+    more.
+
+    >>> deps_cell(["t1", "t2"]), deps_cell([]), deps_cell([f"fix-{i}" for i in range(35)], width=24)
+    ('t1, t2', '-', 'fix-0, fix-1 (+33 more)')
+    """
+    deps = list(deps)
+    if not deps:
+        return MISSING
+    text = ", ".join(deps)
+    if len(text) <= width:
+        return text
+    for k in range(len(deps) - 1, 0, -1):
+        text = f"{', '.join(deps[:k])} (+{len(deps) - k} more)"
+        if len(text) <= width:
+            return text
+    return f"{deps[0]} (+{len(deps) - 1} more)"
+
+
 def round_lines(run_dir: Path) -> list[str]:
     """One line per round from events.jsonl: who ran, how many actions of each kind took effect, what was
-    refused, the last test run, and the virtual time at the round's end."""
+    refused, the last test run, and the virtual clock at the round's end."""
     from latte_lab.events import ACTION_EVENT_TYPES
     from latte_lab.rundir import EVENTS_FILE, iter_jsonl
 
@@ -194,10 +217,12 @@ def round_lines(run_dir: Path) -> list[str]:
         ran = info["ran"] or info["replied"]
         actions = ", ".join(f"{k} {n}" for k, n in sorted(info["actions"].items(), key=lambda kv: -kv[1]))
         rows.append([f"  {r}" + (" (planning)" if r == 0 else ""), ",".join(a for a in ran if a) or MISSING,
-                     actions or MISSING, str(info["refused"]), info["tests"] or MISSING, f"{info['t']:.0f}s"])
-    lines = table(["  ROUND", "RAN", "ACTIONS", "REFUSED", "TESTS", "T"], rows, right={3, 5}) if rows else \
-        ["  no rounds recorded"]
-    return ["rounds"] + lines + ([note] if note else [])
+                     str(info["refused"]), info["tests"] or MISSING, f"{info['t']:.0f}s", actions or MISSING])
+    # ACTIONS last: the one long column, never padded, so a busy round does not widen every row
+    lines = table(["  ROUND", "RAN", "REFUSED", "TESTS", "VIRTUAL T", "ACTIONS"], rows, right={2, 4}) if rows \
+        else ["  no rounds recorded"]
+    return ["rounds (VIRTUAL T: the trial's virtual clock at the round's end, model latency and tool time)"] + \
+        lines + ([note] if note else [])
 
 
 def row_lines(result: dict) -> list[str]:

@@ -4,6 +4,7 @@ the grid, what is already finished and what the rest may cost."""
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from latte_lab.config import BACKENDS, CACHE_MODES, DEFAULT_CACHE_MODE
 
@@ -25,8 +26,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  latte-lab sweep --tasks debug,eda --teams latte,static --replicates 5 --jobs 2\n"
         "  latte-lab sweep --tasks textproc --teams latte leader_worker --models openai/gpt-4o --dry-run\n"
         "  latte-lab sweep --tasks debug --replicates 20 --backend ray --out runs/big")
-    p.add_argument("--tasks", nargs="+", required=True, help="task ids: debug, eda, textproc")
-    p.add_argument("--teams", nargs="+", default=["latte"], help="team ids (default: latte)")
+    p.add_argument("--tasks", nargs="+", required=True,
+                   help="task ids: debug, eda, textproc (latte-lab tasks lists them)")
+    p.add_argument("--teams", nargs="+", default=["latte"], help="team ids (latte-lab teams lists them) (default: latte)")
     p.add_argument("--models", nargs="+", default=["simulated"],
                    help="model specs: simulated[/profile], openai/<model>, anthropic/<model> (default: simulated)")
     p.add_argument("--replicates", type=int, default=1, help="trials per condition (default: 1)")
@@ -112,7 +114,10 @@ def _sweep(args) -> int:
     if args.quiet and not stopped:  # run_sweep prints its summary line with progress or when it stopped
         print(df.attrs["summary"])
     if len(df):
+        from latte_lab.schema import SUCCESS_AND_ACCURACY
+
         print(results_table(df))
+        print(textwrap.fill(SUCCESS_AND_ACCURACY, 110))
     if stopped == "interrupted":
         return 130
     return 0 if not stopped and len(df) and (df["status"] == "ok").all() else 1

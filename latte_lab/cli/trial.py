@@ -18,14 +18,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog="examples:\n  latte-lab run --task debug --team latte --seed 0\n"
         "  latte-lab run --task eda --team static --model openai/gpt-4o\n"
         "  latte-lab run --task debug --released --quiet")
-    run.add_argument("--task", required=True, help="task id: debug, eda, textproc")
-    run.add_argument("--team", default="latte", help="team id (see latte_lab.teams.names())")
+    run.add_argument("--task", required=True, help="task id: debug, eda, textproc (latte-lab tasks lists them)")
+    run.add_argument("--team", default="latte", help="team id (latte-lab teams lists them)")
     run.add_argument("--model", default="simulated",
                      help="simulated[/profile] (offline), openai/<model>, anthropic/<model>, or a model name "
                      "with --base-url")
     run.add_argument("--base-url", default=None,
                      help="OpenAI-compatible server (vLLM, Ollama, LM Studio) (default: the provider's own endpoint)")
     run.add_argument("--seed", type=int, default=0, help="seed of the trial (the simulated model's draws, names)")
+    run.add_argument("--trial", type=int, default=0,
+                     help="replicate index: a sweep's trials carry theirs in their id, so seed S at replicate K of a "
+                     "sweep is --seed S --trial K (docs: Sweeps, a trial's id)")
     run.add_argument("--workers", type=int, default=4, dest="n_workers", help="workers besides the Lead")
     run.add_argument("--max-rounds", type=int, default=None,
                      help="round budget (default: the task's own, Task.default_max_rounds)")
@@ -49,8 +52,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     demo = sub.add_parser("demo", help="a LATTE team on the debug task with the simulated model (offline)",
                           description="A whole trial offline, no key needed: a team on a task with the simulated "
                           "model, one line per round, then the summary.")
-    demo.add_argument("--task", default="debug", help="task id: debug, eda, textproc")
-    demo.add_argument("--team", default="latte", help="team id (see latte-lab run --help)")
+    demo.add_argument("--task", default="debug", help="task id: debug, eda, textproc (latte-lab tasks lists them)")
+    demo.add_argument("--team", default="latte", help="team id (latte-lab teams lists them)")
     demo.add_argument("--seed", type=int, default=0, help="seed of the trial")
     demo.add_argument("--runs-dir", default="runs/demo", help="where the run directory is written")
     demo.set_defaults(func=_demo)
@@ -63,14 +66,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _run(args) -> int:
     from latte_lab.rundir import check_writable_dir
-    from latte_lab.trial import TrialConfig, print_round, run_trial
+    from latte_lab.trial import TrialConfig, _default_model, print_round, run_trial
 
     check_writable_dir(args.runs_dir)  # refused in one line before the trial is announced
     fields = dict(task=args.task, team=args.team, model=args.model, base_url=args.base_url, seed=args.seed,
+                  trial=args.trial,
                   n_workers=args.n_workers, max_rounds=args.max_rounds, cache=args.cache, runs_dir=args.runs_dir)
     cfg = TrialConfig.released(**fields) if args.released else TrialConfig(**fields)
-    print(f"trial {cfg.trial_id}: team {cfg.team} on {cfg.task} with {cfg.model}, up to {cfg.rounds} rounds")
-    res = run_trial(cfg, progress=None if args.quiet else print_round)
+    model = _default_model(cfg)  # an unknown profile or a missing key: refused before the trial is announced
+    print(f"trial {cfg.trial_id}: team {cfg.team} on {cfg.task} with {cfg.model}, up to {cfg.rounds} rounds"
+          + ("" if args.quiet else " (each round's time is the trial's virtual clock: model latency and tool "
+             "time, not time elapsed)"))
+    res = run_trial(cfg, model=model, progress=None if args.quiet else print_round)
     print(res.summary())
     return 0 if res.status == "ok" else 1
 

@@ -5,12 +5,16 @@
 - ``sensitivity.csv``: per-trial results of the simulated model's sensitivity study (notebook 05).
 - ``published/``: the authors' per-trial data (their ``experiments/`` folder, unmodified; see its
   ``SOURCE.md``), the default input of ``latte-lab figures`` and notebook 03.
+- ``published_sha256.txt``: the SHA-256 of every file of that folder at the commit ``SOURCE.md`` names
+  (:func:`check_published` compares a copy with it).
 
 >>> from latte_lab import data
 >>> data.read_text("prices.csv").splitlines()[0]
 'provider,model,input_per_mtok,output_per_mtok,source,as_of'
 >>> (data.bundled_published_dir() / "experiment1" / "n4" / "results.csv").is_file()
 True
+>>> data.check_published()
+[]
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ from latte_lab.errors import DataError
 
 PUBLISHED_ENV = "LATTE_PUBLISHED_DIR"  # use another copy of the authors' experiments/ folder
 PUBLISHED = "published"
+PUBLISHED_MANIFEST = "published_sha256.txt"  # sha256sum's format: "<hex digest>  <path in the folder>"
+OUR_FILES = ("README.md",)  # what latte_lab added to the authors' folder
 
 _extracted: Path | None = None  # the published folder copied out of a zipped install, once per process
 
@@ -72,6 +78,28 @@ def bundled_published_dir() -> Path:
     return _extracted
 
 
+def check_published(folder: str | os.PathLike | None = None) -> list[str]:
+    """How ``folder`` (default: the bundled copy) differs from the authors' ``experiments/`` folder at the
+    commit its ``SOURCE.md`` names, file by file against :data:`PUBLISHED_MANIFEST`: one line per file
+    missing, changed or not theirs (latte_lab's own README.md aside); ``[]`` when it is their folder byte for
+    byte."""
+    import hashlib
+
+    root = Path(folder) if folder is not None else bundled_published_dir()
+    expected = {}
+    for line in read_text(PUBLISHED_MANIFEST).splitlines():
+        digest, _, name = line.partition("  ")
+        expected[name] = digest
+    found = {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+             for p in sorted(root.rglob("*")) if p.is_file()}
+    problems = [f"{name}: missing" for name in expected if name not in found]
+    problems += [f"{name}: changed (its SHA-256 is not the published file's)" for name in expected
+                 if name in found and found[name] != expected[name]]
+    problems += [f"{name}: not in the authors' folder" for name in found
+                 if name not in expected and name not in OUR_FILES]
+    return problems
+
+
 def published_dir() -> Path:
     """``$LATTE_PUBLISHED_DIR`` when set (it must exist), else the bundled published data."""
     override = os.environ.get(PUBLISHED_ENV, "").strip()
@@ -84,4 +112,4 @@ def published_dir() -> Path:
     return bundled_published_dir()
 
 
-__all__ = ["PUBLISHED_ENV", "bundled_published_dir", "published_dir", "read_text", "resource"]
+__all__ = ["PUBLISHED_ENV", "bundled_published_dir", "check_published", "published_dir", "read_text", "resource"]

@@ -218,7 +218,12 @@ class SqliteState:
         self.path = Path(path)
         self._local = threading.local()
         self._pid = os.getpid()
-        self._txn(lambda conn: conn.executescript(_SCHEMA), script=True)
+        try:
+            self._txn(lambda conn: conn.executescript(_SCHEMA), script=True)
+        except sqlite3.Error as exc:  # a full disk above all: one line, not a traceback
+            full = getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
+            raise ConfigError(f"cannot set up the rate-limit state {self.path}: {exc}"
+                              + ("; free some space on its disk, then run again" if full else "")) from None
 
     def __repr__(self) -> str:
         return f"SqliteState({str(self.path)!r})"

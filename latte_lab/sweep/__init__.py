@@ -24,6 +24,7 @@ may work in a directory: a second gets a clear error naming the first one's proc
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -92,6 +93,27 @@ def dry_run(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path
     return _plan(expand_grid(grid, out), out, settle=False)
 
 
+@contextlib.contextmanager
+def _full_disk_in_one_line(out: Path):
+    """A full disk under ``out`` (the sweep's lock, its state, a trial's record) ends the sweep with a
+    :class:`~latte_lab.rundir.DiskFullError` of one line (the command prints it), not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        if not rundir.is_disk_full(exc):
+            raise
+        raise rundir.DiskFullError(rundir.disk_full_message(out, exc)) from None
+
+
+def _check_simulated_profiles(configs) -> None:
+    """Every simulated profile the grid names exists (an unknown one is a ConfigError of one line, before any
+    trial or progress bar); building a simulated model costs nothing and needs no key."""
+    from latte_lab.models import make_model
+
+    for spec in sorted({c.model for c in configs if c.model.split("/", 1)[0].split("?", 1)[0] == "simulated"}):
+        make_model(spec)
+
+
 def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path = "runs/sweep", *,
               n_jobs: int | str | None = None, backend: str = "local", progress: bool = True,
               max_dollars: float | None = None, max_billed_tokens: int | None = None,
@@ -110,7 +132,8 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
     ends with this process however it ends (:mod:`latte_lab.sweep._ray_watchdog`).
 
     Refused before any trial runs, in one line: an ``out`` where nothing can be written (a file, a
-    read-only file system), and a grid with an empty list or a value listed twice (:func:`expand_grid`).
+    read-only file system), a grid with an empty list or a value listed twice (:func:`expand_grid`), and
+    an unknown simulated profile.
     """
     import pandas as pd
 
@@ -123,6 +146,7 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
         raise ConfigError(f"unknown sweep backend {backend!r}; use 'local' or 'ray'")
     out = Path(out)
     configs = expand_grid(grid, out)
+    _check_simulated_profiles(configs)
     if backend == "local":
         jobs = check_jobs(1 if n_jobs is None else n_jobs, len(configs))
     elif n_jobs is not None and n_jobs != "auto" and not (isinstance(n_jobs, int) and n_jobs >= 1):
@@ -133,7 +157,7 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
     for path in (out, out / sweepdir.SWEEP_DIR / sweepdir.RUNNING_DIR):  # before any trial: its record must land
         rundir.check_writable_dir(path)
     new: dict[str, dict] = {}
-    with sweepdir.SweepLock(out), local.sigterm_stops_the_sweep():
+    with _full_disk_in_one_line(out), sweepdir.SweepLock(out), local.sigterm_stops_the_sweep():
         sweepdir.recover_running(out)
         plan = _plan(configs, out, settle=True)
         todo = plan.todo

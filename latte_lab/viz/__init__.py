@@ -9,6 +9,7 @@ the paper's figures.
 - :mod:`latte_lab.viz.gantt`: ``gantt``, ``activity``;
 - :mod:`latte_lab.viz.scheduling`: workloads, makespan curves, straggler runs, ``explore``;
 - :mod:`latte_lab.viz.widgets`: ``trial_form`` (the trial explorer), ``compare``;
+- :mod:`latte_lab.viz.forks`: ``fork_outcomes`` (what forks of one trial did, per setting);
 - :mod:`latte_lab.viz.viewer`: ``build_page`` (a trial's, a sweep's or two trials' HTML page), ``transcript``;
 - :mod:`latte_lab.viz.figures`: the paper's ``figure2a`` ... ``figure4``, ``graph_layout`` (Figure 3C's fixed
   positions), ``sensitivity_figure``;
@@ -16,6 +17,8 @@ the paper's figures.
 - :mod:`latte_lab.viz.graph_drawing`: the one renderer of coordination graphs, which every graph picture uses.
 
 Every figure follows :mod:`latte_lab.viz.style` (``TEAM_PALETTE``, ``STATUS_COLORS``, paper sizes and fonts).
+In a notebook every picture shows once below the cell that drew it, whatever the cell ends with (``;`` or
+not): :mod:`latte_lab.viz.notebook` says how.
 Names are resolved on first use and matplotlib, networkx drawing and ipywidgets are imported inside the
 functions, so importing latte_lab stays fast.
 
@@ -40,12 +43,13 @@ _LAZY = {"trial_form": "widgets", "compare": "widgets", "TrialForm": "widgets", 
          # the paper's figures and their writer pull in pandas and the analysis
          **dict.fromkeys(("figure2a", "figure2b", "figure3a", "figure3b", "figure3c", "figure4", "graph_layout",
                           "sensitivity_figure"), "figures"),
-         "write_all": "paper", "TEAM_PALETTE": "style"}
-_SUBMODULES = {"graph", "scheduling", "widgets", "animation", "viewer", "figures", "paper", "style", "graph_drawing"}
+         "write_all": "paper", "TEAM_PALETTE": "style", "fork_outcomes": "forks"}
+_SUBMODULES = {"graph", "scheduling", "widgets", "animation", "viewer", "figures", "paper", "style", "graph_drawing",
+               "notebook", "forks"}
 
 __all__ = ["STATUS_COLORS", "TEAM_PALETTE", "GraphDrawing", "TrialAnimation", "TrialForm", "activity", "animate",
            "build_page", "compare", "draw", "draw_graph", "figure2a", "figure2b", "figure3a", "figure3b", "figure3c",
-           "figure4", "flow", "gantt", "graph_layout", "graph_panels", "layout", "round_lines", "scheduling",
+           "figure4", "flow", "fork_outcomes", "gantt", "graph_layout", "graph_panels", "layout", "round_lines", "scheduling",
            "sensitivity_figure", "transcript", "trial_form", "write_all"]
 
 

@@ -59,12 +59,13 @@ class TrialAnimation:
                              interval=self.interval_ms, repeat=False)
 
     def to_jshtml(self) -> str:
-        """The HTML/JavaScript player with every frame embedded (rendered once, then reused)."""
+        """The HTML/JavaScript player with every frame embedded (rendered once, then reused); it asks the
+        network for nothing (:func:`offline_player`)."""
         if self._html is None:
             import matplotlib
 
             with matplotlib.rc_context({"savefig.dpi": PLAYER_DPI, "savefig.bbox": None}):
-                self._html = self._animation().to_jshtml(default_mode="once")
+                self._html = offline_player(self._animation().to_jshtml(default_mode="once"))
         return self._html
 
     def _repr_html_(self) -> str:
@@ -191,6 +192,25 @@ class _TokensPanel:
         self.title.set_text(f"tokens so far: {self.tokens.get(upto, 0):,}")
 
 
+PLAYER_GLYPHS = {"fa-minus": "−", "fa-fast-backward": "⏮", "fa-step-backward": "◂", "fa-play fa-flip-horizontal": "◀",
+                 "fa-pause": "⏸", "fa-play": "▶", "fa-step-forward": "▸", "fa-fast-forward": "⏭", "fa-plus": "+"}
+"""matplotlib's player buttons: Font Awesome icon -> the character shown instead."""
+
+
+def offline_player(page: str) -> str:
+    """matplotlib's HTML player without its one request to the network: the Font Awesome stylesheet it links
+    from a CDN (offline, a wait and empty buttons) is left out, and each button shows a character instead.
+
+    >>> offline_player('<link rel="stylesheet"\\nhref="https://cdn/font-awesome.min.css"><i class="fa fa-play"></i>')
+    '<span class="latte-glyph">▶</span>'
+    """
+    import re
+
+    page = re.sub(r'<link rel="stylesheet"\s+href="https?://[^"]*font-awesome[^"]*">', "", page)
+    return re.sub(r'<i class="fa ([^"]+)"></i>',
+                  lambda m: f'<span class="latte-glyph">{PLAYER_GLYPHS.get(m.group(1), "·")}</span>', page)
+
+
 def animate(obj, *, interval_ms: int = INTERVAL_MS, widget: bool | None = None) -> TrialAnimation:
     """The trial round by round (see the module docstring); works for every team: graph teams show their
     graph, the others the message-flow view. ``widget`` is accepted for older code and ignored: the player
@@ -199,10 +219,10 @@ def animate(obj, *, interval_ms: int = INTERVAL_MS, widget: bool | None = None) 
     events = list(getattr(obj, "event_list", []) or [])
     snaps = graphmod.snapshots_of(obj) if hasattr(obj, "snapshots") or not events else []
     if snaps:
-        return _graph_animation(snaps, events, interval_ms)
+        return style.finish(_graph_animation(snaps, events, interval_ms))
     if not events:
         raise DataError("nothing to animate: the result has neither graph snapshots nor events")
-    return _flow_animation(events, interval_ms)
+    return style.finish(_flow_animation(events, interval_ms))
 
 
 def _frame_figure(top_w: float, top_h: float, n_lines: int):

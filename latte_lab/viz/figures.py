@@ -199,15 +199,32 @@ def _short_id(node: str) -> str:
     return ("V" if node.endswith("verify") else "T") + digits[0]
 
 
+VERIFY_PREFIX = "verify: "
+
+
+def _verify_title(node: dict, titles: dict) -> str:
+    """A verify node's title with "…" where the recording cut the reviewed node's title short (the released
+    code keeps its first characters: "verify: Create config.py w"), so a reader sees it was cut there, not
+    here."""
+    title = node["title"] if isinstance(node["title"], str) else ""
+    reviewed = titles.get(str(node["node"]).removesuffix("-verify"))
+    if node.get("is_verify") and title.startswith(VERIFY_PREFIX) and isinstance(reviewed, str):
+        shown = title[len(VERIFY_PREFIX):]
+        if shown and len(shown) < len(reviewed) and reviewed.startswith(shown):
+            return title + "…"
+    return title
+
+
 def snapshot_records(run: pd.DataFrame) -> list[dict]:
     """One run's snapshot rows as ``{"round", "graph": {"nodes": [...]}}`` records, the form every graph
     drawing takes (node ids sorted naturally, so T1, T2, ... follow the run's own numbering)."""
     rows: dict = {}
+    titles = dict(zip(run["node"], run["title"]))
     for n in run[["round", "node", "title", "status", "owner", "deps", "is_verify"]].to_dict("records"):
         rows.setdefault(n["round"], []).append(n)
     records = []
     for r in sorted(rows):
-        nodes = [{"id": n["node"], "title": n["title"], "status": n["status"],
+        nodes = [{"id": n["node"], "title": _verify_title(n, titles), "status": n["status"],
                   "agent": None if pd.isna(n["owner"]) else n["owner"], "deps": list(n["deps"]),
                   "is_verify": bool(n["is_verify"])}
                  for n in sorted(rows[r], key=lambda n: _node_key(n["node"]))]
@@ -317,4 +334,4 @@ def sensitivity_figure(summary: pd.DataFrame):
         axis.invert_yaxis()
         axis.tick_params(labelsize=8)
     fig.tight_layout()
-    return fig
+    return style.finish(fig)

@@ -15,6 +15,7 @@ chart marks each round an agent acted.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any
 
 from latte_lab.graph import SYSTEM_AGENT
@@ -31,6 +32,7 @@ OUTCOME_STYLE = {  # how an attempt ended -> (bar alpha, hatch); a thrown-away a
     "open": (0.6, None),
 }
 MAX_LABELLED_BARS = 80  # beyond this many bars, node names would overlap
+TITLE_CHAR_EM = 0.6  # the width of one character of a title, in ems (DejaVu Sans averages a little less)
 ACTIVITY_FIELDS = {"edit_file": "path", "read_file": "path", "run_script": "path", "run_tests": None,
                    "claim_task": "task", "complete_task": "task", "broadcast": None, "discover_task": "task",
                    "publish": "topic", "certify_complete": None}
@@ -124,8 +126,9 @@ def gantt(obj, *, ax=None, title: str | None = None, labels: bool | None = None,
         ax.grid(axis="y", visible=False)
         if title is None and hasattr(obj, "summary"):
             title = obj.summary().splitlines()[0]
-        if title:
-            ax.set_title(title, fontsize=style.FONT_PT)
+        if title:  # a run's summary is long: wrapped to the figure's width, never cut at its edges
+            chars = max(20, int(ax.figure.get_figwidth() * 72 / (style.FONT_PT * TITLE_CHAR_EM)))
+            ax.set_title(textwrap.fill(title, chars), fontsize=style.FONT_PT)
     return ax
 
 

@@ -253,7 +253,7 @@ def draw(obj, round: int | None = None, *, mode: str | None = None, title: str |
             fig.legend(handles=handles, loc="lower center", ncol=ncol, frameon=False, fontsize=gd.LABEL_PT,
                        bbox_to_anchor=(0.5, 0.0))
     style.pyplot().close(fig)  # shown by the GraphDrawing, not a second time by the inline backend
-    return GraphDrawing(fig, ax, plan, snap)
+    return style.finish(GraphDrawing(fig, ax, plan, snap))
 
 
 def graph_panels(obj, rounds: Iterable[int] | None = None, *, ncols: int = 4):
@@ -292,5 +292,4 @@ def _flow_instead(obj, *, upto: int | None = None, title: str | None = None):
     fig = ax.figure
     when = f" up to round {upto}" if upto is not None else ""
     ax.set_title(title or f"{team} keeps no task graph: what its agents did{when}", fontsize=style.TITLE_PT)
-    style.pyplot().close(fig)
-    return fig
+    return style.finish(fig)

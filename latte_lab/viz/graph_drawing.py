@@ -398,11 +398,15 @@ def key_lines(p: GraphPlan, width: float) -> list[str]:
     ncol = max(1, chars // per_col)
     blocks = [textwrap.wrap(f"{s:>4} {t}", KEY_COLUMN_CHARS, subsequent_indent=" " * 5) or [s] for s, t in p.key()]
     nrows = -(-sum(len(b) for b in blocks) // ncol)
-    cols: list[list[str]] = [[]]
-    for b in blocks:  # an entry stays in one column
-        if len(cols[-1]) + len(b) > nrows and cols[-1]:
-            cols.append([])
-        cols[-1].extend(b)
+    while True:  # an entry stays in one column, so the columns may need more rows than an even split
+        cols: list[list[str]] = [[]]
+        for b in blocks:
+            if len(cols[-1]) + len(b) > nrows and cols[-1]:
+                cols.append([])
+            cols[-1].extend(b)
+        if len(cols) <= ncol:  # never more columns than fit the width: a further one would run off the edge
+            break
+        nrows += 1
     nrows = max(len(c) for c in cols)
     return ["".join((c[r] if r < len(c) else "").ljust(per_col) for c in cols).rstrip() for r in range(nrows)]
 

@@ -68,8 +68,11 @@ def _make_figure(name: str, data):
 
 def _draw(name: str, data, out: Path) -> tuple[list[Path], str | None]:
     """(written paths, None), or ([], why) when the data lack the figure's inputs."""
+    from latte_lab.viz.notebook import not_shown
+
     try:
-        fig = _make_figure(name, data)
+        with not_shown():  # written to files, not shown in the notebook that asked for them
+            fig = _make_figure(name, data)
     except DataError as exc:
         return [], (str(exc) if str(exc).startswith(name) else f"{name}: {exc}")
     written: list[Path] = []

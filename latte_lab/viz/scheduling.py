@@ -117,7 +117,7 @@ def straggler_figure(spec: WorkloadSpec, n_workers: int, straggler_p: float, *, 
         ax.set_xlim(0, right)  # one time axis for both, so the makespans compare at a glance
         ax.title.set_text(textwrap.fill(ax.get_title(), TITLE_CHARS))  # a long run summary: two lines, not cut
     fig.tight_layout()
-    return fig
+    return style.finish(fig) if pyplot else fig
 
 
 def explore(spec: WorkloadSpec, *, n_workers: int = 4, straggler_p: float = 0.2, heartbeat: int = 2,
@@ -200,7 +200,9 @@ def discovery_figure(spec: WorkloadSpec | None = None, *, rates=DISCOVERY_RATES,
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.2))
     plot_discovery(df, axes=axes)
     fig.tight_layout()
-    return fig
+    import latte_lab.viz.style as style
+
+    return style.finish(fig)
 
 
 def plot_efficiency(trial_workload, *, ax=None, seeds=(0,)):
@@ -210,7 +212,7 @@ def plot_efficiency(trial_workload, *, ax=None, seeds=(0,)):
 
     table = trial_workload.compare(seeds=seeds)
     if ax is None:
-        _, ax = plt.subplots(figsize=(7, 0.9 + 0.4 * len(table)))
+        _, ax = plt.subplots(figsize=(7, 0.9 + 0.4 * len(table)), layout="constrained")
     colours = ["#b91c1c" if s.startswith("team") else "#5b8def" for s in table["schedule"]]
     ax.barh(table["schedule"], table["makespan"], color=colours)
     for y, (m, e) in enumerate(zip(table["makespan"], table["efficiency"])):

@@ -111,8 +111,8 @@ def pyplot():
 def theme() -> Iterator[None]:
     """The figure style for the figures created inside the block; the caller's settings are restored.
 
-    Figures return from latte_lab closed (:func:`finish`): a notebook shows a returned Figure once, as the
-    cell's result, instead of once as the result and again when the inline backend flushes open figures."""
+    A whole Figure returns from latte_lab through :func:`finish`: a notebook shows it once, whatever the cell
+    ends with (:mod:`latte_lab.viz.notebook`)."""
     pyplot()
     with _settings(RC):
         yield
@@ -219,9 +219,11 @@ _pyplot = pyplot  # for functions whose ``pyplot`` argument shadows it
 
 
 def finish(fig):
-    """Closes ``fig`` in pyplot (it stays usable: ``savefig``, display) and returns it."""
-    pyplot().close(fig)
-    return fig
+    """``fig``, a whole picture a drawing function returns: closed in pyplot (it stays usable: ``savefig``,
+    display) and, in a notebook, shown once when the cell ends (:func:`latte_lab.viz.notebook.shown`)."""
+    from latte_lab.viz.notebook import shown
+
+    return shown(fig)
 
 
 def subplots(nrows: int = 1, ncols: int = 1, *, pyplot: bool = True, figsize=None, layout=None, **kw):

@@ -40,8 +40,8 @@ from typing import Any
 from latte_lab import rundir
 from latte_lab.errors import DataError
 
-__all__ = ["PAGE_NAME", "build_page", "compare_html", "is_sweep_dir", "serve", "sweep_html", "transcript",
-           "trial_data", "trial_html", "unpack_texts"]
+__all__ = ["PAGE_NAME", "EmbeddedPage", "build_page", "compare_html", "embed", "is_sweep_dir", "serve", "sweep_html",
+           "transcript", "trial_data", "trial_html", "unpack_texts"]
 
 PAGE_NAME = "view.html"  # a trial's page, written into its run directory unless told otherwise
 LONG_FIELD_CHARS = 120  # an event's text longer than this is stored once in the page's text table
@@ -436,6 +436,34 @@ def build_page(run_or_dir: Any, out: str | Path | None = None, *, compare: Any =
     return _write(out, trial_html(a))
 
 
+EMBED_HEIGHT_PX = 820  # the viewer in a notebook: its slider, header, graph and the first lanes at once
+
+
+class EmbeddedPage:
+    """A viewer page shown inside a notebook's output: an ``<iframe>`` holding the whole page (``srcdoc``),
+    so it needs no server and no file a notebook server would have to hand out (a ``file://`` link into a
+    temporary folder does not open from JupyterLab). ``.page`` is the page's HTML."""
+
+    def __init__(self, page: str, height: int = EMBED_HEIGHT_PX):
+        self.page, self.height = page, height
+
+    def _repr_html_(self) -> str:
+        return (f'<iframe class="latte-viewer" srcdoc="{html.escape(self.page, quote=True)}" '
+                f'style="width:100%;height:{self.height}px;border:1px solid #d0d7de;border-radius:6px" '
+                'title="latte_lab trial viewer"></iframe>')
+
+
+def embed(run_or_dir: Any, *, compare: Any = None, height: int = EMBED_HEIGHT_PX) -> EmbeddedPage:
+    """The viewer page of a trial (a run directory or a TrialResult), or of two with ``compare``, to show in
+    a notebook: ``ll.viz.viewer.embed(res)`` on a cell's last line. Nothing is written to disk."""
+    a = _run_dir_of(run_or_dir)
+    if compare is not None:
+        return EmbeddedPage(compare_html(a, _run_dir_of(compare)), height)
+    if not (a / rundir.RESULT_FILE).exists():
+        raise DataError(f"{a} is not a finished trial's run directory")
+    return EmbeddedPage(trial_html(a), height)
+
+
 def _run_dir_of(obj: Any) -> Path:
     if getattr(obj, "run_dir", None) is not None:
         return Path(obj.run_dir)
@@ -595,11 +623,14 @@ h1{font-size:16px;margin:0 0 4px}
 .flag{display:inline-block;background:#fff3bf;border:1px solid #e3b341;border-radius:3px;padding:0 5px;margin:2px}
 .flag.hb{background:#ffe2e0;border-color:#e5534b}
 .flag.fork{background:#f3e8ff;border-color:#8250df}
-.main{display:flex;gap:10px;padding:8px 14px;align-items:flex-start}
-.graph{flex:0 0 auto;max-width:45%;overflow:auto;border:1px solid #d0d7de;border-radius:6px;padding:4px}
+.main{display:flex;flex-wrap:wrap;gap:10px;padding:8px 14px;align-items:flex-start}
+.graph{flex:1 1 420px;min-width:0;max-width:100%;border:1px solid #d0d7de;border-radius:6px;padding:4px}
+.graph .canvas{overflow:auto;max-height:85vh}.graph svg{display:block;height:auto}
+.graph .head{display:flow-root;margin-bottom:2px}.graph .zoom{float:right}.graph .zoom button{min-width:26px;margin-left:2px}
 .graph svg text{font-size:10px;pointer-events:none}.graph g.node{cursor:pointer}
-.lanes{flex:1;display:flex;gap:8px;overflow-x:auto;align-items:flex-start}
-.lane{flex:1 0 220px;max-width:520px;border:1px solid #d0d7de;border-radius:6px;padding:6px;background:#fff}
+.graph path.bundled{stroke-opacity:.35}.graph path.sel{stroke:#0969da;stroke-opacity:1;stroke-width:1.6}
+.lanes{flex:1 1 480px;min-width:0;display:flex;flex-wrap:wrap;gap:8px;align-items:flex-start}
+.lane{flex:1 1 220px;min-width:0;max-width:520px;border:1px solid #d0d7de;border-radius:6px;padding:6px;background:#fff}
 .lane h3{margin:0 0 4px;font-size:13px}.lane.idle{opacity:.55}
 pre{white-space:pre-wrap;word-break:break-word;margin:4px 0;font:12px/1.35 ui-monospace,monospace}
 .reply{background:#f6f8fa;border-radius:4px;padding:4px}
@@ -705,26 +736,57 @@ function promptView(c) {
   return det;
 }
 function frameAt(g, r) { let best = g.frames[0]; for (const f of g.frames) if (f.round <= r) best = f; return best; }
-function graphView(tr, r, onNode) {
+const BUNDLE_MIN = 6;  // a node with more dependency edges than this gets them bundled into one arrow
+const BUNDLE_GAP = 34;  // px left of the node where its bundled edges meet
+const ZOOM_STEP = 1.25;
+function graphView(tr, r, onNode, sel, redraw) {
   const g = tr.graph; if (!g) return el("div", {class: "muted"}, "no coordination graph (this team keeps none)");
-  const f = frameAt(g, r), pad = 14, rad = g.node_px / 2;
-  const svg = sv("svg", {width: g.w + 2 * pad, height: g.h + 2 * pad, viewBox: `${-pad} ${-pad} ${g.w + 2 * pad} ${g.h + 2 * pad}`});
+  const f = frameAt(g, r), pad = 14, rad = g.node_px / 2, W = g.w + 2 * pad, H = g.h + 2 * pad;
+  tr.zoom = tr.zoom || 1;  // 1: the whole graph fits the panel's width (never larger than drawn)
+  const svg = sv("svg", {viewBox: `${-pad} ${-pad} ${W} ${H}`, preserveAspectRatio: "xMinYMin meet", "data-w": W});
+  svg.style.width = `calc(${tr.zoom} * min(100%, ${W}px))`;
   const state = new Map(f.nodes.map(n => [n[0], n]));
+  const selIdx = g.nodes.findIndex(n => n.id === sel);
+  const fanIn = new Map(); for (const [, b] of f.edges) fanIn.set(b, (fanIn.get(b) || 0) + 1);
+  // dependency edges; a crowded fan-in meets at one point, right of its sources' labels, and enters as one arrow
+  const junction = new Map();
+  for (const [a, b] of f.edges) if (fanIn.get(b) > BUNDLE_MIN) {
+    const A = g.nodes[a], B = g.nodes[b], right = Math.max(A.lx, A.x + rad) + BUNDLE_GAP / 2;
+    junction.set(b, Math.min(B.x - rad - 8, Math.max(junction.get(b) || 0, right, B.x - rad - BUNDLE_GAP)));
+  }
   for (const [a, b] of f.edges) {
-    const A = g.nodes[a], B = g.nodes[b];
-    svg.append(sv("path", {d: `M${Math.max(A.lx, A.x + rad)},${A.y} C${B.x - 30},${A.y} ${B.x - 30},${B.y} ${B.x - rad},${B.y}`, fill: "none", stroke: "#8c959f", "stroke-width": 1}));
+    const A = g.nodes[a], B = g.nodes[b], sx = Math.max(A.lx, A.x + rad);
+    const bundled = junction.has(b), ex = bundled ? junction.get(b) : B.x - rad, mid = (sx + ex) / 2;
+    const d = bundled ? `M${sx},${A.y} C${mid},${A.y} ${mid},${B.y} ${ex},${B.y}` : `M${sx},${A.y} C${B.x - 30},${A.y} ${B.x - 30},${B.y} ${ex},${B.y}`;
+    const cls = (bundled ? "bundled" : "") + (a === selIdx || b === selIdx ? " sel" : "");
+    svg.append(sv("path", {d, fill: "none", stroke: "#8c959f", "stroke-width": bundled ? 0.7 : 1, class: cls.trim()}));
+  }
+  for (const [b, jx] of junction) {
+    const B = g.nodes[b];
+    svg.append(sv("path", {d: `M${jx},${B.y} L${B.x - rad},${B.y}`, stroke: b === selIdx ? "#0969da" : "#57606a", "stroke-width": 2.5, class: "bundle"}));
   }
   g.nodes.forEach((n, i) => {
     const s = state.get(i); if (!s) return;
     const grp = sv("g", {class: "node", "data-node": n.id});
-    const circ = sv("circle", {cx: n.x, cy: n.y, r: rad, fill: COLORS[s[1]] || "#d0d7de", stroke: n.verify ? "#8250df" : "#57606a"});
+    const circ = sv("circle", {cx: n.x, cy: n.y, r: rad, fill: COLORS[s[1]] || "#d0d7de", stroke: i === selIdx ? "#0969da" : n.verify ? "#8250df" : "#57606a", "stroke-width": i === selIdx ? 2.5 : 1});
     const tip = sv("title", {}); tip.textContent = `${n.id}: ${n.title}\n${s[1]}${s[2] ? " · " + s[2] : ""}`; circ.append(tip);
     const lab = sv("text", {x: n.x, y: n.y + 3, "text-anchor": "middle"}); lab.textContent = n.short;
     const t2 = sv("text", {x: n.x + rad + 3, y: n.y - 2}); t2.textContent = n.title.length > 28 ? n.title.slice(0, 27) + "…" : n.title;
-    const t3 = sv("text", {x: n.x + rad + 3, y: n.y + 10, fill: "#57606a"}); t3.textContent = s[1].replace("_", " ") + (s[2] ? " · " + s[2] : "");
-    grp.append(circ, lab, t2, t3); grp.addEventListener("click", () => onNode(n.id)); svg.append(grp);
+    const t3 = sv("text", {x: n.x + rad + 3, y: n.y + 10, fill: "#57606a"});
+    t3.textContent = s[1].replace("_", " ") + (s[2] ? " · " + s[2] : "");
+    grp.append(circ, lab, t2, t3);
+    if (junction.has(i)) {  // how many edges the one arrow stands for
+      const t4 = sv("text", {x: n.x + rad + 3, y: n.y + 21, fill: "#57606a", class: "bundle-count"});
+      t4.textContent = `${fanIn.get(i)} deps, bundled`; grp.append(t4);
+    } grp.addEventListener("click", () => onNode(n.id)); svg.append(grp);
   });
-  return el("div", {}, el("div", {class: "muted"}, `round ${r}: ${f.nodes.length} nodes, ${f.nodes.filter(n => n[1] === "done" || n[1] === "verified").length} done (graph as of round ${f.round})`), svg);
+  const zoomTo = z => { tr.zoom = Math.max(0.25, Math.min(8, z)); redraw(); };
+  const zoom = el("span", {class: "zoom"},
+    el("button", {class: "zoom-out", title: "zoom out", onclick: () => zoomTo(tr.zoom / ZOOM_STEP)}, "−"),
+    el("button", {class: "zoom-fit", title: "fit the whole graph to the panel", onclick: () => zoomTo(1)}, "fit"),
+    el("button", {class: "zoom-in", title: "zoom in (the panel scrolls)", onclick: () => zoomTo(tr.zoom * ZOOM_STEP)}, "+"));
+  const title = el("div", {class: "muted head"}, zoom, `round ${r}: ${f.nodes.length} nodes, ${f.nodes.filter(n => n[1] === "done" || n[1] === "verified").length} done (graph as of round ${f.round})`);
+  return el("div", {}, title, el("div", {class: "canvas"}, svg));
 }
 function spark(tr, r, go) {
   const w = 260, h = 36, n = tr.tokens.length, mx = Math.max(1, ...tr.tokens);
@@ -837,7 +899,7 @@ function trialApp(trials) {
       const col = views[k]; col.replaceChildren();
       const onNode = id => { nodeSel = id; render(); };
       col.append(header(tr), el("div", {class: "bar2 kv", style: "padding:4px 14px"}, el("span", {class: "muted"}, "tokens over rounds"), spark(tr, r, go), roundFlags(tr, r)),
-        el("div", {class: "main"}, el("div", {class: "graph"}, graphView(tr, r, onNode),
+        el("div", {class: "main"}, el("div", {class: "graph"}, graphView(tr, r, onNode, nodeSel, render),
           nodeSel && tr.graph && tr.graph.nodes.some(n => n.id === nodeSel) ? nodeEvents(tr, nodeSel, go) : null),
           trials.length === 1 ? lanes(tr, r) : null));
       if (trials.length > 1) col.append(el("div", {class: "main"}, lanes(tr, r)));

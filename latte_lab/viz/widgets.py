@@ -217,12 +217,15 @@ class TrialForm:
         import latte_lab.viz.style as style
         from latte_lab.viz.animation import animate
         from latte_lab.viz.gantt import gantt
+        from latte_lab.viz.notebook import not_shown
 
         with area:
             display(HTML(f"<b>{html.escape(res.summary().splitlines()[0])}</b>"))
-            display(HTML(_viewer_link(res)))
+            display(_viewer_toggle(res))
             try:
-                display(animate(res).widget())  # frames drawn as they are shown: the form answers at once
+                with not_shown():  # the form shows its own player, not the notebook's
+                    player = animate(res).widget()  # frames drawn as they are shown: the form answers at once
+                display(player)
                 # Drawn to PNG here, on a Figure pyplot does not manage: in JupyterLab a widget's messages are
                 # handled on another thread too, and the inline backend's hook after each of them draws and
                 # closes every pyplot figure; drawing one at the same time came out blank.
@@ -230,7 +233,7 @@ class TrialForm:
             except Exception as exc:  # noqa: BLE001 - a result too broken to draw still shows its row
                 display(HTML(f'<span style="{ERROR_STYLE}">cannot draw: {html.escape(one_line(exc))}</span>'))
             # headers with spaces wrap, so the whole row fits the output area instead of running off it
-            display(compare([res]).rename(columns=lambda c: c.replace("_", " ")).round(3))
+            display(outcome_table(compare([res]).rename(columns=lambda c: c.replace("_", " ")).round(3)))
 
     def _ipython_display_(self):
         from IPython.display import display
@@ -238,19 +241,42 @@ class TrialForm:
         display(self.widget)
 
 
-def _viewer_link(res) -> str:
-    """A line naming the trial's viewer page (every round, prompt, reply and file change; latte_lab.viz.viewer),
-    written beside its run directory; a served notebook cannot open a file outside its folder, so the line
-    also gives the command that serves it."""
-    from latte_lab.viz.viewer import build_page
+def _viewer_toggle(res):
+    """A button that shows the trial's viewer page (every round, prompt, reply and file change;
+    :mod:`latte_lab.viz.viewer`) in the notebook, under it, and hides it again; the page is built when first
+    shown. A notebook server cannot open a ``file://`` link, so the page is shown inline (it also goes beside
+    the run directory, for a browser: ``latte-lab view RUN --serve``)."""
+    import ipywidgets as w
+    from IPython.display import display
 
-    try:
-        page = build_page(res.run_dir)
-    except Exception as exc:  # noqa: BLE001 - the form's result stands without its page
-        return f'<span style="{ERROR_STYLE}">no viewer page: {html.escape(one_line(exc))}</span>'
-    uri = html.escape(page.resolve().as_uri(), quote=True)
-    return (f'trial viewer: <a href="{uri}" target="_blank">{html.escape(str(page))}</a> '
-            f"(or <code>latte-lab view {html.escape(str(res.run_dir))} --serve</code>)")
+    button = w.Button(description="show the trial viewer", icon="eye", layout=w.Layout(width="220px"))
+    note = w.HTML(f'<span style="color:#57606a">or in a browser: <code>latte-lab view '
+                  f'{html.escape(str(res.run_dir))} --serve</code></span>')
+    frame = w.Output(layout=w.Layout(width="100%"))
+    shown = {"page": None, "open": False}
+
+    def toggle(_=None) -> None:
+        from latte_lab.viz.viewer import build_page, embed
+
+        if shown["page"] is None:
+            try:
+                build_page(res.run_dir)  # view.html beside the run, for latte-lab view
+                shown["page"] = embed(res)
+            except Exception as exc:  # noqa: BLE001 - the form's result stands without its page
+                with frame:
+                    display(w.HTML(f'<span style="{ERROR_STYLE}">no viewer page: {html.escape(one_line(exc))}</span>'))
+                return
+        if shown["open"]:
+            frame.clear_output()
+            button.description = "show the trial viewer"
+        else:
+            with frame:
+                display(shown["page"])
+            button.description = "hide the trial viewer"
+        shown["open"] = not shown["open"]
+
+    button.on_click(toggle)
+    return w.VBox([w.HBox([button, note]), frame], layout=w.Layout(width="100%"))
 
 
 def trial_form(**defaults: Any) -> TrialForm:
@@ -260,9 +286,18 @@ def trial_form(**defaults: Any) -> TrialForm:
 
 
 def compare(results) -> Any:
-    """One row per trial result with the columns that tell teams apart (a pandas DataFrame)."""
+    """One row per trial result with the columns that tell teams apart (a pandas DataFrame, which a notebook
+    shows with what ``success`` and ``accuracy`` mean under it: see :func:`outcome_table`)."""
     import pandas as pd
 
     rows = [r.row if hasattr(r, "row") else r for r in results]
     df = pd.DataFrame(rows)
-    return df[[c for c in COMPARE_COLUMNS if c in df.columns]]
+    return outcome_table(df[[c for c in COMPARE_COLUMNS if c in df.columns]])
+
+
+def outcome_table(df):
+    """``df`` as an :class:`~latte_lab.analysis.report.OutcomeTable`: the same rows, which a notebook shows with
+    the definitions of success and accuracy under them."""
+    from latte_lab.analysis.report import OutcomeTable
+
+    return OutcomeTable(df)

@@ -2,9 +2,11 @@
 
 One JupyterLab page opens the notebooks one after another, as a user does in one browser tab. For each
 notebook: open it, Run All, and check that no cell shows an error, every widget output renders as a control
-and no image is blank; then close it and shut its kernel down. In 01, pressing Play on the animation moves it
-to another round within 3 s; in 02, choosing a team without a task graph and pressing Run, compared with
-Leader-Worker, shows both result rows and plots, none blank. A screenshot of each notebook is saved in
+and no image is blank (in 03, no table runs past the output area's right edge); then close it and shut
+its kernel down. In 01, pressing Play on the animation moves it
+to another round within 3 s; in 02, the trial viewer shows inside the notebook, and choosing a team without a
+task graph and pressing Run, compared with Leader-Worker, shows both result rows and plots, none blank, and the
+form's button shows that trial's viewer under it. A screenshot of each notebook is saved in
 ``$LATTE_BROWSER_SHOTS`` (default ``figures/browser/``). Each notebook, once its checks pass, is saved as Run
 All left it into ``$LATTE_TEST_NOTEBOOK_RUNS`` (tests/conftest.py makes that folder for the session), where
 tests/test_docs_site.py's build shows it rather than run it again.
@@ -226,10 +228,13 @@ def test_notebook_runs_in_a_browser(notebook, page, shots):
         assert _errors(page) == []
         assert _widgets_render(page) == []
         assert _blank_images(page.locator(".jp-NotebookPanel").first) == []
+        if notebook.startswith("03_"):  # its tables' notes wrap within the page, none runs off to the right
+            assert _wider_tables(page) == []
         _save_run(page, notebook)
         if notebook.startswith("01_"):
             _press_play(page)
         if notebook.startswith("02_"):
+            _viewer_inline(page.locator(".jp-NotebookPanel").first)  # the notebook's own cell
             _run_flat_team(page)
         page.screenshot(path=str(shots / f"{Path(notebook).stem}.png"))
     finally:
@@ -270,6 +275,22 @@ def _blank_images(area) -> list[str]:
            })""")
 
 
+def _wider_tables(page) -> list[str]:
+    """Table outputs wider than the output area (a column cut off at its right edge until scrolled)."""
+    return page.eval_on_selector_all(
+        ".jp-OutputArea-output:has(table)",
+        "els => els.filter(e => e.scrollWidth > e.clientWidth + 2).map(e => "
+        "`${e.scrollWidth} px in ${e.clientWidth} px: ${e.innerText.slice(0, 80)}`)")
+
+
+def _viewer_inline(area) -> None:
+    """The trial viewer shown inside JupyterLab (an iframe holding the page: no file:// link to follow) starts
+    and draws its graph and lanes."""
+    frame = area.frame_locator("iframe.latte-viewer").first
+    frame.locator("body[data-ready='1']").wait_for(state="attached", timeout=RUN_TRIAL_S * 1000)
+    assert frame.locator(".lane").count() >= 2 and frame.locator("#round").count() == 1
+
+
 def _run_flat_team(page) -> None:
     form = page.locator(".jp-OutputArea-output:has(button:has-text('Run trial'))").first
     form.scroll_into_view_if_needed()
@@ -291,6 +312,8 @@ def _run_flat_team(page) -> None:
     label = area.locator(".widget-label:has-text('round ')").first
     start = label.inner_text().strip()
     assert start == "round 1"  # a flat team's player starts at its first action (nobody acts in round 0)
+    form.locator("button:has-text('show the trial viewer')").first.click()  # the form's own: shown under it
+    _viewer_inline(form)
     area.locator(".widget-play button").first.click()  # the explorer's player: frames drawn by the kernel
     page.wait_for_function("([el, start]) => el.innerText.trim() !== start", arg=[label.element_handle(), start],
                            timeout=RUN_TRIAL_S * 1000)

@@ -3,7 +3,9 @@
 A LATTE trial's page: step to round 5 with the keyboard, expand a worker's reply and see its actions with
 their outcomes; open an edit's diff; click a node and follow it to its events. A sweep page sorted by a
 column; a compare page at one round on both trials; a reply holding ``<script>alert(1)</script>`` shown as
-text with no dialog. A 300-round page (a simulated trial stitched end to end) opens in under 2 s. A
+text with no dialog. At 1400 px a whole trial's graph fits its panel (zoom in and out, back to fit), a node
+with many dependencies gets them as one bundled arrow, every agent's lane is on screen (they wrap), and a
+compare page shows both columns whole. A 300-round page (a simulated trial stitched end to end) opens in under 2 s. A
 screenshot of each is saved in ``$LATTE_VIEWER_SHOTS`` (``LATTE_VIEWER_SHOTS=figures/viewer`` refreshes the
 committed ones; by default a temporary folder).
 """
@@ -47,6 +49,8 @@ def pages(tmp_path_factory):
     full = make_trial(root / "full", "latte")
     out = root / "pages"
     return {"trial": viewer.build_page(latte, out / "trial.html"), "worker": worker,
+            "full": viewer.build_page(full, out / "full.html"),
+            "full_compare": viewer.build_page(full, out / "full_compare.html", compare=latte),
             "sweep": viewer.build_page(root / "sweep", out / "sweep" / "index.html"),
             "compare": viewer.build_page(latte, out / "compare.html", compare=flat),
             "long": viewer.build_page(stitch(full, root / "long", 300), out / "long.html"),
@@ -191,3 +195,44 @@ def test_300_round_page_opens_fast(page, pages, shots):
     print(f"\n300-round page: {size / 1e6:.2f} MB, opened in {seconds:.2f} s")
     page.screenshot(path=shots / "round300.png")
     assert size < 5_000_000 and seconds < LOAD_S
+
+
+VIEWPORT_1400 = {"width": 1400, "height": 1000}
+LAYOUT = """() => [...document.querySelectorAll('.trial')].map(t => {
+  const box = e => { const b = e.getBoundingClientRect(); return [Math.round(b.left), Math.round(b.right)]; };
+  const canvas = t.querySelector('.graph .canvas'), svg = canvas && canvas.querySelector('svg');
+  return {col: box(t), canvas: canvas && [canvas.clientWidth, canvas.scrollWidth], svg: svg && svg.getBoundingClientRect().width,
+          lanes: [...t.querySelectorAll('.lane')].map(box), bundles: t.querySelectorAll('.graph path.bundle').length,
+          counts: [...t.querySelectorAll('.graph .bundle-count')].map(e => e.textContent)};
+})"""
+
+
+@pytest.mark.parametrize("which", ["full", "full_compare"])
+def test_the_graph_fits_its_panel_and_every_lane_is_on_screen_at_1400_px(browser, pages, shots, which):
+    page = browser.new_page(viewport=VIEWPORT_1400)
+    try:
+        _open(page, pages[which])
+        page.keyboard.press("End")  # the last round: the whole graph
+        cols = page.evaluate(LAYOUT)
+        assert len(cols) == (2 if which == "full_compare" else 1)
+        for col in cols:
+            assert 0 <= col["col"][0] and col["col"][1] <= VIEWPORT_1400["width"], cols  # every column whole
+            width, scrolled = col["canvas"]
+            assert col["svg"] <= width + 1 and scrolled <= width + 1, col  # the graph fits: no scrolling to see it
+            assert col["lanes"] and all(right <= VIEWPORT_1400["width"] for _, right in col["lanes"]), col
+        full = cols[0]  # the whole LATTE trial: its fix-the-tests node waits on every other node
+        assert full["bundles"] >= 1 and any(c.endswith("deps, bundled") for c in full["counts"]), full
+        page.screenshot(path=shots / f"{which}_1400.png")
+        graph = page.locator(".trial").first.locator(".graph")
+        fit = graph.locator("svg").evaluate("s => s.getBoundingClientRect().width")
+        graph.locator("button.zoom-in").click()
+        graph.locator("button.zoom-in").click()
+        zoomed = page.locator(".trial").first.locator(".graph svg").evaluate("s => s.getBoundingClientRect().width")
+        canvas = page.locator(".trial").first.locator(".graph .canvas")
+        assert zoomed == pytest.approx(fit * 1.25 ** 2, rel=0.02)
+        assert canvas.evaluate("c => c.scrollWidth > c.clientWidth")  # zoomed in: the panel scrolls
+        page.locator(".trial").first.locator(".graph button.zoom-fit").click()
+        back = page.locator(".trial").first.locator(".graph svg").evaluate("s => s.getBoundingClientRect().width")
+        assert back == pytest.approx(fit, abs=1)
+    finally:
+        page.close()
