@@ -112,7 +112,7 @@ def fork_config(parent: TrialConfig, at_round: int, parent_dir: str | Path, **ch
 def fork(run_dir: str | Path, at_round: int, *, model_override=None, runs_dir: str | Path | None = None,
          progress: bool | Callable[[dict], None] | None = False, run_name: str | None = None, **changes):
     """Fork the recorded trial in ``run_dir`` at the end of round ``at_round`` under ``changes`` (fields of
-    :class:`~latte_lab.config.TrialConfig`: see :func:`changeable`); a :class:`~latte_lab.rundir.TrialResult`.
+    :class:`~latte_lab.config.TrialConfig`: see :func:`changeable`); a :class:`~latte_lab.rundir.result.TrialResult`.
 
     ``model="simulated/careful"`` (a model spec, like every other change a field of the config) gives the
     rounds after the fork point another model or profile; it is recorded in the fork's ``config.json``.

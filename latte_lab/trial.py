@@ -23,11 +23,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from latte_lab import rundir, sweepdir
+from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
-from latte_lab.history import GraphHistory
+from latte_lab.graph.history import GraphHistory
 from latte_lab.models import budget
 from latte_lab.rundir import TrialResult, load_trial
 from latte_lab.sandbox import Sandbox
@@ -284,7 +284,7 @@ class TrialRecorder:
             self.writer.close()
             Sandbox(self.writer.workspace).close()  # what the workspace's runs kept between them
             with contextlib.suppress(OSError):  # links and FIFOs agents left: named in special_files.json, removed
-                sweepdir.record_special_files(self.run_dir)
+                rundir.record_special_files(self.run_dir)
 
     def _write_failed_result(self, failure: BaseException) -> None:
         from latte_lab.models.keys import redact
@@ -292,10 +292,10 @@ class TrialRecorder:
         if (self.run_dir / rundir.RESULT_FILE).exists():
             return
         if isinstance(failure, KeyboardInterrupt):
-            failed = sweepdir.failed_result(self.run_dir, "interrupted by the user while its record was being "
+            failed = rundir.failed_result(self.run_dir, "interrupted by the user while its record was being "
                                             "written", reason="interrupted")
         else:
-            failed = sweepdir.failed_result(self.run_dir, redact(f"the trial's record could not be completed: "
+            failed = rundir.failed_result(self.run_dir, redact(f"the trial's record could not be completed: "
                                                                  f"{type(failure).__name__}: {failure}"))
         with contextlib.suppress(OSError):  # a full disk uses the reserved space; beyond that, the error
             self.writer.write_result(failed)

@@ -17,9 +17,8 @@ from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from latte_lab import dag
 from latte_lab.errors import LatteError, OperatorError
-from latte_lab.graph import _serial
+from latte_lab.graph import _serial, dag
 from latte_lab.graph._nodes import (
     ASSIGNED,
     DONE,
@@ -196,7 +195,7 @@ class CoordinationGraph:
         """The longest dependency chain (by node count) among nodes not yet done/verified.
 
         Finished nodes are left out because they no longer delay anything; ties go to the chain that starts
-        at, and then runs through, the earliest-created nodes (:func:`latte_lab.dag.critical_path`). O(V + E).
+        at, and then runs through, the earliest-created nodes (:func:`latte_lab.graph.dag.critical_path`). O(V + E).
         """
         return dag.critical_path({n.id: list(n.deps) for n in self._nodes.values() if not is_finished(n.status)})
 

@@ -53,7 +53,7 @@ class Cassette:
     """Appends one line per call to ``path`` (created with its parent directories).
 
     Each line is written whole or not at all. When the disk is full the first failed write raises
-    :class:`~latte_lab.rundir.DiskFullError` (the trial stops) and later calls are no longer recorded, so
+    :class:`~latte_lab.rundir.format.DiskFullError` (the trial stops) and later calls are no longer recorded, so
     the file stays a readable prefix of the trial.
     """
 

@@ -1,7 +1,7 @@
 """A sweep's trials on this machine: one after another in this process, or in worker processes.
 
 Every trial runs in the sweep's running area and is moved into place when it ends
-(:func:`latte_lab.sweepdir.finish_attempt`). Worker processes never outlive the sweep: each watches its
+(:func:`latte_lab.sweep.sweepdir.finish_attempt`). Worker processes never outlive the sweep: each watches its
 parent and, once the parent is gone, kills everything it started (the sandbox's fork server and test
 processes included) and exits. Ctrl-C or SIGTERM stops the sweep: no queued trial starts, running
 trials get :data:`GRACE_SECONDS` to write their record (status ``error``, reason ``interrupted``), and
@@ -23,10 +23,11 @@ from pathlib import Path
 
 import psutil
 
-from latte_lab import rundir, sweepdir
+from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError, LatteError
 from latte_lab.models.keys import redact
+from latte_lab.sweep import sweepdir
 
 GRACE_SECONDS = 3.0  # after Ctrl-C, running trials may finish writing their record this long before they are killed
 WATCHDOG_SECONDS = 0.25  # how often a worker checks that its parent is alive

@@ -15,14 +15,12 @@ A trial's directory appears by one rename of a complete run directory (:mod:`lat
 ``<out>/<trial_id>`` is never partial and never replaced: a finished trial is never run again and never
 renamed.
 
-A run directory in a sweep directory holds regular files and directories only, whichever backend ran it:
-a symlink or special file an agent left in its workspace (a FIFO, a socket, a device) is replaced by an
-entry of ``special_files.json`` saying what it was (``{"workspace/passwd": "symlink -> /etc/passwd",
-"workspace/pipe": "fifo"}``; :func:`record_special_files`). Such a file cannot travel from a Ray node
-safely, and a reader that opens every file of a run directory would follow the link or block on the FIFO.
+A run directory in a sweep directory holds regular files and directories only, whichever backend ran it: a
+symlink or special file an agent left in its workspace is replaced by an entry of ``special_files.json``
+(:mod:`latte_lab.rundir.special`). What a result says of how its trial ended, and the name an attempt that did
+not finish is kept under, are the run directory's (:mod:`latte_lab.rundir.result`); this module re-exports them.
 
->>> attempt_of("debug-latte-s0-1a2b3c4d5e.failed-2"), attempt_of("debug-latte-s0-1a2b3c4d5e")
-(('debug-latte-s0-1a2b3c4d5e', 2), ('debug-latte-s0-1a2b3c4d5e', None))
+This module was ``latte_lab.sweepdir``; that name still imports it, with a DeprecationWarning.
 """
 
 from __future__ import annotations
@@ -32,48 +30,40 @@ import fcntl
 import json
 import os
 import socket
-import stat
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from latte_lab.errors import ConfigError, DataError
-from latte_lab.rundir import RESULT_FILE, read_config, read_json
+from latte_lab.rundir import (
+    FAILED_INFIX,
+    FINAL_STATUSES,
+    RESULT_FILE,
+    SPECIAL_FILES,
+    attempt_of,
+    describe_special,
+    failed_result,
+    is_finished,
+    note_special_files,
+    read_config,
+    read_json,
+    read_special_files,
+    record_special_files,
+    walk_run_dir,
+    write_json_atomic,
+)
 
 __all__ = [
-    "FAILED_INFIX", "FINAL_STATUSES", "SPECIAL_FILES", "SWEEP_DIR", "SweepLock", "attempt_of", "describe_special",
-    "finish_attempt", "is_finished", "mark_failed", "memo_dir", "note_special_files", "read_special_files", "record_special_files",
-    "recover_running", "running_dir", "set_aside", "walk_run_dir",
+    "FAILED_INFIX", "FINAL_STATUSES", "KILLED_ERROR", "LOCK_FILE", "RUNNING_DIR", "SPECIAL_FILES", "SWEEP_DIR",
+    "SweepLock", "attempt_of", "describe_special", "failed_result", "finish_attempt", "is_finished", "mark_failed",
+    "memo_dir", "note_special_files", "read_special_files", "record_special_files", "recover_running", "running_dir",
+    "set_aside", "walk_run_dir",
 ]
 
 SWEEP_DIR = ".sweep"
 RUNNING_DIR = "running"
 MEMO_DIR = "memo"
 LOCK_FILE = "lock"
-FAILED_INFIX = ".failed-"
-SPECIAL_FILES = "special_files.json"  # in a run directory: {relative path: what was there} (record_special_files)
-FINAL_STATUSES = ("ok", "budget")
-"""Statuses of a finished trial; ``budget`` only when the trial's own budget stopped it (reason
-``budget``), not the sweep's (reason ``sweep_budget``)."""
 KILLED_ERROR = "the sweep stopped before this attempt finished (its process was killed); run the sweep again"
-
-
-def is_finished(payload: dict | None) -> bool:
-    """Whether a result.json payload is a finished trial (see :data:`FINAL_STATUSES`)."""
-    if not payload:
-        return False
-    status = payload.get("status")
-    return status == "ok" or (status == "budget" and (payload.get("row") or {}).get("reason") == "budget")
-
-
-def attempt_of(name: str) -> tuple[str, int | None]:
-    """(trial id, attempt number) of a directory name in a sweep directory; None for the trial's own.
-
-    """
-    stem, sep, n = name.rpartition(FAILED_INFIX)
-    if sep and n.isdigit():
-        return stem, int(n)
-    return name, None
 
 
 def memo_dir(out: str | Path) -> Path:
@@ -88,17 +78,6 @@ def running_dir(out: str | Path) -> Path:
     return path
 
 
-def _write_json(path: Path, payload: dict) -> None:
-    """Writes a JSON file whole or not at all (a temporary file renamed over it)."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(payload, indent=2, default=str), encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-
-
 def _set_row_dir(run_dir: Path) -> None:
     """The row in result.json names its directory, which has just moved (read_result corrects it anyway)."""
     path = run_dir / RESULT_FILE
@@ -109,89 +88,9 @@ def _set_row_dir(run_dir: Path) -> None:
     if isinstance(payload.get("row"), dict) and payload["row"].get("run_dir") != str(run_dir):
         payload["row"]["run_dir"] = str(run_dir)
         try:
-            _write_json(path, payload)
+            write_json_atomic(path, payload)
         except OSError:
             pass
-
-
-def walk_run_dir(run_dir: str | Path) -> Iterator[tuple[Path, str, os.stat_result | None, OSError | None]]:
-    """``(path, name relative to run_dir, lstat or None, error or None)`` of everything under ``run_dir``,
-    each directory before what it holds, names sorted; symlinks are never followed. A directory that cannot
-    be listed, or an entry that cannot be stat'ed, comes with its error."""
-    run_dir = Path(run_dir)
-    stack = [run_dir]
-    while stack:
-        directory = stack.pop()
-        try:
-            names = sorted(os.listdir(directory))
-        except OSError as exc:
-            yield directory, directory.relative_to(run_dir).as_posix(), None, exc
-            continue
-        for name in names:
-            path = directory / name
-            rel = path.relative_to(run_dir).as_posix()
-            try:
-                st = os.lstat(path)
-            except OSError as exc:
-                yield path, rel, None, exc
-                continue
-            yield path, rel, st, None
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(path)
-
-
-def describe_special(path: str | Path, st: os.stat_result) -> str | None:
-    """What a symlink or special file is, in a few words (``symlink -> /etc/passwd``, ``fifo``, ``socket``,
-    ``character device 1:3``); None for a regular file or a directory."""
-    mode = st.st_mode
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    if stat.S_ISLNK(mode):
-        try:
-            return f"symlink -> {os.readlink(path)}"
-        except OSError:
-            return "symlink (its target could not be read)"
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        kind = "character" if stat.S_ISCHR(mode) else "block"
-        return f"{kind} device {os.major(st.st_rdev)}:{os.minor(st.st_rdev)}"
-    return f"special file (mode {oct(stat.S_IFMT(mode))})"
-
-
-def read_special_files(run_dir: str | Path) -> dict[str, str]:
-    """The run directory's :data:`SPECIAL_FILES` entries; ``{}`` when it has none (or the file is damaged)."""
-    path = Path(run_dir) / SPECIAL_FILES
-    try:
-        return read_json(path) if path.exists() else {}
-    except DataError:
-        return {}
-
-
-def note_special_files(run_dir: str | Path, entries: dict[str, str]) -> None:
-    """Adds ``entries`` to the run directory's :data:`SPECIAL_FILES` (written whole or not at all)."""
-    if entries:
-        _write_json(Path(run_dir) / SPECIAL_FILES, {**read_special_files(run_dir), **entries})
-
-
-def record_special_files(run_dir: str | Path) -> dict[str, str]:
-    """Replaces every symlink and special file under ``run_dir`` by an entry of its :data:`SPECIAL_FILES`
-    (see the module docstring); returns the entries. Regular files and directories are left as they are;
-    nothing is ever followed or opened. The entries are written before anything is removed, so a failure
-    (a full disk) leaves the files where they were."""
-    found = {rel: what for path, rel, st, _ in walk_run_dir(run_dir)
-             if st is not None and (what := describe_special(path, st)) is not None}
-    note_special_files(run_dir, found)
-    left = {}
-    for rel in found:
-        try:
-            os.unlink(Path(run_dir) / rel)
-        except OSError as exc:
-            left[rel] = f"{found[rel]} (left in place: {exc.strerror})"
-    note_special_files(run_dir, left)
-    return {**found, **left}
 
 
 def finish_attempt(run_dir: str | Path, out: str | Path, trial_id: str) -> Path:
@@ -240,39 +139,10 @@ def set_aside(run_dir: str | Path, out: str | Path, trial_id: str) -> Path:
 
 
 def mark_failed(run_dir: str | Path, error: str, *, reason: str = "error", keep_row: bool = False) -> dict:
-    """Writes result.json of an attempt that did not finish: status ``error``, ``error`` and ``reason``,
-    the row built from its config.json (or, with ``keep_row``, its own row with the status changed)."""
+    """Writes result.json of an attempt that did not finish (:func:`~latte_lab.rundir.result.failed_result`)."""
     payload = failed_result(run_dir, error, reason=reason, keep_row=keep_row)
-    _write_json(Path(run_dir) / RESULT_FILE, payload)
+    write_json_atomic(Path(run_dir) / RESULT_FILE, payload)
     return payload
-
-
-def failed_result(run_dir: str | Path, error: str, *, reason: str = "error", keep_row: bool = False) -> dict:
-    """The result.json :func:`mark_failed` writes, for a writer of its own (a damaged result.json there is
-    moved aside first, as ``result.json.damaged``)."""
-    run_dir = Path(run_dir)
-    row: dict = {}
-    if keep_row:
-        try:
-            row = dict(read_json(run_dir / RESULT_FILE).get("row") or {})
-        except DataError:
-            row = {}
-    if not row:
-        try:
-            cfg = read_config(run_dir)
-            row = {"task": cfg.task, "team": cfg.team, "model": cfg.model, "seed": cfg.seed, "trial": cfg.trial,
-                   "trial_id": cfg.trial_id, "n_workers": cfg.n_workers, "success": False}
-        except DataError:
-            row = {"trial_id": attempt_of(run_dir.name)[0], "success": False}
-    result = run_dir / RESULT_FILE
-    if not keep_row and result.exists():
-        try:
-            read_json(result)
-        except DataError:  # keep the damaged file beside the new one: nothing is lost
-            os.replace(result, result.with_name(RESULT_FILE + ".damaged"))
-    row.update(status="error", error=error, reason=reason, run_dir=str(run_dir), source="latte_lab")
-    return {"trial_id": row.get("trial_id"), "status": "error", "reason": reason, "error": error, "row": row,
-            "metrics": {}, "eval": {}}
 
 
 def recover_running(out: str | Path) -> list[Path]:

@@ -19,7 +19,7 @@ from latte_lab import prompts
 from latte_lab.errors import LatteError, WorkspaceError
 from latte_lab.events import REPLY_LOG_CHARS, EventLog
 from latte_lab.graph import SYSTEM_AGENT
-from latte_lab.history import GraphHistory
+from latte_lab.graph.history import GraphHistory
 from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
 from latte_lab.models.view import note_reply
 from latte_lab.teams.replies import (
