@@ -29,9 +29,9 @@ from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
 from latte_lab.graph.history import GraphHistory
 from latte_lab.models import budget
+from latte_lab.results import Evaluation, accuracy_of, evaluate_workspace, results_row
 from latte_lab.rundir import TrialResult, load_trial
 from latte_lab.sandbox import Sandbox
-from latte_lab.schema import TRIAL_COLUMNS
 from latte_lab.teams.engine import Team
 
 __all__ = ["TrialConfig", "TrialResult", "comparable_events", "load_trial", "replay", "replay_verdict", "run_trial"]
@@ -362,48 +362,22 @@ def _sigterm_stops_the_trial():
 
 def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status: str, error: str | None,
             real_seconds: float, reason: str | None = None) -> TrialResult:
-    """Evaluates the final workspace, computes the metrics and writes ledger.csv and result.json.
-
-    ``reason`` is how the trial ended; by default the team's outcome, or ``error`` for a failed trial.
+    """Evaluates the final workspace (:mod:`latte_lab.results`), computes the metrics and writes ledger.csv and
+    result.json. ``reason`` is how the trial ended; by default the team's outcome, or ``error`` for a failed trial.
     """
     from latte_lab.metrics import trial_metrics
 
     outcome = team.outcome if team is not None else None
     if reason is None:
         reason = outcome.reason if outcome is not None and status == "ok" else "error"
-    ev_dict: dict = {}
-    accuracy: float | None = None
     claimed = bool(outcome.success) if outcome and status == "ok" else False
-    success = claimed
-    final_files: dict[str, str] = {}
-    tampering: list[dict] = []
+    found = Evaluation()
     if team is not None and writer.disk_full is not None:  # the hidden suite needs disk space too
-        ev_dict = {"error": "not evaluated: " + writer.disk_full}
+        found.eval = {"error": "not evaluated: " + writer.disk_full}
     elif team is not None:
-        tampering = _tampering_found(task, team.ws.root, log.events)
-        try:
-            ev = task.evaluate(team.ws)
-            ev_dict = {"passed": ev.passed, "failed": ev.failed, "errors": ev.errors, "total": ev.total,
-                       "rate": ev.rate, "per_class": {k: list(v) for k, v in ev.per_class.items()},
-                       "missing_outputs": list(ev.missing_outputs), "public_confirmed": ev.public_confirmed,
-                       "notes": list(ev.notes)}
-            log.emit("evaluation", **{k: v for k, v in ev_dict.items()})
-            tampering += [{"kind": "evaluation", "path": where.rsplit(":", 1)[0] if where else "",
-                           "line": int(where.rsplit(":", 1)[1]) if where.rsplit(":", 1)[-1].isdigit() else 0,
-                           "detail": what, "source": "evaluation"} for what, where in ev.tampering]
-            if ev.public_confirmed is False:
-                success = False  # a claim the public tests, as shipped, contradict is no success
-            final_files = team.ws.snapshot_files()
-        except Exception as exc:  # noqa: BLE001 - the evaluation failing must not lose the trial
-            ev_dict = {"error": f"{type(exc).__name__}: {exc}"}
-            log.emit("evaluation", error=ev_dict["error"])
-        for found in tampering:
-            log.emit("tampering", **found)
-    if status == "ok":
-        if task.accuracy_metric == "success":
-            accuracy = float(success)
-        elif "rate" in ev_dict:
-            accuracy = float(ev_dict["rate"])
+        found = evaluate_workspace(task, team.ws, log.events, log.emit)
+    success = claimed and found.public_confirmed is not False  # a claim the public tests contradict is no success
+    accuracy = accuracy_of(task, status, success, found.eval)
     broken = _every_test_run_broken(log.events)
     if broken and status == "ok":  # nothing was measured: an error, never a 0% result
         status, error, success, accuracy = "error", f"every test run failed to start: {broken}", False, None
@@ -411,42 +385,24 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     rounds = team.round if team is not None else 0
     log.emit("run_end", reason=reason, success=success,
              tests_passed=outcome.tests_passed if outcome else None, rounds=rounds)
-    metrics = trial_metrics(log.events, final_files=final_files or None,
+    metrics = trial_metrics(log.events, final_files=found.final_files or None,
                             snapshots=team.snapshots if team is not None else None)
-    tokens_in = team.input_tokens if team else 0
-    tokens_out = team.output_tokens if team else 0
-    done, total = team.progress() if team is not None else (0, 0)
-    row = {k: v for k, v in metrics.items() if not isinstance(v, (list, dict))}
     cost: dict = {}
     if team is not None:
         cost = team.ledger.summary()
         writer.write_ledger(team.ledger.to_csv())
     if writer.disk_full is not None and status == "ok":  # its record is incomplete (the ledger did not fit)
         status, error, success, accuracy, reason = "error", writer.disk_full, False, None, "error"
-    row.update({
-        "billed_tokens": cost.get("billed_input_tokens", 0) + cost.get("billed_output_tokens", 0),
-        "replayed_tokens": cost.get("replayed_input_tokens", 0) + cost.get("replayed_output_tokens", 0),
-        "dollars": cost.get("dollars", math.nan) if cost.get("calls") else _dollars_without_calls(config),
-    })
-    row.update({
-        "task": task.id, "team": config.team, "model": config.model, "seed": config.seed, "trial": config.trial,
-        "trial_id": config.trial_id, "status": status, "error": error, "success": success, "accuracy": accuracy,
-        "claimed_success": claimed, "tampered": bool(tampering), "parent": config.parent,
-        "fork_round": config.fork_round,
-        "tasks_done": done, "total_tasks": total, "task_completion_rate": done / total if total else 0.0,
-        "wall_clock_seconds": team.vclock - metrics["planning_seconds"] if team else 0.0,
-        "wall_clock_with_planning_seconds": team.vclock if team else 0.0, "real_seconds": real_seconds,
-        "total_rounds": metrics.get("total_rounds", rounds), "total_input_tokens": tokens_in,
-        "total_output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out,
-        "tokens_per_task": (tokens_in + tokens_out) / done if done else math.nan,
-        "hidden_passed": ev_dict.get("passed"), "hidden_total": ev_dict.get("total"),
-        "hidden_pass_rate": ev_dict.get("rate"), "n_workers": config.n_workers, "run_dir": str(writer.path),
-        "reason": reason, "source": "latte_lab",
-    })
-    for col in TRIAL_COLUMNS:
-        row.setdefault(col, math.nan)
+    done, total = team.progress() if team is not None else (0, 0)
+    tokens_in, tokens_out = (team.input_tokens, team.output_tokens) if team is not None else (0, 0)
+    row = results_row(
+        config, task, metrics, status=status, error=error, reason=reason, success=success, accuracy=accuracy,
+        claimed=claimed, tampered=bool(found.tampering), ev=found.eval, cost=cost,
+        dollars=cost.get("dollars", math.nan) if cost.get("calls") else _dollars_without_calls(config),
+        rounds=rounds, done=done, total=total, input_tokens=tokens_in, output_tokens=tokens_out,
+        virtual_seconds=team.vclock if team is not None else None, real_seconds=real_seconds, run_dir=writer.path)
     payload = {"trial_id": config.trial_id, "status": status, "reason": reason, "error": error, "row": row,
-               "metrics": metrics, "eval": ev_dict}
+               "metrics": metrics, "eval": found.eval}
     written = writer.write_result(payload)
     if written["status"] != status:  # the disk filled up: a short result marks the trial as failed
         status, error, reason, success, accuracy = written["status"], written["error"], written["reason"], False, None
@@ -455,7 +411,7 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
         config=config, trial_id=config.trial_id, status=status, error=error, success=success, accuracy=accuracy,
         rounds=rounds, input_tokens=tokens_in, output_tokens=tokens_out,
         virtual_seconds=team.vclock if team else 0.0, real_seconds=real_seconds,
-        reason=reason, metrics=metrics, eval=ev_dict, row=row, run_dir=writer.path,
+        reason=reason, metrics=metrics, eval=found.eval, row=row, run_dir=writer.path,
         event_list=log.events, snapshots=team.snapshots if team else GraphHistory(),
     )
 
@@ -467,24 +423,6 @@ def _every_test_run_broken(events: list[dict]) -> str | None:
     if runs and all(e.get("infrastructure_error") for e in runs):
         return runs[-1]["infrastructure_error"]
     return None
-
-
-def _tampering_found(task, root, events: list[dict]) -> list[dict]:
-    """What the final workspace, and every file an agent wrote on the way, shows of reaching into the tests
-    (:func:`latte_lab.sandbox.tamper.scan`), as ``tampering`` event fields; files the task set up are not."""
-    from latte_lab.sandbox.tamper import scan, scan_text
-    from latte_lab.tasks.files import task_files
-
-    try:
-        own = task_files(task)
-    except Exception:  # noqa: BLE001 - a task whose setup cannot be replayed: every file is scanned
-        own = {}
-    found = {(f.kind, f.path, f.line): f for f in scan(root, own)}
-    for event in events:
-        if event.get("type") == "edit_file" and isinstance(event.get("content"), str):
-            for f in scan_text(str(event.get("path", "")), event["content"]):
-                found.setdefault((f.kind, f.path, f.line), f)
-    return [{**f.as_dict(), "source": "scan"} for f in sorted(found.values(), key=lambda f: (f.path, f.line))]
 
 
 def _round_info(team: Team, events: list[dict], r: int) -> dict:

@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("graph.dag", "graph", "graph.history", "actions", "prompts", "events", "schema"),
     ("sandbox",),
     ("workspace",),
-    ("tasks", "metrics", "rundir"),
+    ("tasks", "metrics", "rundir", "results"),
     ("models",),
     ("teams",),
     ("trial", "fork"),
