@@ -1,5 +1,5 @@
 """What a fork saves: forking a recorded 30-round trial at round 20 against running the same 30 rounds again
-from round 0 (latte_lab.fork). Both ways run in this process on the local sandbox; "cold" clears the
+from round 0 (latte_lab.forking). Both ways run in this process on the local sandbox; "cold" clears the
 process's test-run memo before each run (no test run of an earlier one is reused), "warm" keeps it (a
 session that has run the parent, as a notebook that forks a trial it just ran).
 
@@ -17,7 +17,6 @@ import tempfile
 import time
 
 import latte_lab as ll
-from latte_lab.fork import fork
 from latte_lab.sandbox.pytest import clear_memo
 
 ROUNDS, AT = 30, 20
@@ -73,7 +72,7 @@ def main() -> None:
                     if way.startswith("rerun"):
                         ll.run_trial(cfg.model_copy(update={"runs_dir": f"{base}/rerun-{label}-{i}"}))
                     else:
-                        fork(parent.run_dir, at, runs_dir=f"{base}/fork-{label}-{i}")
+                        ll.fork(parent.run_dir, at, runs_dir=f"{base}/fork-{label}-{i}")
                     times[way].append(time.perf_counter() - start)
                 tools[way] = (count.calls, count.processes)
         rerun, forked = (1000 * statistics.median(v) for v in times.values())

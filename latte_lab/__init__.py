@@ -47,7 +47,7 @@ _LAZY = {
     "TrialResult": "latte_lab.trial",
     "run_trial": "latte_lab.trial",
     "replay": "latte_lab.trial",
-    "fork": "latte_lab.fork",
+    "fork": "latte_lab.trial",
     "fork_sweep": "latte_lab.sweep.forks",
     "load_trial": "latte_lab.trial",
     "run_sweep": "latte_lab.sweep",
@@ -62,6 +62,8 @@ MOVED_MODULES = {
     "latte_lab.dag": "latte_lab.graph.dag",
     "latte_lab.history": "latte_lab.graph.history",
     "latte_lab.sweepdir": "latte_lab.sweep.sweepdir",
+    # ll.fork is the function (latte_lab.trial.fork); a module of that name would take its place in the package
+    "latte_lab.fork": "latte_lab.forking",
 }
 
 

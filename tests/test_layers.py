@@ -38,7 +38,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("tasks", "metrics", "rundir", "results"),
     ("models",),
     ("teams",),
-    ("trial", "fork"),
+    ("forking", "trial"),
     ("analysis", "scheduling", "teaching", "sweep"),
     ("viz",),
     ("cli",),

@@ -62,9 +62,8 @@ def parse_changes(items: list[str]) -> dict[str, object]:
 def _fork(args) -> int:
     from latte_lab.cli._common import UsageError, default_runs_dir
     from latte_lab.cli.show import find_run
-    from latte_lab.fork import fork
     from latte_lab.rundir import CALLS_FILE
-    from latte_lab.trial import print_round
+    from latte_lab.trial import fork, print_round
 
     runs = Path(default_runs_dir())
     if not Path(args.run_dir).is_dir() and not runs.is_dir():  # a missing RUN: one line, exit status 2

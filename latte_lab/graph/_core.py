@@ -521,6 +521,24 @@ class CoordinationGraph:
         """
         return _serial.from_snapshot(cls, snapshot)
 
+    def state(self) -> dict[str, Any]:
+        """Everything the graph holds (its nodes, its log, the frontier's order) as plain values, for a team's
+        state at a round's end; :meth:`from_state` rebuilds the very same graph. Unlike a :meth:`snapshot`, the
+        log travels with it, so the graph's history records on from it as from the original."""
+        return _serial.state(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> CoordinationGraph:
+        """The graph :meth:`state` describes; malformed input raises :class:`~latte_lab.errors.DataError`.
+
+        >>> g = CoordinationGraph()
+        >>> g.discover("a", by="Lead"); g.discover("b", ["a"], by="Lead"); g.claim("a", "Dev1")
+        >>> h = CoordinationGraph.from_state(g.state())
+        >>> h.snapshot() == g.snapshot() and h.log == g.log and h.frontier() == g.frontier()
+        True
+        """
+        return _serial.from_state(cls, state)
+
     @classmethod
     def from_log(cls, log: Iterable[dict[str, Any]], roles: str = "paper", *, lead: str = LEAD,
                  on_unknown_dep: str = "reject", workers: Iterable[str] | None = None,

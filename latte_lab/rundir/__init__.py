@@ -9,6 +9,8 @@ A run directory ``<runs_dir>/<trial_id>/`` holds:
   operation deltas (:mod:`latte_lab.graph.history`).
 - ``calls.jsonl``: the cassette, every model call in order, enough to replay the trial offline.
 - ``ledger.csv``: tokens per call with agent and round, billed vs replayed, dollars.
+- ``state.jsonl``: the trial's state at each round's end (its team, workspace and clock), from which a fork
+  starts (:mod:`latte_lab.teams.state`).
 - ``workspace/``: the shared files as the team left them.
 - ``result.json``: ``{"trial_id", "status", "error", "row", "metrics", "eval"}``; its ``row`` is the
   trial's line in the results schema (:data:`latte_lab.schema.TRIAL_COLUMNS`).

@@ -45,10 +45,12 @@ SNAPSHOTS_FILE = "snapshots.jsonl"
 CALLS_FILE = "calls.jsonl"
 LEDGER_FILE = "ledger.csv"
 RESULT_FILE = "result.json"
+STATE_FILE = "state.jsonl"  # the trial's state at each round's end, from which a fork starts (latte_lab.teams.state)
 WORKSPACE_DIR = "workspace"
 
 __all__ = [
-    "CALLS_FILE", "CONFIG_FILE", "EVENTS_FILE", "LEDGER_FILE", "RESULT_FILE", "SNAPSHOTS_FILE", "WORKSPACE_DIR",
+    "CALLS_FILE", "CONFIG_FILE", "EVENTS_FILE", "LEDGER_FILE", "RESULT_FILE", "SNAPSHOTS_FILE", "STATE_FILE",
+    "WORKSPACE_DIR",
     "DiskFullError", "JsonlAppender", "RunWriter", "check_writable_dir", "disk_full_message", "finished_row",
     "is_disk_full", "iter_jsonl", "iter_snapshots", "new_run_dir", "promote", "read_config", "read_json", "read_jsonl",
     "read_result", "read_snapshots", "write_json_atomic",
@@ -346,6 +348,7 @@ class RunWriter:
             _reserve(self.path / RESERVE_FILE, RESULT_RESERVE_BYTES)
             self._events = JsonlAppender(self.path / EVENTS_FILE)
             self._snapshots = JsonlAppender(self.path / SNAPSHOTS_FILE)
+            self._state = JsonlAppender(self.path / STATE_FILE)
         except OSError as exc:
             self._give_up(exc)
 
@@ -377,6 +380,14 @@ class RunWriter:
 
     def append_snapshots(self, snapshots: Iterable[dict]) -> None:
         self._append(self._snapshots, "".join(_dumps(r) + "\n" for r in snapshots))
+
+    def append_state(self, line: dict) -> None:
+        """One line of ``state.jsonl`` (the trial's state at a round's end)."""
+        self._append(self._state, _dumps(line) + "\n")
+
+    def append_state_lines(self, text: str) -> None:
+        """Lines of ``state.jsonl`` already serialised (a fork's copy of its parent's)."""
+        self._append(self._state, text)
 
     def write_ledger(self, csv_text: str) -> None:
         """The cost ledger's CSV text (``CostLedger.to_csv``); skipped once the disk is full."""
@@ -416,7 +427,8 @@ class RunWriter:
         return payload
 
     def close(self) -> None:
-        for appender in (getattr(self, "_events", None), getattr(self, "_snapshots", None)):
+        for appender in (getattr(self, "_events", None), getattr(self, "_snapshots", None),
+                         getattr(self, "_state", None)):
             if appender is not None:
                 appender.close()
 

@@ -145,8 +145,8 @@ def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
 
 def remote_trial(payload: str, settings: SweepSettings, entries: dict) -> dict:
     """On a node: runs one trial in a temporary directory and returns it packed (see the module docstring)."""
-    from latte_lab.fork import run_config
     from latte_lab.registry import install
+    from latte_lab.trial import run_trial
 
     install(entries)
     cfg = TrialConfig.model_validate_json(payload)
@@ -157,7 +157,7 @@ def remote_trial(payload: str, settings: SweepSettings, entries: dict) -> dict:
         node_cfg = cfg.model_copy(update={"runs_dir": str(staging), "cache_path": None})
         with settings.applied():
             try:
-                run_dir = run_config(node_cfg, run_name=cfg.trial_id).run_dir
+                run_dir = run_trial(node_cfg, run_name=cfg.trial_id).run_dir
             except KeyboardInterrupt:
                 interrupted, run_dir = True, staging / cfg.trial_id
         archive = pack(run_dir) if run_dir.is_dir() else None

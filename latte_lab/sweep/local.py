@@ -61,11 +61,11 @@ def run_attempt(cfg: TrialConfig, out: Path) -> dict:
     ``error``), then is raised. One that arrives once the trial has ended (its record complete)
     waits until the trial is in place, then raises :class:`Interrupted` carrying the finished trial's row.
     """
-    from latte_lab.fork import run_config
+    from latte_lab.trial import run_trial
 
     running = sweepdir.running_dir(out)
     try:
-        res = run_config(cfg, runs_dir=running, run_name=cfg.trial_id)  # a trial, or a fork (latte_lab.fork)
+        res = run_trial(cfg, runs_dir=running, run_name=cfg.trial_id)  # a trial, or a fork (latte_lab.forking)
         with _stops_held():  # the rename and the row's new run_dir, both or neither
             final = sweepdir.finish_attempt(res.run_dir, out, cfg.trial_id)
     except KeyboardInterrupt as exc:

@@ -141,6 +141,12 @@ class Team:
     ``progress() -> tuple[int, int]``
         Called once after the last round. Pure. Returns (tasks_done, total_tasks) in the released
         results.csv sense; the default counts passed/total public tests of the last run.
+
+    State: at each round's end the trial saves the team's :meth:`state` (every attribute but those of
+    :data:`WIRING`), so that a fork restores it (:meth:`restore`, then :meth:`rebind` to the fork's config)
+    instead of running the rounds again. A subclass's own attributes are saved with it when they hold plain
+    data (numbers, strings, lists, tuples, dicts, sets) and latte_lab's own records (agents, messages, test
+    runs, the graph); a team holding anything else saves no state, and its forks replay their parent's rounds.
     """
 
     name = ""  # the registered name (set by ``register``)
@@ -172,6 +178,34 @@ class Team:
         self._provider = config.model.partition("/")[0]
         self._calls_wait = calls_wait(model)
         self._roots: tuple | None = None
+
+    # ----- state at a round's end -----
+    # What a team is wired to rather than what it holds: given anew to a team that is restored.
+    WIRING = ("config", "task", "ws", "model", "log", "seed", "trial_id", "ledger", "snapshots", "clock", "_pool",
+              "_provider", "_calls_wait", "_roots")
+
+    def state(self) -> dict:
+        """What the team holds at a round's end (its agents, graph, counters, outcome, and a subclass's own
+        attributes), its clock's reading and where its graph's history stands: the live objects, not copies (the
+        caller encodes them before the next round changes them; :mod:`latte_lab.teams.state`). Everything the
+        team is wired to (:data:`WIRING`: config, task, workspace, model, log, ledger, ...) is left out."""
+        held = {name: value for name, value in vars(self).items() if name not in self.WIRING}
+        return {"attributes": held, "clock": self.clock.state(), "history": self.snapshots.recording_state()}
+
+    def restore(self, state: dict, records: list[dict]) -> None:
+        """Become the team whose :meth:`state` was ``state`` (decoded), on a team built with the same team, task
+        and size but not set up; ``records`` are the graph's history records up to that point. The workspace
+        and the ledger are restored by their owners."""
+        vars(self).update(state["attributes"])
+        self.clock.restore(state["clock"])
+        self.snapshots = GraphHistory.resume(records, self.graph, state["history"])
+
+    def rebind(self, config: TrialConfig) -> None:
+        """From the next call on, the team runs under ``config`` (a fork's, at its fork point): its model, seed,
+        switches and round budget; the team, task and size stay."""
+        self.config, self.seed, self.trial_id = config, config.seed, config.trial_id
+        self._provider = config.model.partition("/")[0]
+        self.clock.reading = config.tool_time
 
     # ----- hooks for subclasses (contracts in the class docstring) -----
     def setup(self) -> None:

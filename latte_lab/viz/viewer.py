@@ -821,7 +821,7 @@ function roundFlags(tr, r) {
     else if (e.type === "lead_skipped") box.append(el("span", {class: "flag lead muted"}, "Lead skipped: " + (e.reason || "")));
     else if (e.type === "heartbeat_alert") box.append(el("span", {class: "flag hb"}, `heartbeat: ${e.agent} on ${e.task} (${e.rounds_without_activity} rounds idle)`));
     else if (e.type === "fix_task_injected" || e.type === "run_end") box.append(el("span", {class: "flag"}, outcomeText(e)));
-    else if (e.type === "fork_point") box.append(el("span", {class: "flag fork"}, `fork point: the rounds up to ${e.fork_round} are ${e.parent}'s, replayed; from here on: ` + (Object.keys(e.changes || {}).length ? JSON.stringify(e.changes) : "no change")));
+    else if (e.type === "fork_point") box.append(el("span", {class: "flag fork"}, `fork point: the rounds up to ${e.fork_round} are ${e.parent}'s; from here on: ` + (Object.keys(e.changes || {}).length ? JSON.stringify(e.changes) : "no change")));
   }
   return box;
 }

@@ -279,6 +279,69 @@ class Workspace:
                 continue
         return snapshot
 
+    # ---- state at a round's end -----------------------------------------------------------------
+
+    def state(self) -> dict | None:
+        """The workspace's files (``{relative path: bytes}``; a directory as None, a link as ``("link", target)``),
+        their modes (``{path: mode}`` where not 0o644 or 0o755 for a directory) and the write log; None when it holds
+        what cannot be restored (a FIFO, a socket, a device, an unreadable entry)."""
+        files: dict[str, bytes | tuple | None] = {}
+        modes: dict[str, int] = {}
+        stack = [(self.root, "")]
+        while stack:
+            directory, prefix = stack.pop()
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:
+                return None
+            for entry in entries:
+                rel = prefix + entry.name
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISLNK(st.st_mode):
+                        files[rel] = ("link", os.readlink(entry.path))
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        files[rel] = None
+                        stack.append((Path(entry.path), rel + "/"))
+                    elif stat.S_ISREG(st.st_mode):
+                        with open(entry.path, "rb") as fh:
+                            files[rel] = fh.read()
+                    else:
+                        return None
+                except OSError:
+                    return None
+                mode = stat.S_IMODE(st.st_mode)
+                if mode != (0o755 if stat.S_ISDIR(st.st_mode) else 0o644):
+                    modes[rel] = mode
+        return {"files": files, "modes": modes, "writes": list(self.writes)}
+
+    def restore(self, state: dict) -> None:
+        """Make the workspace hold exactly what :meth:`state` described (files, links, directories, modes) and take
+        its write log; what the task set up and the state lacks is removed."""
+        files, modes = state["files"], state["modes"]
+        for dirpath, dirnames, filenames in os.walk(self.root, topdown=False):
+            for name in dirnames + filenames:
+                full = Path(dirpath) / name
+                rel = full.relative_to(self.root).as_posix()
+                kind = files.get(rel, False)
+                is_dir = full.is_dir() and not full.is_symlink()
+                if kind is False or (kind is None) != is_dir or isinstance(kind, tuple) != full.is_symlink():
+                    shutil.rmtree(full) if is_dir else full.unlink()
+        for rel in sorted(files):  # parents before what they hold
+            content, full = files[rel], self.root / rel
+            if content is None:
+                full.mkdir(exist_ok=True)
+            elif isinstance(content, tuple):
+                if not full.is_symlink() or os.readlink(full) != content[1]:
+                    full.unlink(missing_ok=True)
+                    os.symlink(content[1], full)
+                continue
+            elif not full.exists() or full.read_bytes() != content:
+                full.write_bytes(content)
+            os.chmod(full, modes.get(rel, 0o755 if content is None else 0o644))
+        self.writes = list(state["writes"])
+
     # ---- running -------------------------------------------------------------------------------
 
     def _with_restore_note(self, run: RunResult) -> RunResult:
