@@ -279,6 +279,8 @@ class StateWriter:
                 line["state"] = _pack(self._codec.encode({"team": team.state(), "workspace": workspace}))
             except Unsaveable as exc:  # from here on every line says so: the codec's numbering stopped here
                 self._broken = f"the team holds {exc}"
+            except Exception as exc:  # noqa: BLE001 - a state that cannot be saved never fails its trial
+                self._broken = f"the state could not be written ({type(exc).__name__}: {exc})"
         if self._broken is not None:
             line["unsaved"] = self._broken
         self._writer.append_state(line)
