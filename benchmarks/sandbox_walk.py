@@ -30,11 +30,11 @@ COMPREHENSIONS = ("<genexpr>", "<listcomp>", "<dictcomp>", "<setcomp>")  # parts
 
 class Walk:
     def __init__(self):
-        self.depth = 0
-        self.lines: list[str] = []
+        self.lines: list[list] = []  # [depth, name, returned]
+        self.stack: list[tuple[int, int]] = []  # (frame id, line index) of the calls under way
         self.stops = self.returns = 0
+        self.chain: list[str] = []  # the calls under way when the run started
         self.done = False
-        self.frames: set[int] = set()
 
     def __call__(self, frame, event, arg):
         if self.done:
@@ -42,20 +42,21 @@ class Walk:
         code = frame.f_code
         if event == "call":
             if code.co_filename.startswith(SANDBOX_DIR) and not code.co_name.startswith(COMPREHENSIONS):
-                name = f"{Path(code.co_filename).stem}.{code.co_qualname}"
-                self.lines.append(f"{'  ' * self.depth}{name}")
+                self.lines.append([len(self.stack), f"{Path(code.co_filename).stem}.{code.co_qualname}", False])
+                self.stack.append((id(frame), len(self.lines) - 1))
                 self.stops += 1
-                self.depth += 1
-                self.frames.add(id(frame))
                 if code.co_name in STARTS:
-                    self.done = True
+                    self._started()
             elif code.co_name == "__init__" and code.co_filename == subprocess.__file__:
-                self.lines.append(f"{'  ' * self.depth}subprocess.Popen (the run's process)")
-                self.done = True
-        elif event == "return" and id(frame) in self.frames:
-            self.frames.discard(id(frame))
-            self.depth -= 1
+                self.lines.append([len(self.stack), "subprocess.Popen (the run's process)", False])
+                self._started()
+        elif event == "return" and self.stack and self.stack[-1][0] == id(frame):
+            self.lines[self.stack.pop()[1]][2] = True
             self.returns += 1
+
+    def _started(self) -> None:
+        self.chain = [self.lines[i][1] for _, i in self.stack]
+        self.done = True
 
 
 def walk(backend: str) -> Walk:
@@ -82,9 +83,13 @@ def main() -> None:
     args = parser.parse_args()
     for backend in ("local", "bwrap") if args.backend == "both" else (args.backend,):
         tracer = walk(backend)
-        print(f"sandbox={backend!r}: {tracer.stops} stops, {tracer.returns} returns before the run starts")
-        for line in tracer.lines:
-            print(f"  {line}")
+        hops = [name.split(".")[0] for _, name, _ in tracer.lines]
+        modules = [m for i, m in enumerate(hops) if i == 0 or m != hops[i - 1]]
+        print(f"sandbox={backend!r}: {tracer.stops} stops, {tracer.returns} returns before the run starts; "
+              f"the run starts {len(tracer.chain)} calls down: {' > '.join(tracer.chain)}")
+        print(f"  modules in the order the walk enters them ({len(modules)} entries): {' > '.join(modules)}")
+        for depth, name, returned in tracer.lines:
+            print(f"  {'  ' * depth}{name}{'  (returned)' if returned else ''}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import BACKENDS, survivors, token
 
-from latte_lab.sandbox import OutputCapture, SandboxLimits
+from latte_lab.sandbox import OutputCapture, SandboxLimits, output
 from latte_lab.sandbox import limits as lim
 from latte_lab.sandbox import process as procmod
 from latte_lab.sandbox import run as runmod
@@ -234,7 +234,7 @@ def test_output_written_a_line_at_a_time_is_read_in_batches(ws, monkeypatch):
     run = ws.run_script("lines.py", timeout=60)
     assert run.ok and run.stdout.splitlines() == [f"line {i}" for i in range(200)]
     # one read per line (200) before the pause; now one per pause of the run's duration, and a few more
-    assert len(reads) <= run.seconds / runmod.OUTPUT_PAUSE_SECONDS + 10, (len(reads), run.seconds)
+    assert len(reads) <= run.seconds / output.OUTPUT_PAUSE_SECONDS + 10, (len(reads), run.seconds)
 
 
 def test_child_wrapper_runs_as_a_module_too(tmp_path):

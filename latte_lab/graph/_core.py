@@ -17,8 +17,9 @@ from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
+import latte_lab.graph._serial as _serial
+import latte_lab.graph.dag as dag
 from latte_lab.errors import LatteError, OperatorError
-from latte_lab.graph import _serial, dag
 from latte_lab.graph._nodes import (
     ASSIGNED,
     DONE,

@@ -35,10 +35,10 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
+import latte_lab.sweep.sweepdir as sweepdir
 from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import ConfigError, DataError, LatteError
-from latte_lab.sweep import sweepdir
 from latte_lab.sweep.local import GRACE_SECONDS, INTERRUPTED_ERROR, POLL_SECONDS, SweepSettings
 
 FREE_MODELS = ("simulated", "scripted")  # no provider calls, nothing to merge into a cache

@@ -12,10 +12,10 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import latte_lab.sweep.sweepdir as sweepdir
 from latte_lab import rundir
 from latte_lab.config import FREE_PROVIDERS, TrialConfig, parse_model_spec
 from latte_lab.errors import DataError
-from latte_lab.sweep import sweepdir
 
 CONDITION = ("task", "team", "model")
 

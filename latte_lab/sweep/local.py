@@ -23,11 +23,11 @@ from pathlib import Path
 
 import psutil
 
+import latte_lab.sweep.sweepdir as sweepdir
 from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError, LatteError
 from latte_lab.models.keys import redact
-from latte_lab.sweep import sweepdir
 
 GRACE_SECONDS = 3.0  # after Ctrl-C, running trials may finish writing their record this long before they are killed
 WATCHDOG_SECONDS = 0.25  # how often a worker checks that its parent is alive

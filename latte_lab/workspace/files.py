@@ -33,8 +33,8 @@ from latte_lab.sandbox.pytest import (
     memo_storable,
     run_pytest,
 )
+from latte_lab.sandbox.request import RunRequest
 from latte_lab.sandbox.run import OUTSIDE_WORKSPACE, RunResult, resolve_sandbox, run_sandboxed
-from latte_lab.sandbox.stage import run_staged
 from latte_lab.workspace.symbols import changed_symbols
 
 SNAPSHOT_MAX_FILE_BYTES = 4 * 2**20  # snapshot_files skips larger files (data dumps, not deliverables)
@@ -360,11 +360,9 @@ class Workspace:
                 f"script {rel!r} does not exist in the workspace; near names: {self._near_names(rel)}"
             )
         _refuse(st, rel, "run")
-        # On bubblewrap with warm sandboxes the script runs in the process's public stage, as the test runs do,
-        # so that one kept sandbox serves the scripts of every workspace of the process (not one each)
-        run = run_staged(self.root, self.backend, lambda where, staged: run_sandboxed(
-            [sys.executable, rel], where, timeout=timeout, limits=self.limits, sandbox=self.backend,
-            keep_sandbox=staged))
+        # the workspace is a directory its runs come back to (reuse): a backend may serve them from what it keeps
+        run = run_sandboxed(RunRequest([sys.executable, rel], self.root, timeout=timeout, limits=self.limits,
+                                       reuse=True), sandbox=self.backend)
         return self._with_restore_note(run)
 
     def run_tests(
