@@ -279,7 +279,7 @@ def test_a_run_gets_the_hosts_font_cache_and_nothing_else_of_its_matplotlib_dire
 def test_copying_a_cache_in_takes_what_it_can_and_never_fails_the_run(tmp_path):
     """The font cache is optional: a copy limited to a pattern copies the matching regular files it can and
     reports success even when the directory is gone (a failed copy of the workspace would void the run)."""
-    from latte_lab.sandbox import _child
+    from latte_lab.sandbox import _init_files
 
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
@@ -287,6 +287,6 @@ def test_copying_a_cache_in_takes_what_it_can_and_never_fails_the_run(tmp_path):
     (src / "fontlist-link.json").symlink_to(src / "fontlist-v390.json")
     (src / "other.txt").write_text("x")
     os.mkfifo(src / "fontlist-fifo.json")
-    assert _child.copy_in(str(src), str(dst), bwrap.MPL_CACHE_FILES) is True
+    assert _init_files.copy_in(str(src), str(dst), bwrap.MPL_CACHE_FILES) is True
     assert sorted(os.listdir(dst)) == ["fontlist-v390.json"]
-    assert _child.copy_in(str(tmp_path / "gone"), str(tmp_path / "dst2"), bwrap.MPL_CACHE_FILES) is True
+    assert _init_files.copy_in(str(tmp_path / "gone"), str(tmp_path / "dst2"), bwrap.MPL_CACHE_FILES) is True

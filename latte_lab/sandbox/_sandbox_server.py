@@ -140,7 +140,7 @@ def _reset(init: dict) -> bool:
     for directory in (init["workspace"], init["tmp"], init["shm"]):
         _empty(directory)
     pairs = [(init["input"], init["workspace"])] + ([tuple(init["mpl"])] if init.get("mpl") else [])
-    return all([CHILD.copy_in(*pair) for pair in pairs])
+    return all([FILES.copy_in(*pair) for pair in pairs])
 
 
 def _export(fd: int, init: dict, names: list | None) -> bool:
@@ -151,7 +151,7 @@ def _export(fd: int, init: dict, names: list | None) -> bool:
         code = 1
         try:
             signal.set_wakeup_fd(-1)
-            CHILD.export(fd, init["workspace"], names)
+            FILES.export(fd, init["workspace"], names)
             code = 0
         except BaseException:  # noqa: BLE001 - the host is told the export failed
             pass
@@ -234,7 +234,7 @@ def _serve_run(request: dict, fds: list[int], init: dict, wakeup_r: int) -> None
         # None is left, unless one would not die within end_namespace's deadline (uninterruptible sleep): then
         # the host stops the whole sandbox, and the next run gets a new one
         report = {"status": status, "orphans": CHILD._reap()[1], "subreaper": True,
-                  "disk_full": CHILD.full(init["workspace"]), "tmp_full": CHILD.full(init["tmp"])}
+                  "disk_full": FILES.full(init["workspace"]), "tmp_full": FILES.full(init["tmp"])}
         held.remove(export_fd)
         if copied:  # a partial copy must never replace the workspace
             report["exported"] = _export(export_fd, init, request.get("export_names"))
@@ -295,6 +295,7 @@ def serve(control_fd: int, init: dict) -> None:
 if __name__ == "__main__":
     INIT = json.loads(sys.argv[2])
     CHILD = _load("_child.py", "_latte_lab_sandbox_child")
+    FILES = _load("_init_files.py", "_latte_lab_init_files")
     if INIT.get("no_loopback"):
         try:
             CHILD.leave_network()

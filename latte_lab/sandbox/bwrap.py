@@ -39,6 +39,8 @@ from pathlib import Path
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
 from latte_lab.sandbox.paths import (
     CHILD_PATH,
+    INIT_FILES_PATH,
+    INIT_FILES_SCRIPT,
     INPUT_PATH,
     MPL_CACHE_FILES,
     MPL_INPUT_PATH,
@@ -131,7 +133,8 @@ def _probe() -> tuple[bool, str, tuple[str, ...]]:
 def command(cwd: Path, limits: SandboxLimits, child_script: str, mpl_dir: str | None) -> list[str]:
     """The bwrap command line, up to the config of ``_child.py`` (the sandbox's init), for a run in
     ``cwd``: the workspace's files are copied into a tmpfs at the same path."""
-    return [*sandbox_args(cwd, limits, mpl_dir, {child_script: CHILD_PATH}), sys.executable, "-I", "-S", CHILD_PATH]
+    files = {child_script: CHILD_PATH, INIT_FILES_SCRIPT: INIT_FILES_PATH}
+    return [*sandbox_args(cwd, limits, mpl_dir, files), sys.executable, "-I", "-S", CHILD_PATH]
 
 
 def sandbox_args(cwd: Path, limits: SandboxLimits, mpl_dir: str | None, files: dict[str, str], *,

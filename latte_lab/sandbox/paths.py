@@ -34,11 +34,14 @@ FORK_SERVER_SCRIPT = os.path.join(HERE, "_zygote_server.py")  # the fork server 
 TRUSTED_SERVER_SCRIPT = os.path.join(HERE, "_trusted_server.py")  # the fork server of hidden evaluations' judges
 SANDBOX_SERVER_SCRIPT = os.path.join(HERE, "_sandbox_server.py")  # a kept bubblewrap sandbox's init
 # What a kept sandbox's init reads, bound into the sandbox read-only (every script it loads by path)
-SANDBOX_SERVER_FILES = ("_sandbox_server.py", "_server_core.py", "_script_run.py", "_pytest_warm.py", "_child.py")
+SANDBOX_SERVER_FILES = ("_sandbox_server.py", "_server_core.py", "_script_run.py", "_pytest_warm.py", "_child.py",
+                        "_init_files.py")
+INIT_FILES_SCRIPT = os.path.join(HERE, "_init_files.py")  # what _child.py loads as a sandbox's init
 
 # Inside a bubblewrap sandbox.
 SANDBOX_DIR = "/run/latte_lab"  # where the run's own files appear
 CHILD_PATH = f"{SANDBOX_DIR}/child.py"  # CHILD_SCRIPT, in a one-off sandbox
+INIT_FILES_PATH = f"{SANDBOX_DIR}/_init_files.py"  # INIT_FILES_SCRIPT, beside it
 SERVER_DIR = f"{SANDBOX_DIR}/server"  # SANDBOX_SERVER_FILES, in a kept sandbox
 INPUT_PATH = f"{SANDBOX_DIR}/workspace"  # the workspace's files at the start of the run, read-only
 MPL_INPUT_PATH = f"{SANDBOX_DIR}/mplconfig"  # the host's matplotlib cache (fonts), read-only
