@@ -56,6 +56,8 @@ from latte_lab.sandbox.zygote import IMPORT_OPTION
 JUDGE_SCRIPT = str(Path(__file__).with_name("_judge_session.py"))
 HOST_SCRIPT = str(Path(__file__).with_name("_workspace_host.py"))
 HOST_NAME = ".latte_lab-host.py"  # the host script's copy in the workspace's copy (a script run; never imported)
+HOST_VALUES_SCRIPT = str(Path(__file__).with_name("_workspace_values.py"))  # what the host loads by path
+HOST_VALUES_NAME = ".latte_lab-host-values.py"  # its copy beside the host's
 REPORT_NAME = ".latte_lab-report.jsonl"  # the judge's report, in its own directory
 # pytest arguments of every judge's session: no workspace configuration or conftest, no cache, no third-party
 # plugin (PYTEST_DISABLE_PLUGIN_AUTOLOAD), short tracebacks, test modules imported without touching sys.path.
@@ -246,17 +248,19 @@ def run_judged(
             if full.is_symlink() or full.is_dir():
                 _remove(full)
             full.write_text(text, encoding="utf-8")
-        host = copy / HOST_NAME
-        if host.is_symlink() or host.is_dir():
-            _remove(host)
-        shutil.copyfile(HOST_SCRIPT, host)
+        for script, name in ((HOST_SCRIPT, HOST_NAME), (HOST_VALUES_SCRIPT, HOST_VALUES_NAME)):
+            host = copy / name
+            if host.is_symlink() or host.is_dir():
+                _remove(host)
+            shutil.copyfile(script, host)
         args = [*options, f"--report={judge / REPORT_NAME}",
                 f"--modules={','.join(workspace_modules(copy, test_files))}",
                 f"--trusted={','.join(test_files)}", f"--call-timeout={call_timeout:g}",
                 "--", *SESSION_ARGS, *run_paths]
         judge_end, host_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         # the workspace's process: an agent's script, as far as the sandbox goes, that hands back nothing
-        host = RunRequest([sys.executable, HOST_NAME, json.dumps({"output_cap": OUTPUT_CAP_BYTES})], copy,
+        config = {"output_cap": OUTPUT_CAP_BYTES, "values": HOST_VALUES_NAME}
+        host = RunRequest([sys.executable, HOST_NAME, json.dumps(config)], copy,
                           timeout=timeout + HOST_GRACE_SECONDS, limits=limits, kind="script", export=[], reuse=reuse,
                           stdin=host_end.detach())
         worker = threading.Thread(target=lambda: host_runs.append(run_sandboxed(host, sandbox=backend)),
