@@ -386,7 +386,7 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
             ev_dict = {"passed": ev.passed, "failed": ev.failed, "errors": ev.errors, "total": ev.total,
                        "rate": ev.rate, "per_class": {k: list(v) for k, v in ev.per_class.items()},
                        "missing_outputs": list(ev.missing_outputs), "public_confirmed": ev.public_confirmed,
-                       "notes": list(ev.notes)}
+                       "notes": list(ev.notes), "failed_tests": list(ev.failed_tests)}
             log.emit("evaluation", **{k: v for k, v in ev_dict.items()})
             tampering += [{"kind": "evaluation", "path": where.rsplit(":", 1)[0] if where else "",
                            "line": int(where.rsplit(":", 1)[1]) if where.rsplit(":", 1)[-1].isdigit() else 0,
