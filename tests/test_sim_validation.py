@@ -107,3 +107,16 @@ def test_validate_sim_reads_a_study_and_names_a_missing_one(tmp_path):
     out = V.validate_sim(study, n_boot=200)
     assert list(out.summary().index) == ["default"] and out.summary().loc["default", "comparisons"] == 48
     assert "clear effects" in repr(out) and len(out.clear_effects("default")) == out.summary().loc["default", "clear"]
+
+
+def test_latte_process_sets_our_figures_beside_the_papers():
+    rows = pd.DataFrame({"task": ["debug", "debug", "eda", "textproc"], "team": "latte",
+                         "total_rounds": [10, 20, 8, 9], "graph_size_initial": [3, 5, 2, 4],
+                         "graph_size_final": [9, 9, 2, 7], "lead_active_fraction": [0.5, 0.3, 0.2, 0.4],
+                         "cross_agent_overwrites": [4, 6, 1, 2]})
+    t = V.latte_process(rows)
+    assert list(t.index) == list(V.TASKS) and t.loc["debug", "trials"] == 2
+    assert (t.loc["debug", "rounds"], t.loc["debug", "graph at round 0"], t.loc["debug", "discovered after planning"]) \
+        == (15.0, 4.0, 5.0)
+    assert t.loc["debug", "rounds (paper)"] == pytest.approx(V.published_trials("debug", "latte")["total_rounds"].mean())
+    assert t.loc["eda", "Lead ran (paper)"] == 0.308 and t.loc["textproc", "overwrites"] == 2.0

@@ -216,6 +216,7 @@ class SimValidation:
     moments: dict[str, pd.DataFrame]
     effects: dict[str, pd.DataFrame]
     fit: dict
+    trials: pd.DataFrame
 
     def summary(self) -> pd.DataFrame:
         """Per profile: the loss on the process moments, the paper's clear effects by verdict, signs that agree."""
@@ -225,6 +226,10 @@ class SimValidation:
             loss = float((m["z"] ** 2).fillna(MISSING_PENALTY).sum()) if m is not None else float("nan")
             rows.append({"profile": profile, "moment_loss": loss, **effect_counts(table)})
         return pd.DataFrame(rows).set_index("profile")
+
+    def latte_process(self, profile: str) -> pd.DataFrame:
+        """LATTE's process on each task under one profile, beside the published figures (:func:`latte_process`)."""
+        return latte_process(self.trials[self.trials["profile"] == profile])
 
     def clear_effects(self, profile: str) -> pd.DataFrame:
         """The paper's clear effects with ours beside them, for one profile."""
@@ -241,6 +246,40 @@ class SimValidation:
             parts += [f"\nProcess moments, profile {profile!r} (simulated against published; z in published "
                       "scales):", m.round(2).to_string()]
         return "\n".join(parts)
+
+
+PAPER_TEXT = {  # figures the paper states in its text only (A6.3), not in the published files
+    "graph_r0": ("3.8 (pooled over tasks; A6.3)", 3.8),
+    "lead_share": ("30.8% (pooled over tasks; A6.3)", 0.308),
+}
+
+
+def latte_process(trials: pd.DataFrame, published=None) -> pd.DataFrame:
+    """LATTE's process on each task beside the published figures: rounds, the graph at round 0, nodes discovered
+    after planning (final graph minus the seed), the share of execution rounds in which the Lead ran, overwrites.
+    Published: rounds and overwrites from the trial rows per task; the seed graph and the Lead's share from the
+    paper's text (pooled); nodes discovered from the trajectories (round 12 minus round 0, pooled)."""
+    from latte_lab.analysis.loaders import load_published
+
+    pub = published if published is not None else load_published()
+    traj = pub.trajectories[pub.trajectories["team"] == "latte"].set_index("round")["mean"]
+    grown = float(traj.get(12, np.nan) - traj.get(0, np.nan))
+    rows = []
+    for task in TASKS:
+        ours = _cell(trials, task, "latte")
+        theirs = _cell(pub.trials, task, "latte")
+        final = ours["graph_size_final"].astype(float) if "graph_size_final" in ours else pd.Series(dtype=float)
+        seed = ours["graph_size_initial"].astype(float) if "graph_size_initial" in ours else pd.Series(dtype=float)
+        rows.append({"task": task, "trials": len(ours),
+                     "rounds": ours["total_rounds"].mean(), "rounds (paper)": theirs["total_rounds"].mean(),
+                     "graph at round 0": seed.mean(), "graph at round 0 (paper)": PAPER_TEXT["graph_r0"][1],
+                     "discovered after planning": (final - seed).mean(),
+                     "discovered (paper, rounds 0-12)": grown,
+                     "Lead ran": ours["lead_active_fraction"].mean() if "lead_active_fraction" in ours else np.nan,
+                     "Lead ran (paper)": PAPER_TEXT["lead_share"][1],
+                     "overwrites": ours["cross_agent_overwrites"].mean(),
+                     "overwrites (paper)": theirs["cross_agent_overwrites"].mean()})
+    return pd.DataFrame(rows).set_index("task")
 
 
 def _data_path(name: str) -> Path:
@@ -273,7 +312,7 @@ def validate_sim(trials: pd.DataFrame | str | Path | None = None, published=None
         out_e[profile] = effects_table(t, pub.trials, n_boot=n_boot)
     fit_path = _data_path(CALIBRATION_FILE)
     fit = json.loads(fit_path.read_text()) if fit_path.exists() else {}
-    return SimValidation(out_m, out_e, fit)
+    return SimValidation(out_m, out_e, fit, trials)
 
 
 def published_trials(task: str, team: str) -> pd.DataFrame:
