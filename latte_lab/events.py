@@ -179,7 +179,7 @@ register("fork_point", "parent fork_round changes",
 register("trial_error", "error", "the trial failed or was interrupted; error is one line",
          optional="traceback")
 register("evaluation", (), "the hidden suite scored the final workspace (error when it could not)",
-         optional="passed failed errors total rate per_class missing_outputs public_confirmed notes error")
+         optional="passed failed errors total rate per_class missing_outputs public_confirmed notes failed_tests error")
 register("tampering", "kind path line detail source",
          "the workspace reached into its tests instead of doing the work (a conftest.py, pytest configuration, "
          "a patch of pytest or unittest, ...): source 'scan' found it in the files, 'evaluation' caught it while "

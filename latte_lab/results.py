@@ -41,7 +41,7 @@ def evaluate_workspace(task, ws, events: list[dict], emit: Callable[..., object]
         found.eval = {"passed": ev.passed, "failed": ev.failed, "errors": ev.errors, "total": ev.total,
                       "rate": ev.rate, "per_class": {k: list(v) for k, v in ev.per_class.items()},
                       "missing_outputs": list(ev.missing_outputs), "public_confirmed": ev.public_confirmed,
-                      "notes": list(ev.notes)}
+                      "notes": list(ev.notes), "failed_tests": list(ev.failed_tests)}
         emit("evaluation", **found.eval)
         found.tampering += [{"kind": "evaluation", "path": where.rsplit(":", 1)[0] if where else "",
                              "line": int(where.rsplit(":", 1)[1]) if where.rsplit(":", 1)[-1].isdigit() else 0,

@@ -30,11 +30,11 @@ class NoCalls:
 
 @pytest.fixture(scope="module")
 def parent(tmp_path_factory):
-    """A LATTE trial on debug (34 rounds, a success) to fork."""
+    """A LATTE trial on debug (15 rounds, a success; its task-2 sits with a worker from round 4 to 14) to fork."""
     cfg = ll.TrialConfig(task="debug", team="latte", model="simulated", seed=0, sandbox="local",
                          runs_dir=str(tmp_path_factory.mktemp("runs")))
     res = ll.run_trial(cfg)
-    assert res.status == "ok" and res.rounds > 20
+    assert res.status == "ok" and res.rounds > 13
     return res
 
 
@@ -46,9 +46,9 @@ def _events(res, after: int | None = None) -> list[dict]:
 
 
 def test_a_fork_with_no_change_continues_exactly_as_its_parent(parent, tmp_path):
-    child = fork(parent.run_dir, 20, runs_dir=tmp_path)
-    assert child.status == "ok" and child.config.parent == str(parent.run_dir) and child.config.fork_round == 20
-    assert _events(child) == _events(parent)  # every event, the rounds after 20 included
+    child = fork(parent.run_dir, 11, runs_dir=tmp_path)
+    assert child.status == "ok" and child.config.parent == str(parent.run_dir) and child.config.fork_round == 11
+    assert _events(child) == _events(parent)  # every event, the rounds after 11 included
     assert child.snapshots == parent.snapshots
     assert (child.success, child.rounds, child.tokens, child.accuracy) == (
         parent.success, parent.rounds, parent.tokens, parent.accuracy)
@@ -61,8 +61,8 @@ def test_a_fork_with_no_change_continues_exactly_as_its_parent(parent, tmp_path)
                                for c in read_cassette(res.run_dir) if c.get("type") == "call")
     assert texts(child) == texts(parent)  # the cassette: the same replies to the same calls (written as they end)
     (point,) = [e for e in child.event_list if e["type"] == "fork_point"]
-    assert point["fork_round"] == 20 and point["changes"] == {}
-    assert child.row["parent"] == str(parent.run_dir) and child.row["fork_round"] == 20
+    assert point["fork_round"] == 11 and point["changes"] == {}
+    assert child.row["parent"] == str(parent.run_dir) and child.row["fork_round"] == 11
 
 
 def test_no_model_is_called_up_to_the_fork_point(parent, tmp_path):
@@ -122,8 +122,8 @@ def test_another_model_by_its_spec(parent, tmp_path):
 
 
 def test_the_help_examples_fork_with_another_model(parent, tmp_path):
-    """The example of ``latte-lab fork --help`` as printed (the parent is the trial its first line names, in a
-    folder of its own): ``--at 5 --set model=simulated/careful --set max_rounds=30``."""
+    """The examples of ``latte-lab fork --help`` as printed (the parent is the trial its first line names, in a
+    folder of its own): ``--at 5 --set model=simulated/careful --set max_rounds=30`` above all."""
     import shlex
 
     from latte_lab.cli import build_parser, main
@@ -140,6 +140,13 @@ def test_the_help_examples_fork_with_another_model(parent, tmp_path):
     assert saved["model"] == "simulated/careful" and saved["fork_changes"] == {"max_rounds": 30,
                                                                               "model": "simulated/careful"}
     assert json.loads((run / "result.json").read_text())["status"] == "ok"
+    others = [line.strip() for line in sub.format_help().splitlines()
+              if line.strip().startswith("latte-lab fork ") and line.strip() != example]
+    assert len(others) == 3
+    for i, line in enumerate(others):  # the other examples run as printed too (their rounds and nodes exist)
+        argv = shlex.split(line)[1:]
+        argv[1] = str(parent.run_dir)
+        assert main([*argv, "--runs-dir", str(tmp_path / f"other{i}"), "--quiet"]) == 0, line
 
 
 def test_forking_a_run_that_is_not_there_is_a_usage_error(tmp_path, capsys):
@@ -173,11 +180,11 @@ def test_a_round_the_parent_never_reached_is_refused(parent, tmp_path):
 
 
 def test_the_command_line(parent, tmp_path):
-    cmd = [sys.executable, "-m", "latte_lab.cli", "fork", str(parent.run_dir), "--at", "30", "--set", "seed=3",
+    cmd = [sys.executable, "-m", "latte_lab.cli", "fork", str(parent.run_dir), "--at", "12", "--set", "seed=3",
            "--runs-dir", str(tmp_path), "--quiet"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert out.returncode in (0, 1), out.stderr
-    assert f"forked from {parent.run_dir} after round 30 with {{'seed': 3}}" in out.stdout
+    assert f"forked from {parent.run_dir} after round 12 with {{'seed': 3}}" in out.stdout
     bad = subprocess.run([*cmd[:-4], "team=static"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 1 and bad.stderr.strip().count("\n") == 0
     assert bad.stderr.startswith("latte-lab: error: cannot change team at a fork")
@@ -230,22 +237,22 @@ def test_a_sweep_of_forks_runs_each_once_and_resumes(tmp_path):
 def test_the_viewer_marks_the_branch_point(parent, tmp_path):
     from latte_lab.viz.viewer import build_page, trial_data
 
-    child = fork(parent.run_dir, 20, runs_dir=tmp_path)
+    child = fork(parent.run_dir, 11, runs_dir=tmp_path)
     data = trial_data(child.run_dir)
     points = [e for e in data["events"] if e["type"] == "fork_point"] if "events" in data else None
     page = build_page(child.run_dir, tmp_path / "view.html").read_text()
     assert "fork point: the rounds up to" in page and '"fork_point"' in page
-    assert points is None or (len(points) == 1 and points[0]["fork_round"] == 20)
+    assert points is None or (len(points) == 1 and points[0]["fork_round"] == 11)
 
 
 def test_the_animation_marks_the_branch_point(parent, tmp_path):
-    child = fork(parent.run_dir, 20, runs_dir=tmp_path)
+    child = fork(parent.run_dir, 11, runs_dir=tmp_path)
     anim = ll.viz.animate(child)
     titles = []
-    for r in (20, 21):
+    for r in (11, 12):
         anim._draw_frame(anim.rounds.index(r))
         titles.append(next(t.get_text() for t in anim.fig.texts if t.get_text().startswith("round ")))
-    assert titles[0].endswith("the parent's") and titles[1].endswith("forked after round 20")
+    assert titles[0].endswith("the parent's") and titles[1].endswith("forked after round 11")
 
 
 # --- the state saved at each round's end -------------------------------------------------------------------------

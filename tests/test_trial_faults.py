@@ -273,12 +273,12 @@ def test_a_disk_too_full_to_start_leaves_no_run_directory(tmp_path, monkeypatch)
 
 @pytest.fixture()
 def tiny_tmpfs(tmp_path):
-    """A 600 KiB tmpfs (root only): skipped with the reason when it cannot be mounted."""
+    """A 256 KiB tmpfs (root only; a debug trial writes more than that): skipped with the reason when it cannot be mounted."""
     mnt = tmp_path / "tiny"
     mnt.mkdir()
     if os.geteuid() != 0:
-        pytest.skip("mounting a 600 KiB tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True,
+        pytest.skip("mounting a 256 KiB tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True,
                           text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
@@ -288,7 +288,7 @@ def tiny_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-def test_a_trial_on_a_600_kib_tmpfs_ends_with_a_readable_error_record(tiny_tmpfs):
+def test_a_trial_on_a_256_kib_tmpfs_ends_with_a_readable_error_record(tiny_tmpfs):
     runs = tiny_tmpfs / "runs"
     code = textwrap.dedent(f"""
         import warnings, latte_lab as ll

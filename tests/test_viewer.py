@@ -21,9 +21,9 @@ SCRIPT = "<script>alert(1)</script>"
 MAX_PAGE_BYTES = 5_000_000
 
 
-def make_trial(runs: Path, team: str, max_rounds: int | None = None) -> Path:
+def make_trial(runs: Path, team: str, max_rounds: int | None = None, seed: int = 0) -> Path:
     cfg = ll.TrialConfig(task="debug", team=team, model="simulated", max_rounds=max_rounds, runs_dir=str(runs),
-                         cache="off")
+                         cache="off", seed=seed)
     return Path(ll.run_trial(cfg).run_dir)
 
 
