@@ -406,7 +406,9 @@ def test_fuzzed_fact_lines_never_break_composition():
 # ------------------------------------------------------------------------------- genericity ----
 
 def test_the_module_names_no_task_and_reads_none():
-    text = MODULE.read_text(encoding="utf-8")
+    # the module, the report's reader beside it and the script's text (package data)
+    text = "\n".join((MODULE.parent / name).read_text(encoding="utf-8")
+                     for name in (MODULE.name, "analysis_report.py", "analyze.py.txt"))
     words = ["eda", "employee", "satisfaction", "churn", "churned", "salary", "dept", "department", "tenure",
              "tenure_months", "weekly_hours", "n_projects", "emp_id", "Engineering", "Sales", "Support", "HR",
              "hr", "var_0[1-8]", "99", "65,000", "simple_eda"]
@@ -414,7 +416,8 @@ def test_the_module_names_no_task_and_reads_none():
         flags = 0 if word[:1].isupper() else re.IGNORECASE
         assert not re.search(rf"(?<![\w]){word}(?![\w])", text, flags), word
     assert "latte_lab.tasks" not in text and "planted" not in text and "reference" not in text.lower()
-    assert not re.search(r"^\s*(?:from|import)\s+latte_lab", text, re.M)  # standalone: it imports nothing of the package
+    imports = re.findall(r"^\s*(?:from|import)\s+(latte_lab[\w.]*)", text, re.M)
+    assert imports == ["latte_lab.models.sim.analysis_report"]  # standalone: nothing of the package but its reader
 
 
 def test_a_report_whose_head_a_run_cut_off_is_read_from_its_end(reports):
