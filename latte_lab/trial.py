@@ -37,6 +37,7 @@ from latte_lab.models import budget
 from latte_lab.results import Evaluation, accuracy_of, evaluate_workspace, results_row
 from latte_lab.rundir import TrialResult, load_trial
 from latte_lab.sandbox import Sandbox
+from latte_lab.sandbox.paths import note_runs_dir
 from latte_lab.teams.engine import Team
 from latte_lab.teams.state import StateWriter
 
@@ -198,6 +199,7 @@ class TrialRecorder:
         self.trial_id = config.trial_id
         self.run_dir = rundir.new_run_dir(runs_dir if runs_dir is not None else config.runs_dir,
                                           run_name or self.trial_id)
+        note_runs_dir(self.run_dir.parent)  # the sandbox's local runs see no other trial's directory there
         try:
             self.writer = rundir.RunWriter(self.run_dir)
             self.writer.write_config(config)

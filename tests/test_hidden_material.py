@@ -6,7 +6,9 @@ runs the same search from a wheel install."""
 
 from __future__ import annotations
 
+import json
 import os
+from pathlib import Path
 
 import pytest
 from sandbox_helpers import BACKENDS
@@ -48,3 +50,45 @@ def test_the_material_is_the_tasks_own():
     wanted = hidden_search.hidden_material()
     assert sum(len(d) for d in wanted.values()) >= 15  # 18 today: solutions, hidden suites, planted data
     assert os.path.basename(hidden_search.places()[0]) == "tasks"
+
+
+def test_a_local_run_sees_no_other_trials_directory_nor_the_project(tmp_path):
+    """Other trials' run directories (a finished workspace may hold a solution; every record holds replies) and an
+    editable install's project (its runs/) are covered for a local run, but for its own workspace and the
+    interpreter. The folders lie outside /tmp, which every local run has of its own anyway."""
+    import shutil
+    import sys
+    import tempfile
+
+    from latte_lab.sandbox import paths
+    from latte_lab.sandbox.request import RunRequest
+    from latte_lab.sandbox.run import run_sandboxed
+
+    _hiding_possible("local")
+    places = [Path(tempfile.mkdtemp(prefix=".latte_lab-test-runs-", dir=Path.home()))]
+    if paths.project_dir():
+        places.append(Path(tempfile.mkdtemp(prefix=".latte_lab-test-runs-", dir=paths.project_dir())))
+    try:
+        for runs in places:
+            done = runs / "debug-latte-s0" / "workspace"
+            done.mkdir(parents=True)
+            (done / "solution.py").write_text("ANSWER = 42\n")
+            (done.parent / "calls.jsonl").write_text("{}\n")
+            mine = runs / "debug-latte-s1" / "workspace"
+            mine.mkdir(parents=True)
+            (mine / "mine.txt").write_text("mine\n")
+            paths.note_runs_dir(runs)
+            probe = ("import json, os, sys\n"
+                     f"runs = {str(runs)!r}\n"
+                     "print(json.dumps({'other': os.path.exists(os.path.join(runs, 'debug-latte-s0/workspace/solution.py')),"
+                     " 'listing': sorted(os.listdir(runs)), 'mine': open('mine.txt').read(),"
+                     f" 'package': os.path.isdir({paths.PACKAGE_DIR!r}), 'tasks': os.listdir({paths.TASKS_DIR!r})}}))\n")
+            run = run_sandboxed(RunRequest([sys.executable, "-c", probe], mine, timeout=60), sandbox="local")
+            assert run.returncode == 0, run.stderr
+            seen = json.loads(run.stdout.strip().splitlines()[-1])
+            assert seen == {"other": False, "listing": ["debug-latte-s1"], "mine": "mine\n", "package": True,
+                            "tasks": []}
+            assert (done / "solution.py").read_text() == "ANSWER = 42\n"  # the host's copy is untouched
+    finally:
+        for runs in places:
+            shutil.rmtree(runs, ignore_errors=True)

@@ -91,8 +91,9 @@ SHARED_OBJECT_SYSCALLS = {
     0xC00000B7: (217, 218, 219, 180, 181, 182, 183, 184, 185),  # aarch64
 }
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 0x1, 0x2, 0x4, 0x8  # linux/mount.h
-MS_BIND, MS_REC, MS_SLAVE = 0x1000, 0x4000, 0x80000
+MS_REMOUNT, MS_BIND, MS_REC, MS_SLAVE = 0x20, 0x1000, 0x4000, 0x80000
 HIDDEN_TMPFS_OPTIONS = "size=4096,mode=0555"  # what covers a hidden directory: empty, read-only
+COVER_TMPFS_OPTIONS = "size=65536,mode=0555"  # what covers a covered directory: its holes' mount points only
 MNT_DETACH = 2
 STOP_POLL_SECONDS = 0.02  # how often a stopping run's processes are reaped
 END_DEADLINE_SECONDS = 5.0  # killing a namespace's processes: give up after this (D state)
@@ -282,6 +283,7 @@ def private_tmp(spec: dict) -> bool:
     if os.path.isdir("/dev/shm"):
         _mount(libc, "tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, _tmpfs_options(spec.get("shm_bytes")))
     try:
+        cover(libc, spec.get("cover") or ())
         hide(libc, spec.get("hide") or ())
         if spec.get("proc"):
             if not IN_OWN_PID_NAMESPACE:
@@ -294,6 +296,27 @@ def private_tmp(spec: dict) -> bool:
 
 class HideError(OSError):
     """What a run must not see could not be hidden: the run does not start."""
+
+
+def cover(libc, covered) -> None:
+    """Cover each ``(directory, holes)`` of ``covered`` (in this mount namespace) by an empty read-only file
+    system in which each hole, a directory below it, is bound back from the host
+    (:func:`latte_lab.sandbox.paths.covered_dirs`: the project of an editable install and the folders of run
+    directories, with the run's workspace and the interpreter's folders as holes)."""
+    for directory, holes in covered:
+        if not os.path.isdir(directory):
+            continue
+        held = [(hole, os.open(hole, os.O_PATH | os.O_DIRECTORY)) for hole in holes if os.path.isdir(hole)]
+        try:
+            _mount(libc, "tmpfs", directory, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, COVER_TMPFS_OPTIONS)
+            for hole, fd in held:
+                os.makedirs(hole, exist_ok=True)
+                _mount(libc, f"/proc/self/fd/{fd}", hole, None, MS_BIND | MS_REC)
+            _mount(libc, None, directory, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+                   COVER_TMPFS_OPTIONS)
+        finally:
+            for _, fd in held:
+                os.close(fd)
 
 
 def hide(libc, paths) -> None:

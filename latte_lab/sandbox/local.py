@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
-from latte_lab.sandbox.paths import CHILD_SCRIPT, hidden_paths, python_dirs
+from latte_lab.sandbox.paths import CHILD_SCRIPT, PACKAGE_DIR, covered_dirs, hidden_paths, python_dirs
 from latte_lab.sandbox.request import RunHandle
 
 REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
@@ -146,7 +146,9 @@ def confinement(root: Path, home: str, env: Mapping[str, str], limits: SandboxLi
     thrown away with the run, in which the host directories the run needs are bound back (the workspace, the
     interpreter and its packages, matplotlib's shared cache) and its HOME (``home``) is a new empty directory;
     for an ``untrusted`` run (anything but a judge's session), latte_lab's package and the judges' directory
-    hidden (:func:`latte_lab.sandbox.paths.hidden_paths`) and a PID namespace with a ``/proc`` of its own.
+    hidden (:func:`latte_lab.sandbox.paths.hidden_paths`), the project of an editable install and the folders of
+    run directories covered but for the run's workspace and the interpreter
+    (:func:`latte_lab.sandbox.paths.covered_dirs`), and a PID namespace with a ``/proc`` of its own.
     Empty where :func:`private_tmp_possible` says no: the run then writes to the host's ``/tmp`` and
     ``/dev/shm``, and only its HOME is private (capped by the parent's watch, removed after the run)."""
     if not private_tmp_possible():
@@ -163,7 +165,8 @@ def confinement(root: Path, home: str, env: Mapping[str, str], limits: SandboxLi
     spec = {"tmp": tmp, "keep": [os.path.relpath(p, tmp) for p in keep], "tmp_bytes": limits.tmp_bytes,
             "shm_bytes": SHM_BYTES}
     if untrusted:
-        spec.update(hide=hidden_paths(root), proc=True)
+        needed = [*python_dirs(), os.path.dirname(os.path.realpath(sys.executable)), PACKAGE_DIR]
+        spec.update(cover=covered_dirs(root, needed), hide=hidden_paths(root), proc=True)
     if os.path.realpath(home).startswith(tmp + "/"):
         spec["home"] = home
     return {"private_tmp": spec}

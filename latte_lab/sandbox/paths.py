@@ -84,3 +84,47 @@ def hidden_paths(cwd: Path | str) -> list[str]:
     here = os.path.realpath(cwd)
     paths = [TASKS_DIR, judge_root()]
     return [p for p in paths if os.path.exists(p) and here != p and not here.startswith(p + os.sep)]
+
+
+# Directories holding trials' run directories (their workspaces, finished or not, and their records), as this
+# process knows them: every trial it runs adds its own (:func:`note_runs_dir`).
+_RUNS_DIRS: set[str] = set()
+
+
+def note_runs_dir(path: Path | str) -> None:
+    """Record that ``path`` holds run directories: no untrusted run started by this process sees into it but
+    for its own workspace (:func:`covered_dirs`). A sweep's running area (``<out>/.sweep/running``) counts as its
+    sweep's folder."""
+    real = Path(os.path.realpath(path))
+    if real.name == "running" and real.parent.name == ".sweep":
+        real = real.parent.parent
+    _RUNS_DIRS.add(str(real))
+
+
+def project_dir() -> str | None:
+    """The project of an editable install (the folder holding ``pyproject.toml`` and the package), where the
+    default ``runs/`` lies; None for an install in site-packages."""
+    parent = os.path.dirname(PACKAGE_DIR)
+    if any(PACKAGE_DIR.startswith(os.path.realpath(d) + os.sep) for d in site.getsitepackages()):
+        return None
+    return parent if os.path.isfile(os.path.join(parent, "pyproject.toml")) else None
+
+
+def covered_dirs(cwd: Path | str, needed: list[str]) -> list[tuple[str, list[str]]]:
+    """Directories a local run in ``cwd`` sees nothing of but the holes given with each: an editable install's
+    project (its ``runs/``, other checkouts' data) and every folder of run directories this process has used
+    (other trials' workspaces, which may hold a finished solution, and every trial's records). The holes: ``cwd``
+    and those of ``needed`` (the interpreter's folders, latte_lab's package, whose tasks stay hidden by
+    :func:`hidden_paths`) that lie inside. A folder inside another covered folder is left to that one, and one inside ``cwd`` to the run."""
+    here = os.path.realpath(cwd)
+    roots = sorted({d for d in [project_dir(), *_RUNS_DIRS] if d and os.path.isdir(d)})
+    roots = [r for r in roots if not any(r != o and r.startswith(o + os.sep) for o in roots)]
+    covered = []
+    for root in roots:
+        if root == here or root.startswith(here + os.sep):
+            continue  # the run's own folder holds it
+        inside = sorted({os.path.realpath(h) for h in [here, *needed]
+                         if os.path.realpath(h).startswith(root + os.sep)})
+        inside = [h for h in inside if not any(h != o and h.startswith(o + os.sep) for o in inside)]
+        covered.append((root, inside))
+    return covered
