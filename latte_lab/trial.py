@@ -28,9 +28,9 @@ from latte_lab.config import TrialConfig
 from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
 from latte_lab.history import GraphHistory
-from latte_lab.models import budget
+from latte_lab.models import budget, stop
 from latte_lab.rundir import TrialResult, load_trial
-from latte_lab.sandbox import Sandbox
+from latte_lab.sandbox import Sandbox, slots
 from latte_lab.schema import TRIAL_COLUMNS
 from latte_lab.teams.engine import Team
 
@@ -235,8 +235,9 @@ class TrialRecorder:
         """(status, one-line error, reason) for the exception that ended the trial (None: it ran to its end)."""
         if exc is None:
             return "ok", None, None
-        if isinstance(exc, KeyboardInterrupt):  # the keyboard, a notebook's stop button or SIGTERM
-            error = str(exc) if isinstance(exc, TrialTerminated) else "interrupted by the user"
+        if isinstance(exc, KeyboardInterrupt | stop.TrialStopped):  # the keyboard, a notebook's stop button,
+            # SIGTERM, or (a trial run in a thread) the stop of its process's trials
+            error = str(exc) if isinstance(exc, TrialTerminated | stop.TrialStopped) else "interrupted by the user"
             self.log.emit("trial_error", error=error, traceback="")
             return "error", error, "interrupted"
         if isinstance(exc, budget.BudgetExceeded):  # its own budget, or its sweep's: a result, not a failure
@@ -382,7 +383,8 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     elif team is not None:
         tampering = _tampering_found(task, team.ws.root, log.events)
         try:
-            ev = task.evaluate(team.ws)
+            with slots.held():  # the hidden suite takes a core, as the trial's own test runs do
+                ev = task.evaluate(team.ws)
             ev_dict = {"passed": ev.passed, "failed": ev.failed, "errors": ev.errors, "total": ev.total,
                        "rate": ev.rate, "per_class": {k: list(v) for k, v in ev.per_class.items()},
                        "missing_outputs": list(ev.missing_outputs), "public_confirmed": ev.public_confirmed,

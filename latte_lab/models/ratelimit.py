@@ -43,6 +43,7 @@ from typing import Any, Protocol
 
 from latte_lab.config import DEFAULT_RATE_LIMITS
 from latte_lab.errors import ConfigError, RateLimitError
+from latte_lab.models import stop
 from latte_lab.models.base import ModelRequest, ModelResponse, estimate_tokens
 
 RATE_LIMITS_ENV = "LATTE_LAB_RATE_LIMITS"  # "openai=500/30000,anthropic=50/30000,<base url>=60/-"
@@ -88,8 +89,9 @@ def as_limit(value: Any, where: str = "rate limit") -> RateLimit:
                       f"got {value!r}")
 
 
-def parse_limits(text: str) -> dict[str, RateLimit]:
-    """``key=rpm/tpm`` pairs separated by commas; ``-`` leaves one of them unlimited."""
+def parse_limits(text: str, where: str = f"${RATE_LIMITS_ENV}") -> dict[str, RateLimit]:
+    """``key=rpm/tpm`` pairs separated by commas; ``-`` leaves one of them unlimited. ``where`` names the
+    text's source in errors."""
     limits = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.rpartition("=")
@@ -99,7 +101,7 @@ def parse_limits(text: str) -> dict[str, RateLimit]:
                 raise ValueError
             limits[key.strip()] = RateLimit(*(None if v.strip() in ("-", "") else float(v) for v in (rpm, tpm)))
         except ValueError:
-            raise ConfigError(f"${RATE_LIMITS_ENV}: cannot read {part!r}; write provider=rpm/tpm, e.g. "
+            raise ConfigError(f"{where}: cannot read {part!r}; write provider=rpm/tpm, e.g. "
                               "openai=500/30000 (- for unlimited)") from None
     return limits
 
@@ -415,8 +417,7 @@ class Limiter:
                 f"{self.key}: a call waits {delay:.0f} s for the rate limit ({_per_minute(self.limit)}); if your "
                 f"account allows more, raise it with run_sweep(rate_limits=...) or ${RATE_LIMITS_ENV}",
                 RuntimeWarning, stacklevel=3)
-        if delay > 0:
-            time.sleep(delay)
+        stop.wait(delay)  # a sleep that a stop of the trials run in threads cuts short
         return max(delay, 0.0)
 
     def settle(self, reserved: float, used: float) -> None:
