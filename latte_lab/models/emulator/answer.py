@@ -58,8 +58,9 @@ def frame_from_prompt(system: str, messages: Sequence[Message]) -> tuple[AgentVi
     calls = sum(1 for m in messages if m.role == "assistant")
     first_user = next((m.content for m in messages if m.role == "user"), "")
     phase = "planning" if role == "lead" and calls == 0 and PLANNING_MARK in first_user else "execution"
+    round_ = 0 if phase == "planning" else calls + 1  # round 0 is the Lead's planning; everyone else acts from 1
     digest = hashlib.sha256(repr((system, [(m.role, m.content) for m in messages])).encode("utf-8")).digest()
-    frame = AgentView(task="", role=role, agent=agent, round=calls, phase=phase, allowed_actions=tags,
+    frame = AgentView(task="", role=role, agent=agent, round=round_, phase=phase, allowed_actions=tags,
                       teammates=teammates)
     return frame, Scope(seed=int.from_bytes(digest[:4], "big"), agent=agent, call_index=calls)
 

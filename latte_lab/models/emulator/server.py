@@ -47,8 +47,9 @@ def _loopback(host: str) -> bool:
 
 
 class RequestLog:
-    """Every request the emulator served, in memory and, when ``path`` is given, appended to a JSON-lines
-    file as it ends (one line each, flushed)."""
+    """Every request the emulator served, in memory (from the moment its reply is ready) and, when ``path`` is
+    given, appended to a JSON-lines file once its reply is written (one line each, flushed; lines in the order
+    requests ended, each with its number)."""
 
     def __init__(self, path: str | Path | None = None):
         self._lock = threading.Lock()
@@ -60,9 +61,15 @@ class RequestLog:
             self._file = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
 
     def add(self, entry: dict) -> None:
+        """Numbers ``entry`` and keeps it (before its reply is written, so that a client that has its reply
+        finds the entry)."""
         with self._lock:
             entry["n"] = len(self._entries)
             self._entries.append(entry)
+
+    def write(self, entry: dict) -> None:
+        """Appends ``entry``, now final, to the file."""
+        with self._lock:
             if self._file is not None:
                 self._file.write(json.dumps({k: entry.get(k) for k in LOG_FIELDS}, separators=(",", ":")) + "\n")
                 self._file.flush()
@@ -258,8 +265,7 @@ class Emulator:
             self.limits.refund(tokens_in, time.monotonic())
             entry["latency_s"] = round(draw.fault_after_s, 4)
             if draw.fault == "drop":
-                handler._drop()
-                self._end(entry, "drop", None, delivered=False)
+                self._end(entry, "drop", None, send=lambda: handler._drop() or False)
             else:
                 kind = "overloaded" if int(key, 16) % 2 else "server"
                 self._refuse(handler, entry, kind, "the server had an error while processing your request", outcome="5xx")
@@ -273,8 +279,7 @@ class Emulator:
         dollars = self._dollars(api, request.model, answer.input_tokens, answer.output_tokens)
         entry.update(input_tokens=answer.input_tokens, output_tokens=answer.output_tokens, dollars=dollars,
                      latency_s=round(draw.latency_s, 4))
-        delivered = handler._send(200, body, self._rate_headers(api, reply_id))
-        self._end(entry, "ok", 200, delivered=delivered)
+        self._end(entry, "ok", 200, send=lambda: handler._send(200, body, self._rate_headers(api, reply_id)))
 
     def _rate_headers(self, api: str, reply_id: str) -> dict:
         limits = self.limits.headers(time.monotonic())
@@ -291,14 +296,17 @@ class Emulator:
                 status: int | None = None, outcome: str | None = None) -> None:
         code, body = error_body(entry["api"], "auth" if kind == "no_key" else kind, message)
         code = status or code
-        delivered = handler._send(code, body, headers)
-        self._end(entry, outcome or kind, code, delivered=delivered)
+        self._end(entry, outcome or kind, code, send=lambda: handler._send(code, body, headers))
 
-    def _end(self, entry: dict, outcome: str, status: int | None, *, delivered: bool) -> None:
-        entry.update(outcome=outcome, status=status, finished=round(time.time(), 4), delivered=delivered)
+    def _end(self, entry: dict, outcome: str, status: int | None, *, send) -> None:
+        """Logs the request, then answers it with ``send()`` (True when the answer was written), then writes
+        the entry to the log file with that."""
+        entry.update(outcome=outcome, status=status, finished=round(time.time(), 4), delivered=True)
         if outcome != "ok":
             entry.update(input_tokens=0, output_tokens=0, dollars=0.0)
         self.log.add(entry)
+        entry["delivered"] = bool(send())
+        self.log.write(entry)
 
 
 __all__ = ["LOG_FIELDS", "Emulator", "RequestLog"]
