@@ -95,6 +95,16 @@ def environment(url: str, cache: str) -> dict[str, str]:
             "LATTE_LAB_CACHE": str(Path(cache).expanduser())}
 
 
+def keys_line() -> str:
+    """Which provider keys the study will find (names only), and where they go: the rehearsal's check of keys."""
+    from latte_lab.models.keys import KEY_HOSTS, load_env
+
+    load_env()
+    found = [f"{name} {'found' if os.environ.get(name, '').strip() else 'NOT SET'}" for name in KEY_HOSTS]
+    return (f"keys: {', '.join(found)} (in the environment or .env); each goes only to its provider's own API, so "
+            "the emulator is sent a placeholder")
+
+
 def _emulate(args) -> int:
     from latte_lab.cli._common import UsageError
     from latte_lab.models.emulator import Emulator, summary_line
@@ -110,6 +120,7 @@ def _emulate(args) -> int:
 
     def ready(emu) -> None:
         print(f"{READY_PREFIX}{emu.url} ({describe(emu.conditions)})", flush=True)
+        print(f"  {keys_line()}", flush=True)
         env = environment(emu.url, args.cache)
         if not command:
             print("  rehearse a study against it with these in its environment (Ctrl-C stops the emulator):\n"

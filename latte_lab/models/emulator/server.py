@@ -256,7 +256,8 @@ class Emulator:
         if refused is not None:
             limit, wait = refused
             entry["limit"] = limit
-            headers = {"retry-after-ms": str(max(1, math.ceil(wait * 1000))), "retry-after": str(max(1, math.ceil(wait)))}
+            headers = {"retry-after-ms": str(max(1, math.ceil(wait * 1000))), "retry-after": str(max(1, math.ceil(wait))),
+                       **self._rate_headers(api, f"refused-{key}-{attempt}")}
             self._refuse(handler, entry, "rate_limit", f"rate limit reached for {limit} per minute; "
                          f"try again in {wait:.3f}s", headers=headers)
             return
