@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
 from latte_lab.sandbox.paths import hidden_paths
+from latte_lab.sandbox.threads import readable
 
 CHILD_SCRIPT = str(Path(__file__).with_name("_child.py"))
 # how an exec'd test run starts pytest with the opt-in changes to its internals (else: ``python -m pytest``)
@@ -68,7 +68,7 @@ class ReaperRun:
     def _receive(self, timeout: float | None) -> None:
         if self.returncode is not None or self._status_fd is None:
             return
-        if not select.select([self._status_fd], [], [], timeout)[0]:
+        if not readable(self._status_fd, timeout):
             return
         chunk = os.read(self._status_fd, STATUS_MAX_BYTES)
         self._buffer += chunk
@@ -80,7 +80,7 @@ class ReaperRun:
                 self.returncode = -signal.SIGKILL
             if not self.report.get("orphans"):
                 # The reaper exits right after reporting; wait for that so the kill step finds nothing.
-                if select.select([self._status_fd], [], [], REAPER_EXIT_SECONDS)[0]:
+                if readable(self._status_fd, REAPER_EXIT_SECONDS):
                     os.read(self._status_fd, STATUS_MAX_BYTES)
             self._close_status()
         elif not chunk:
