@@ -273,7 +273,13 @@ def table(baseline: dict, new: dict, args) -> str:
         mib, peak = r["memory"]
         return f"{mib:.0f} MiB ({peak} in flight)"
 
+    def statuses(r):
+        rows = r["rows"].values()
+        ok = sum(1 for row in rows if row["status"] == "ok")
+        return f"{ok} ok, {len(r['rows']) - ok} not"
+
     add("trials", f"{baseline['trials']} (8 processes)", f"{new['trials']} ({args.in_flight} in flight, 2 processes)")
+    add("trials ended ok (ran their rounds)", statuses(baseline), statuses(new), "all")
     add("calls billed / tokens billed", f"{baseline['summary']['billed_calls']:,} / {baseline['rates']['tokens']:,}",
         f"{new['summary']['billed_calls']:,} / {new['rates']['tokens']:,}")
     add("tokens per minute, sustained", fmt_rate(baseline["rates"]["sustained"], args.tpm),

@@ -67,13 +67,13 @@ def test_trials_in_flight_are_the_simulated_trials_each_landed_once_and_billed_o
     assert df["dollars"].sum() == pytest.approx(check["dollars_by_provider"], abs=1e-12)
 
 
-def test_sandboxed_runs_of_the_trials_in_flight_take_one_of_the_slots(tmp_path):
+def test_sandboxed_runs_of_the_trials_in_flight_take_one_of_the_slots(tmp_path, no_keys):
     out = tmp_path / "sweep"
     settings = local.SweepSettings({}, ratelimit.SqliteState(tmp_path / "state.sqlite"), budget.SweepBudget())
     pool = inflight.InFlightPool(4, out, settings, processes=2, slots=1)
     rows = []
-    stopped = pool.run(expand_grid({"task": "debug", "team": "latte", "replicates": 4, "max_rounds": 2}, out),
-                       rows.append, lambda: None)
+    with Emulator(latency_s=0.05) as emu:
+        stopped = pool.run(expand_grid(grid_for(emu, tmp_path / "cache.sqlite", 4, 2), out), rows.append, lambda: None)
     assert stopped is None and len(rows) == 4 and all(r["status"] == "ok" for r in rows)
     assert pool.peak_in_flight == 4  # four trials at once in two processes
     assert pool.gate.peak() == 1  # ... and never two sandboxed runs at once
@@ -154,3 +154,13 @@ def test_the_dry_run_estimates_calls_tokens_dollars_and_time_from_a_rehearsal(tm
         ll.sweep.dry_run(grid, tmp_path / "study", in_flight=0)
     with pytest.raises(ll.ConfigError, match="in_flight is for backend='local'"):
         run_sweep(grid, out=tmp_path / "x", in_flight=4, backend="ray")
+
+
+def test_a_low_open_files_limit_spreads_the_trials_over_more_processes(monkeypatch):
+    monkeypatch.setattr(inflight, "open_files_limit", lambda: (1024, 1024))
+    per_process = (1024 - inflight.FILES_PER_PROCESS) // inflight.FILES_PER_TRIAL
+    assert inflight.processes_for(per_process * 2, 2) == 2
+    assert inflight.processes_for(per_process * 2 + 1, 2) == 3
+    assert inflight.processes_for(300, 2) == -(-300 // per_process)
+    monkeypatch.setattr(inflight, "open_files_limit", lambda: (1024, 1 << 20))
+    assert inflight.processes_for(1000, 2) == 2  # a worker raises its own soft limit up to the hard one

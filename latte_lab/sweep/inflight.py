@@ -4,9 +4,10 @@ A trial of a real model spends nearly all its time waiting on the network: some 
 few seconds each. ``run_sweep(..., in_flight=N)`` (``latte-lab sweep --in-flight N``) keeps up to ``N``
 trials running as threads of a few worker processes (``n_jobs``, one per CPU by default), so a laptop keeps
 enough trials going to reach the provider's rate limits; the rate limiter, shared by every thread and
-process, then sets the pace. What the trials run in the sandbox (scripts, test runs, the final evaluation)
-still takes a core each, so those runs wait for one of as many slots as the machine has cores
-(:mod:`latte_lab.sandbox.slots`).
+process, then sets the pace. A worker raises its own limit of open files as far as its trials need (about
+:data:`FILES_PER_TRIAL` each), and more processes share the trials where the system's hard limit is too low
+for them. What the trials run in the sandbox (scripts, test runs, the final evaluation) still takes a core
+each, so those runs wait for one of as many slots as the machine has cores (:mod:`latte_lab.sandbox.slots`).
 
 Everything else holds as in :mod:`latte_lab.sweep.local`: each trial runs in the sweep's running area and
 is moved into place when it ends, so it lands exactly once whatever stops the sweep; a sweep budget starts
@@ -20,6 +21,7 @@ else by the sweep after its process is killed.
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import signal
 import threading
@@ -45,8 +47,12 @@ from latte_lab.sweep.local import (
     settle_attempt,
 )
 
-MAX_IN_FLIGHT = 1024  # trials at once; memory is the limit (docs/concepts/sweeps.md gives the figure per trial)
+MAX_IN_FLIGHT = 1024  # trials at once; memory is the limit (docs/concepts/real-studies.md gives the figure per trial)
 GRACE_SECONDS = 20.0  # after Ctrl-C, a trial in flight gets this long to finish its call under way and its record
+# Open files per trial in flight: its records, its cache connection, its HTTP connections and its sandbox's pipes
+# (about 18 at the busiest, measured on the debug task with four workers), and those of the process itself.
+FILES_PER_TRIAL = 24
+FILES_PER_PROCESS = 256
 
 
 def check_in_flight(in_flight, n_trials: int) -> int:
@@ -55,6 +61,34 @@ def check_in_flight(in_flight, n_trials: int) -> int:
         raise ConfigError(f"in_flight must be a whole number from 1 to {MAX_IN_FLIGHT} (trials running at once); "
                           f"got {in_flight!r}")
     return max(1, min(in_flight, n_trials))
+
+
+def open_files_limit() -> tuple[int, int]:
+    """This process's (soft, hard) limit of open files (a large number where there is none)."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    unlimited = resource.RLIM_INFINITY
+    return (1 << 20 if soft == unlimited else soft), (1 << 20 if hard == unlimited else hard)
+
+
+def processes_for(in_flight: int, processes: int) -> int:
+    """Worker processes for ``in_flight`` trials: ``processes``, or more when the open-files limit a process may
+    raise itself to (the hard limit) cannot hold that many trials each."""
+    per_process = max(1, (open_files_limit()[1] - FILES_PER_PROCESS) // FILES_PER_TRIAL)
+    return max(processes, math.ceil(in_flight / per_process))
+
+
+def _raise_open_files(trials: int) -> None:
+    """Raises this process's soft limit of open files as far as ``trials`` in flight need (never past the hard
+    limit): many systems start processes at 1,024."""
+    import resource
+
+    soft, hard = open_files_limit()
+    wanted = min(hard, FILES_PER_PROCESS + FILES_PER_TRIAL * trials)
+    if wanted > soft:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
 
 
 def cores() -> int:
@@ -85,11 +119,12 @@ def _run_one(cfg: TrialConfig, out: Path, send: Callable[[tuple], None]) -> None
         send(("row", cfg.trial_id, row))
 
 
-def _worker_main(conn, parent_pid: int, out: str, init, initargs, settings, gate) -> None:
+def _worker_main(conn, parent_pid: int, out: str, init, initargs, settings, gate, trials: int) -> None:
     from latte_lab.models import stop
     from latte_lab.sandbox import slots
 
     _watch_parent(parent_pid)
+    _raise_open_files(trials)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C in a terminal reaches the whole group: the parent decides
     signal.signal(signal.SIGTERM, _request_stop)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
@@ -137,10 +172,10 @@ def _worker_main(conn, parent_pid: int, out: str, init, initargs, settings, gate
 # --- in the sweep's process ------------------------------------------------------------------------------------
 
 class _Worker:
-    def __init__(self, ctx, out: Path, init, initargs, settings, gate):
+    def __init__(self, ctx, out: Path, init, initargs, settings, gate, trials: int):
         self.conn, child = ctx.Pipe()
         self.proc = ctx.Process(target=_worker_main,
-                                args=(child, os.getpid(), str(out), init, initargs, settings, gate),
+                                args=(child, os.getpid(), str(out), init, initargs, settings, gate, trials),
                                 name="latte-inflight-worker", daemon=True)
         old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
         try:
@@ -166,7 +201,7 @@ class InFlightPool:
         self.ctx = options.get("mp_context") or multiprocessing.get_context()
         self.init, self.initargs = options.get("initializer"), options.get("initargs", ())
         self.in_flight, self.out, self.settings = in_flight, out, settings
-        self.processes = max(1, min(processes or cores(), in_flight))
+        self.processes = processes_for(in_flight, max(1, min(processes or cores(), in_flight)))
         self.gate = SlotGate(slots or cores(), self.ctx)
         self.workers: list[_Worker] = []
         self.peak_in_flight = 0
@@ -175,7 +210,8 @@ class InFlightPool:
         return f"InFlightPool({self.in_flight} in flight, {self.processes} processes, {self.gate!r})"
 
     def _spawn(self) -> _Worker:
-        worker = _Worker(self.ctx, self.out, self.init, self.initargs, self.settings, self.gate)
+        worker = _Worker(self.ctx, self.out, self.init, self.initargs, self.settings, self.gate,
+                         math.ceil(self.in_flight / self.processes))
         self.workers.append(worker)
         return worker
 
@@ -310,4 +346,5 @@ class InFlightPool:
         self.workers.clear()
 
 
-__all__ = ["GRACE_SECONDS", "MAX_IN_FLIGHT", "InFlightPool", "check_in_flight", "cores"]
+__all__ = ["GRACE_SECONDS", "MAX_IN_FLIGHT", "InFlightPool", "check_in_flight", "cores", "open_files_limit",
+           "processes_for"]
