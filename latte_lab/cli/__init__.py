@@ -1,8 +1,8 @@
 """The ``latte-lab`` command.
 
-Each subcommand module (``trial``, ``sweep``, ``emulate``, ``cache``, ``runs``, ``show``, ``export``, ``figures``,
-``prices``) registers its subcommands with ``add_parser(subparsers)``, setting ``func(args) -> exit code``;
-the work itself lives in the library. Every subcommand has a description, every option a help text that
+Each subcommand module (``trial``, ``sweep``, ``emulate``, ``cache``, ``runs``, ``show``, ``export``,
+``figures``, ``prices``) registers its subcommands with ``add_parser(subparsers)``, setting
+``func(args) -> exit code``; the work itself lives in the library. Every subcommand has a description, every option a help text that
 says its default (:class:`~latte_lab.cli._common.HelpFormatter` adds it when the text does not), and
 ``tests/test_cli_conventions.py`` keeps it so.
 

@@ -151,8 +151,8 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
     4 per CPU, or ``"auto"`` (one per CPU); with Ray, the most trials in flight (default: the cluster's
     CPUs). ``in_flight``: keep up to this many trials running at once, as threads of ``n_jobs`` worker
     processes (default: one per CPU), for real-model trials, which wait on the network rather than compute
-    (:mod:`latte_lab.sweep.inflight`). ``max_dollars`` / ``max_billed_tokens``: what this call may bill in all; per-trial budgets are
-    TrialConfig fields, so grid keys. ``rate_limits``: ``{provider or base URL: (rpm, tpm)}`` on top of
+    (:mod:`latte_lab.sweep.inflight`). ``max_dollars`` / ``max_billed_tokens``: what this call may bill in
+    all; per-trial budgets are TrialConfig fields, so grid keys. ``rate_limits``: ``{provider or base URL: (rpm, tpm)}`` on top of
     the defaults (:mod:`latte_lab.models.ratelimit`). ``ray_address``: an existing cluster (``"auto"``,
     ``"ray://host:10001"``); by default a running ``ray.init`` is used, else a local one is started, which
     ends with this process however it ends (:mod:`latte_lab.sweep._ray_watchdog`).
