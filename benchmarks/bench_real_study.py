@@ -217,14 +217,15 @@ def phase(name: str, port: int, args, root: Path, trials: int, *, jobs: int, in_
 
 
 def under_way(entries: list[dict], killed_at: float) -> dict:
-    """The calls billed twice whose first answer was under way when the sweep was killed (it arrived before the
-    kill and ended within a second of it or after): answers no process was left to receive."""
+    """The calls billed twice whose first answer the killed sweep never recorded: asked before the kill, answered
+    as it came or just before it, before the trial could write the reply to its cache and cassette (the rerun,
+    finding it in neither, asked again)."""
     billed: dict[str, list[dict]] = {}
     for e in entries:
         if e.get("outcome") == "ok" and e.get("call"):
             billed.setdefault(e["call"], []).append(e)
     twice = {call: sorted(es, key=lambda e: e["arrived"]) for call, es in billed.items() if len(es) > 1}
-    at_kill = [es[0] for es in twice.values() if es[0]["arrived"] < killed_at and es[0]["finished"] > killed_at - 1]
+    at_kill = [es[0] for es in twice.values() if es[0]["arrived"] < killed_at <= es[1]["arrived"]]
     return {"paid_twice": sum(len(es) - 1 for es in twice.values()), "under_way": len(at_kill),
             "dollars": math.fsum(e["dollars"] for e in at_kill)}
 
@@ -345,8 +346,8 @@ def main() -> int:
                   f"{len(same)} with the same tokens, success, accuracy and rounds as the uninterrupted run "
                   f"(total tokens {sum(r['total_tokens'] for r in killed['rows'].values()):,} vs "
                   f"{sum(r['total_tokens'] for r in new['rows'].values()):,}); calls lost {len(c['lost'])}, paid twice "
-                  f"{c['paid_twice']}, of which {w['under_way']} were under way at the kill (answered after their "
-                  f"process was gone, so asked again: ${w['dollars']:.6f}); dollars counted "
+                  f"{c['paid_twice']}, of which {w['under_way']} were under way at the kill (answered, never recorded by "
+                  f"the killed process, so asked again: ${w['dollars']:.6f}); dollars counted "
                   f"${c['dollars_recorded']:.6f} + those ${w['dollars']:.6f} = "
                   f"${c['dollars_recorded'] + w['dollars']:.6f} / billed ${c['dollars_by_provider']:.6f}")
         print(f"benchmark: {(time.time() - started) / 60:.1f} min; load {os.getloadavg()[0]:.1f}")

@@ -383,7 +383,7 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     elif team is not None:
         tampering = _tampering_found(task, team.ws.root, log.events)
         try:
-            with slots.held():  # the hidden suite takes a core, as the trial's own test runs do
+            with slots.held(evaluation=True):  # the hidden suite takes a core, as the trial's own test runs do
                 ev = task.evaluate(team.ws)
             ev_dict = {"passed": ev.passed, "failed": ev.failed, "errors": ev.errors, "total": ev.total,
                        "rate": ev.rate, "per_class": {k: list(v) for k, v in ev.per_class.items()},

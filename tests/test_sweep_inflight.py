@@ -164,3 +164,29 @@ def test_a_low_open_files_limit_spreads_the_trials_over_more_processes(monkeypat
     assert inflight.processes_for(300, 2) == -(-300 // per_process)
     monkeypatch.setattr(inflight, "open_files_limit", lambda: (1024, 1 << 20))
     assert inflight.processes_for(1000, 2) == 2  # a worker raises its own soft limit up to the hard one
+
+
+def test_an_evaluation_gives_way_to_the_runs_of_trials_still_at_work():
+    import multiprocessing
+    import threading
+
+    from latte_lab.sandbox.slots import SlotGate
+
+    gate = SlotGate(1, multiprocessing.get_context("fork"))
+    order = []
+
+    def take(name: str, evaluation: bool) -> None:
+        gate.acquire(evaluation=evaluation)
+        order.append(name)
+        gate.release()
+
+    gate.acquire()  # the one slot is busy
+    test_run = threading.Thread(target=take, args=("test run", False))
+    test_run.start()
+    wait_until(lambda: gate._waiting.value == 1, "the test run waits", timeout=30)
+    evaluation = threading.Thread(target=take, args=("evaluation", True))
+    evaluation.start()  # asks after the test run, but would take the slot first in a plain semaphore's race
+    gate.release()
+    test_run.join(30)
+    evaluation.join(30)
+    assert order == ["test run", "evaluation"] and gate.busy() == 0 and gate.peak() == 1

@@ -7,6 +7,11 @@ process holds a slot for every sandboxed run (:func:`held`, :func:`bounded`). Ou
 no gate and nothing waits. A thread that already holds a slot takes no second one (an evaluation that runs
 the public tests), so nested runs cannot deadlock.
 
+A trial's final evaluation (``held(evaluation=True)``) gives way to the runs of trials still at work: those
+keep their calls to the provider going, while an evaluation only completes a trial whose calls are over.
+A thread entering its evaluation first calls the callback :func:`on_evaluation` set for it, which is how a
+sweep learns that the trial no longer calls the provider and starts another in its place.
+
 >>> import multiprocessing
 >>> gate = SlotGate(2, multiprocessing.get_context("fork"))
 >>> with using(gate):
@@ -23,6 +28,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
+import time
+from collections.abc import Callable
+
+EVALUATION_POLL_SECONDS = 0.05  # how often an evaluation waiting behind trials' runs looks for a free slot
 
 _gate: dict = {"gate": None}
 _local = threading.local()
@@ -30,19 +39,31 @@ _local = threading.local()
 
 class SlotGate:
     """``n`` slots shared by the processes a sweep starts (pass it to them when they are created), with the
-    number in use and the most ever in use at once."""
+    number in use and the most ever in use at once; evaluations give way to other runs."""
 
     def __init__(self, n: int, ctx):
         self.n = n
         self._semaphore = ctx.BoundedSemaphore(n)
         self._busy = ctx.Value("i", 0)
         self._peak = ctx.Value("i", 0)
+        self._waiting = ctx.Value("i", 0)  # runs other than evaluations waiting for a slot
 
     def __repr__(self) -> str:
         return f"SlotGate({self.n} slots, {self.busy()} in use)"
 
-    def acquire(self) -> None:
-        self._semaphore.acquire()
+    def acquire(self, *, evaluation: bool = False) -> None:
+        if evaluation:  # a slot that no other run is waiting for
+            while self._waiting.value or not self._semaphore.acquire(timeout=EVALUATION_POLL_SECONDS):
+                if self._waiting.value:
+                    time.sleep(EVALUATION_POLL_SECONDS)
+        else:
+            with self._waiting.get_lock():
+                self._waiting.value += 1
+            try:
+                self._semaphore.acquire()
+            finally:
+                with self._waiting.get_lock():
+                    self._waiting.value -= 1
         with self._busy.get_lock():
             self._busy.value += 1
             self._peak.value = max(self._peak.value, self._busy.value)
@@ -71,10 +92,19 @@ def using(gate: SlotGate | None):
         _gate["gate"] = previous
 
 
+def on_evaluation(callback: Callable[[], None] | None) -> None:
+    """Sets what this thread calls when it enters a trial's evaluation (None: nothing)."""
+    _local.on_evaluation = callback
+
+
 @contextlib.contextmanager
-def held():
+def held(*, evaluation: bool = False):
     """A slot of this process's gate for the duration of the block (none when there is no gate, or when this
-    thread holds one already)."""
+    thread holds one already). ``evaluation``: a trial's final evaluation, which gives way to other runs."""
+    if evaluation:
+        callback = getattr(_local, "on_evaluation", None)
+        if callback is not None:
+            callback()
     gate = _gate["gate"]
     depth = getattr(_local, "depth", 0)
     if gate is None or depth:
@@ -84,7 +114,7 @@ def held():
         finally:
             _local.depth = depth
         return
-    gate.acquire()
+    gate.acquire(evaluation=evaluation)
     _local.depth = 1
     try:
         yield
@@ -102,4 +132,4 @@ def bounded(method):
     return wrapper
 
 
-__all__ = ["SlotGate", "bounded", "held", "using"]
+__all__ = ["SlotGate", "bounded", "held", "on_evaluation", "using"]

@@ -16,6 +16,11 @@ Ctrl-C or SIGTERM starts no further trial and stops the running ones at their ne
 (:mod:`latte_lab.models.stop`: a signal reaches no thread but a process's main one); each is recorded as
 interrupted, by its own thread within :data:`GRACE_SECONDS` (a call already under way finishes first), or
 else by the sweep after its process is killed.
+
+A trial whose calls are over no longer counts as in flight: it waits for its final evaluation, which gives
+way to the sandboxed runs of trials still at work (:mod:`latte_lab.sandbox.slots`), while another trial
+starts calling in its place; at most ``N`` trials wait so. Trials started together end together, and without
+this their evaluations, one core each, would leave the provider idle while they queued.
 """
 
 from __future__ import annotations
@@ -108,7 +113,11 @@ def _request_stop(signum, frame):
 
 
 def _run_one(cfg: TrialConfig, out: Path, send: Callable[[tuple], None]) -> None:
-    """One trial in a thread of a worker: its row (or why it could not run) goes back to the sweep."""
+    """One trial in a thread of a worker: its row (or why it could not run) goes back to the sweep, and word when
+    its calls are over and its evaluation begins."""
+    from latte_lab.sandbox import slots
+
+    slots.on_evaluation(lambda: send(("evaluating", cfg.trial_id, None)))
     try:
         row = run_attempt(cfg, out)
     except Interrupted as exc:
@@ -183,7 +192,11 @@ class _Worker:
         finally:
             signal.pthread_sigmask(signal.SIG_SETMASK, old)
             child.close()
-        self.trials: dict[str, TrialConfig] = {}  # sent and not reported yet
+        self.trials: dict[str, TrialConfig] = {}  # sent and not reported yet, still calling the provider
+        self.finishing: dict[str, TrialConfig] = {}  # sent and not reported yet, their calls over (evaluating)
+
+    def holds(self) -> list[TrialConfig]:
+        return [*self.trials.values(), *self.finishing.values()]
 
 
 class InFlightPool:
@@ -201,7 +214,7 @@ class InFlightPool:
         self.ctx = options.get("mp_context") or multiprocessing.get_context()
         self.init, self.initargs = options.get("initializer"), options.get("initargs", ())
         self.in_flight, self.out, self.settings = in_flight, out, settings
-        self.processes = processes_for(in_flight, max(1, min(processes or cores(), in_flight)))
+        self.processes = processes_for(2 * in_flight, max(1, min(processes or cores(), in_flight)))
         self.gate = SlotGate(slots or cores(), self.ctx)
         self.workers: list[_Worker] = []
         self.peak_in_flight = 0
@@ -211,12 +224,17 @@ class InFlightPool:
 
     def _spawn(self) -> _Worker:
         worker = _Worker(self.ctx, self.out, self.init, self.initargs, self.settings, self.gate,
-                         math.ceil(self.in_flight / self.processes))
+                         math.ceil(2 * self.in_flight / self.processes))
         self.workers.append(worker)
         return worker
 
     def running(self) -> int:
+        """Trials in flight: sent to a worker, and still calling the provider."""
         return sum(len(w.trials) for w in self.workers)
+
+    def finishing(self) -> int:
+        """Trials whose calls are over, evaluated or waiting for their evaluation."""
+        return sum(len(w.finishing) for w in self.workers)
 
     def run(self, todo: list[TrialConfig], on_row: Callable[[dict], None],
             may_start: Callable[[], str | None]) -> str | None:
@@ -227,7 +245,7 @@ class InFlightPool:
         lost = 0
         try:
             while True:
-                alive = [w for w in self.workers if w.trials or w.proc.is_alive()]
+                alive = [w for w in self.workers if w.holds() or w.proc.is_alive()]
                 lost += len(self.workers) - len(alive)
                 self.workers = alive
                 if lost > MAX_LOST_WORKERS and failure is None:
@@ -236,7 +254,7 @@ class InFlightPool:
                     queue.clear()
                 while failure is None and queue and len(self.workers) < self.processes:
                     self._spawn()
-                while failure is None and queue and self.running() < self.in_flight:
+                while failure is None and queue and self.running() < self.in_flight and self.finishing() < self.in_flight:
                     ready = [w for w in self.workers if w.proc.is_alive()]
                     if not ready:
                         break
@@ -255,7 +273,7 @@ class InFlightPool:
                         break
                     worker.trials[cfg.trial_id] = cfg
                 self.peak_in_flight = max(self.peak_in_flight, self.running())
-                busy = [w for w in self.workers if w.trials]
+                busy = [w for w in self.workers if w.holds()]
                 if not busy:
                     break
                 wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=POLL_SECONDS)
@@ -280,7 +298,11 @@ class InFlightPool:
                 kind, trial_id, data = worker.conn.recv()
             except (EOFError, OSError):
                 break
-            cfg = worker.trials.pop(trial_id, None) if trial_id is not None else None
+            if kind == "evaluating":  # its calls are over: another trial may start calling in its place
+                if trial_id in worker.trials:
+                    worker.finishing[trial_id] = worker.trials.pop(trial_id)
+                continue
+            cfg = (worker.trials.pop(trial_id, None) or worker.finishing.pop(trial_id, None)) if trial_id else None
             if kind in ("row", "stopped"):
                 if data is not None:
                     on_row(data)
@@ -289,14 +311,16 @@ class InFlightPool:
                 failure = failure or data
                 if cfg is None and trial_id is None:  # the worker itself: its trials never started
                     worker.trials.clear()
-        if worker.trials and not worker.proc.is_alive():  # died without reporting (killed, out of memory)
+                    worker.finishing.clear()
+        if worker.holds() and not worker.proc.is_alive():  # died without reporting (killed, out of memory)
             worker.proc.join(1)
-            for cfg in list(worker.trials.values()):
+            for cfg in worker.holds():
                 row = settle_attempt(cfg, self.out, f"the worker process running this trial died (exit status "
                                                     f"{worker.proc.exitcode}); its partial record is kept")
                 if row is not None:
                     on_row(row)
             worker.trials.clear()
+            worker.finishing.clear()
         return failure
 
     def _interrupt(self, on_row) -> None:
@@ -313,20 +337,21 @@ class InFlightPool:
                         os.kill(worker.proc.pid, signal.SIGTERM)
             deadline = time.monotonic() + GRACE_SECONDS
             while time.monotonic() < deadline:
-                busy = [w for w in self.workers if w.trials]
+                busy = [w for w in self.workers if w.holds()]
                 if not busy:
                     break
                 wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=0.1)
                 for worker in busy:
                     self._collect(worker, on_row, deque())
-            for worker in [w for w in self.workers if w.trials]:
+            for worker in [w for w in self.workers if w.holds()]:
                 kill_tree(worker.proc.pid)
                 worker.proc.join(JOIN_SECONDS)
-                for cfg in list(worker.trials.values()):
+                for cfg in worker.holds():
                     row = settle_attempt(cfg, self.out, INTERRUPTED_ERROR, reason="interrupted")
                     if row is not None:
                         on_row(row)
                 worker.trials.clear()
+                worker.finishing.clear()
         finally:
             if in_main:
                 signal.signal(signal.SIGINT, previous)
