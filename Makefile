@@ -132,10 +132,11 @@ sensitivity: $(STAMP)
 	$(BIN)/python -m latte_lab.sweep.sensitivity --seeds $(SENSITIVITY_SEEDS) --grid-seeds $(SENSITIVITY_GRID_SEEDS) \
 		--grid-tasks $(SENSITIVITY_GRID_TASKS) --jobs 2 --out runs/sensitivity --markdown
 
-# The calibration of the simulated model, as docs/calibration.md pre-registered it (resumable): the fit (32
-# evaluations of 24 trials each) writes latte_lab/data/calibration.json, whose best point is the `calibrated`
-# profile; validate-sim runs seeds 0-29 of latte and the held-out teams under both profiles (720 trials) into
-# latte_lab/data/sim_validation.csv and prints ll.analysis.validate_sim()'s tables.
+# The calibration of the simulated model, as docs/calibration.md's second pre-registration set it (resumable): the
+# fit (at most 40 evaluations of 24 trials each, on the published process moments only) writes
+# latte_lab/data/calibration.json, whose best point is the `calibrated` profile; validate-sim runs seeds 0-29 of
+# every team on every task under both profiles (900 trials) into latte_lab/data/sim_validation.csv and prints
+# ll.analysis.validate_sim()'s tables.
 calibrate: $(STAMP)
 	$(BIN)/python -m latte_lab.sweep.calibrate fit --out runs/calibration --write latte_lab/data/calibration.json
 validate-sim: $(STAMP)

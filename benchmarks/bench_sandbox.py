@@ -5,21 +5,14 @@ script and of ``python -c pass``, on the local backend (exec path and fork serve
 backend (a sandbox per run, and the kept sandboxes). Stops: the five hostile probes of ``latte_lab.sandbox.probes`` on each backend.
 Run: ``.venv/bin/python benchmarks/bench_sandbox.py``.
 
-``--pytest-table [--baseline DIR]``: what test runs on pytest's public API give up against the opt-in changes to
-its internals (``LATTE_LAB_PYTEST_PATCHES=1``), in one run, against an older checkout ``DIR`` (its own ``.venv``,
-e.g. a worktree of the baseline commit) where given: the median of 15 memo-missing runs of the debug suite, each
-after a one-line change, as plain ``python -m pytest`` (a fresh interpreter, no sandbox), forked from the local
-fork server on pytest's public API, and with everything on; the same in bubblewrap's kept sandbox; and one
-simulated LATTE trial on debug (seed 0, local backend; the median of three, each in a fresh process). Every
-figure comes from a fresh process of the checkout it names.
+(The opt-in changes to pytest's internals, and this script's ``--pytest-table`` that measured what test runs on
+pytest's public API give up against them, are gone since commit ae41039; run the script there for that figure,
+e.g. from the branch ``issue51-pytest-patches-bench``.)
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -62,7 +55,6 @@ def process_control_costs() -> None:
     """What each run's process-tree control costs in this process: the search of the process table after
     a run (skipped when the run's subreaper reports that nothing is left) and the process-count check made
     every PROCESS_CHECK_INTERVAL_SECONDS while it runs (whole table, or the run's tree from /proc)."""
-    import subprocess
 
     leader = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
     try:
@@ -85,120 +77,8 @@ def psutil_pids() -> list[int]:
     return psutil.pids()
 
 
-# One figure, measured in a fresh process of a checkout (its own interpreter, in its directory), with only what
-# every version of latte_lab has had: a workspace, a task, the memo, run_tests; a trial through bench_trial.py.
-WORKER = r"""
-import json, statistics, subprocess, sys, tempfile, time, warnings
-from pathlib import Path
-warnings.simplefilter("ignore")
-what, backend, repeats = sys.argv[1], sys.argv[2], int(sys.argv[3])
-if what == "trial":
-    sys.path.insert(0, "benchmarks")
-    from bench_trial import measure_trials
-    print(json.dumps([measure_trials(1, "debug", "latte", "simulated", backend)["rows"][0]["total"] * 1000]))
-    raise SystemExit
-import latte_lab as ll
-from latte_lab.sandbox import clear_memo
-from latte_lab.workspace import Workspace
-task = ll.tasks.get("debug")
-with tempfile.TemporaryDirectory() as tmp:
-    ws = Workspace(Path(tmp) / "ws", memo=True, sandbox=backend)
-    task.setup(ws)
-    module = task.required_outputs[0]
-    base = ws.read(module)
-    plain = [sys.executable, "-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider", *ws.test_args]
-    env = {"PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
-
-    def once():
-        if what == "plain":
-            subprocess.run(plain, cwd=ws.root, env=env, capture_output=True, check=False)
-        else:
-            assert not ws.run_tests().cached
-    if what != "plain":
-        ws.run_tests()  # a server's start, once per process, is not a per-run cost
-    times = []
-    for i in range(repeats):
-        ws.setup_file(module, f"{base}\n# edit {i}\n")
-        clear_memo()
-        t0 = time.perf_counter()
-        once()
-        times.append(1000 * (time.perf_counter() - t0))
-    print(json.dumps(times))
-"""
-
-SUITE_REPEATS = 15
-ROUNDS = 3  # every condition's runs are made in this many rounds, the conditions taking turns in each
-TRIAL_REPEATS = 3
-
-
-def measure(checkout: Path, what: str, backend: str, patches: bool, repeats: int) -> list[float]:
-    """Milliseconds of each of ``repeats`` runs of ``what`` ("plain", "tests"; "trial": one) in a fresh process
-    of ``checkout``."""
-    env = {k: v for k, v in os.environ.items() if k not in ("LATTE_LAB_PYTEST_PATCHES", "LATTE_LAB_MEMO_DIR")}
-    if patches:
-        env["LATTE_LAB_PYTEST_PATCHES"] = "1"
-    out = subprocess.run([str(checkout / ".venv" / "bin" / "python"), "-c", WORKER, what, backend, str(repeats)],
-                         cwd=checkout, capture_output=True, text=True, env={**env, "PYTHONWARNINGS": "ignore"},
-                         check=False)
-    if out.returncode != 0:
-        raise SystemExit(f"{checkout}: {what} on {backend} failed:\n{out.stderr[-3000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def pytest_table(baseline: Path | None) -> None:
-    """The table of ``--pytest-table`` (see the module docstring)."""
-    here = Path(__file__).resolve().parent.parent
-    works = bwrap.probe()[0]
-    # (label, what, backend, this tree with the opt-in changes?, the baseline's figure: its default, or None)
-    rows = [("plain `python -m pytest` (fresh interpreter, no sandbox)", "plain", "local", False, True),
-            ("local, fork server, public API (default now)", "tests", "local", False, None),
-            ("local, fork server, everything on (baseline's default)", "tests", "local", True, True)]
-    if works:
-        rows += [("bwrap, kept sandbox, public API (default now)", "tests", "bwrap", False, None),
-                 ("bwrap, kept sandbox, everything on (baseline's default)", "tests", "bwrap", True, True)]
-    trials = [("trial debug/latte seed 0, local, public API (default now)", False, None),
-              ("trial debug/latte seed 0, local, everything on", True, True)]
-    load = os.getloadavg()[0]
-    # every condition in turn, ROUNDS times over (trials: TRIAL_REPEATS), so that a drift of the machine's load
-    # reaches all of them alike; a condition's figure is the median of its samples from every round
-    conditions = [(label, what, backend, patches, in_baseline, SUITE_REPEATS // ROUNDS, ROUNDS)
-                  for label, what, backend, patches, in_baseline in rows]
-    conditions += [(label, "trial", "local", patches, in_baseline, 1, TRIAL_REPEATS)
-                   for label, patches, in_baseline in trials]
-    samples = {label: ([], []) for label, *_ in conditions}
-    for turn in range(max(ROUNDS, TRIAL_REPEATS)):
-        for label, what, backend, patches, in_baseline, repeats, rounds in conditions:
-            if turn >= rounds:
-                continue
-            if baseline and in_baseline:
-                samples[label][0].extend(measure(baseline, what, backend, False, repeats))
-            samples[label][1].extend(measure(here, what, backend, patches, repeats))
-    figures = [(label, statistics.median(before) if before else None, statistics.median(after))
-               for label, (before, after) in samples.items()]
-    base = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=baseline,
-                          check=False).stdout.strip() if baseline else ""
-    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=here,
-                          check=False).stdout.strip()
-    print(f"memo-missing runs of the debug suite: median of {SUITE_REPEATS} ({ROUNDS} rounds), ms; trials: median "
-          f"of {TRIAL_REPEATS}, "
-          f"ms; load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, {os.cpu_count()} cores")
-    print(f"{'':60} {'before ' + base if base else '':>16} {'after ' + head:>16}")
-    for label, before, after in figures:
-        shown = f"{before:.0f}" if before is not None else "-"
-        print(f"{label:60} {shown:>16} {after:>16.0f}")
-    public, patched = figures[1][2], figures[2][2]
-    print(f"public API against everything on (local fork server): {public - patched:+.0f} ms per run "
-          f"({public / patched:.2f}x); plain python -m pytest {figures[0][2]:.0f} ms")
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--pytest-table", action="store_true", help="only the public-API table (see the docstring)")
-    ap.add_argument("--baseline", type=Path, help="an older checkout with its own .venv, measured in the same run")
-    args = ap.parse_args()
-    if args.pytest_table:
-        pytest_table(args.baseline.resolve() if args.baseline else None)
-        return
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     process_control_costs()
     print()
     works, why, _ = bwrap.probe()

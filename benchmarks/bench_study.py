@@ -114,7 +114,7 @@ def _timed(owner, name: str, bucket: str) -> None:
 
 def install_timers(profile_path: Path) -> None:
     """Wraps the functions whose time is reported (module attributes, looked up when called)."""
-    from latte_lab import rundir, sweepdir
+    from latte_lab import rundir
     from latte_lab.sandbox import judge, zygote
     from latte_lab.sandbox import pytest as sandbox_pytest
     from latte_lab.sweep import local
@@ -171,7 +171,20 @@ def install_timers(profile_path: Path) -> None:
     for name in ("__init__", "write_config", "append_event", "append_snapshots", "write_ledger", "write_result",
                  "close"):
         _timed(rundir.RunWriter, name, "writing run directories")
-    for module, name in ((rundir, "new_run_dir"), (sweepdir, "finish_attempt"), (sweepdir, "record_special_files")):
+    try:  # the sweep directory's module (latte_lab.sweepdir in older checkouts)
+        from latte_lab.sweep import sweepdir
+    except ImportError:
+        from latte_lab import sweepdir
+    timed = [(rundir, "new_run_dir"), (sweepdir, "finish_attempt"), (sweepdir, "record_special_files")]
+    if hasattr(rundir, "record_special_files"):  # a trial's own call, where the run directory's format has it
+        timed.append((rundir, "record_special_files"))
+    try:  # the trial's state at each round's end, where trials save it
+        from latte_lab.teams.state import StateWriter
+
+        timed.append((StateWriter, "save"))
+    except ImportError:
+        pass
+    for module, name in timed:
         _timed(module, name, "writing run directories")
 
     run_attempt = local.run_attempt

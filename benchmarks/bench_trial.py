@@ -235,25 +235,12 @@ def measure_suite_runs(task_id: str = "debug") -> dict[str, float]:
                     os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = autoload
 
         bare_run()  # pytest's lazy imports, once
-        # With the opt-in changes to pytest's internals (LATTE_LAB_PYTEST_PATCHES=1: one parse per file for failure
-        # reports, the test module's rewritten code prepared ahead): the patched server's module, loaded by path.
-        import importlib.util
-
-        spec = importlib.util.spec_from_file_location("_bench_zygote_patched", zygote.ZYGOTE_SCRIPT)
-        server = importlib.util.module_from_spec(spec)
-        saved_path = list(sys.path)
-        spec.loader.exec_module(server)
-        sys.path[:] = saved_path  # the server's module trims sys.path for its own process
-        for name in ws.test_args:
-            if name.endswith(".py"):
-                server.prime([[os.path.realpath(root / name), ws.read(name)]])
         import gc
 
         gc.collect()
         gc.freeze()  # as the zygote does: the collector skips this process's own objects
         try:
-            figures["floor: pytest.main in this warm process, no fork, no sandbox, with the opt-in changes"] = (
-                median_ms(bare_run))
+            figures["floor: pytest.main in this warm process, no fork, no sandbox"] = median_ms(bare_run)
             if STATES:  # the first trial's own states, each once, through the same floor
                 seconds = []
                 for files in STATES:

@@ -236,13 +236,13 @@ def _execute_notebooks(paths: list[Path], out_dir: Path) -> None:
     log.info("ran %d notebooks in %.1f s", len(paths), time.perf_counter() - start)
 
 
-# Drawing calls of a notebook cell: latte_lab's drawing functions (ll.viz.*, ll.analysis.figure*) and pyplot's
+# Drawing calls of a notebook cell: latte_lab's drawing functions (ll.viz.*) and pyplot's
 # own figures. A cell that makes one must show an image once it has run (latte_lab.viz.notebook's convention).
 DRAWING_FUNCTIONS = frozenset({
     "draw", "draw_graph", "graph_panels", "gantt", "flow", "animate", "figure2a", "figure2b", "figure3a",
     "figure3b", "figure3c", "figure4", "sensitivity_figure", "draw_workload", "plot_makespan", "plot_discovery",
     "plot_efficiency", "straggler_figure", "discovery_figure", "explore", "fork_outcomes", "subplots", "figure"})
-DRAWING_ROOTS = ("ll.viz.", "ll.analysis.", "plt.")
+DRAWING_ROOTS = ("ll.viz.", "plt.")
 LOCKED = "ll.teaching.unlocked("  # a cell that waits for an exercise's answer (the student edition shows none)
 KEEP_RUNS_ENV = "LATTE_DOCS_KEEP_RUNS"  # a folder: the run notebooks the site shows are copied there
 

@@ -10,6 +10,10 @@
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
+import sys
+import warnings
 
 from latte_lab.errors import (
     AuthenticationError,
@@ -43,7 +47,7 @@ _LAZY = {
     "TrialResult": "latte_lab.trial",
     "run_trial": "latte_lab.trial",
     "replay": "latte_lab.trial",
-    "fork": "latte_lab.fork",
+    "fork": "latte_lab.trial",
     "fork_sweep": "latte_lab.sweep.forks",
     "load_trial": "latte_lab.trial",
     "run_sweep": "latte_lab.sweep",
@@ -52,7 +56,36 @@ _LAZY = {
     "make_model": "latte_lab.models",
 }
 _SUBMODULES = {"tasks", "analysis", "viz", "models", "metrics", "teams", "scheduling", "sweep", "workspace", "events",
-               "rundir", "sweepdir", "schema", "teaching", "sandbox"}
+               "rundir", "schema", "teaching", "sandbox", "graph"}
+# Modules that moved: their old names import the new module, with a DeprecationWarning naming it.
+MOVED_MODULES = {
+    "latte_lab.dag": "latte_lab.graph.dag",
+    "latte_lab.history": "latte_lab.graph.history",
+    "latte_lab.sweepdir": "latte_lab.sweep.sweepdir",
+    # ll.fork is the function (latte_lab.trial.fork); a module of that name would take its place in the package
+    "latte_lab.fork": "latte_lab.forking",
+}
+
+
+class _MovedModules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """``import latte_lab.dag`` (an old name of :data:`MOVED_MODULES`) gives the module under its new name."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname in MOVED_MODULES:
+            return importlib.util.spec_from_loader(fullname, self)
+        return None
+
+    def create_module(self, spec):
+        new = MOVED_MODULES[spec.name]
+        warnings.warn(f"{spec.name} is now {new}; import that instead", DeprecationWarning, stacklevel=2)
+        return importlib.import_module(new)
+
+    def exec_module(self, module) -> None:
+        pass  # the module under its new name is imported already
+
+
+if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
+    sys.meta_path.append(_MovedModules())
 
 
 def __getattr__(name: str):
@@ -60,7 +93,7 @@ def __getattr__(name: str):
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
-    if name in _SUBMODULES:
+    if name in _SUBMODULES or f"latte_lab.{name}" in MOVED_MODULES:
         module = importlib.import_module(f"latte_lab.{name}")
         globals()[name] = module
         return module

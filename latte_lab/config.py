@@ -137,7 +137,7 @@ _NON_IDENTITY_FIELDS = {"runs_dir", "cache", "max_retries", "timeout_s", "cache_
                         "max_billed_tokens", "sandbox"}
 
 
-_LINEAGE_FIELDS = ("parent", "fork_round", "fork_changes")  # set on forks only (latte_lab.fork)
+_LINEAGE_FIELDS = ("parent", "fork_round", "fork_changes")  # set on forks only (latte_lab.forking)
 
 
 class TrialConfig(BaseModel):
@@ -196,7 +196,7 @@ class TrialConfig(BaseModel):
     """Characters of a file returned by read_file. The released code returned 4,000, which cut the
     debug module in half; 12,000 shows every task file whole."""
     parent: str | None = None
-    """A fork's parent run (its run directory), None for a trial run from round 0 (``latte_lab.fork``)."""
+    """A fork's parent run (its run directory), None for a trial run from round 0 (``latte_lab.forking``)."""
     fork_round: int | None = Field(None, ge=0)
     """The round after which a fork left its parent (0: after planning); the rounds up to it are the parent's,
     replayed from its cassette."""

@@ -174,12 +174,12 @@ register("run_start", "trial_id task team model seed n_workers", "the trial bega
 register("run_end", "reason success tests_passed rounds",
          "the trial ended; reason is how (all_tasks_done, max_rounds, error, interrupted, ...)")
 register("fork_point", "parent fork_round changes",
-         "a fork left its parent here: the rounds before were the parent's, replayed from its cassette; from here on "
-         "the fork's changes apply")
+         "a fork left its parent here: the rounds before were the parent's, restored from the state it saved then "
+         "(restored) or replayed from its cassette; from here on the fork's changes apply", optional="restored")
 register("trial_error", "error", "the trial failed or was interrupted; error is one line",
          optional="traceback")
 register("evaluation", (), "the hidden suite scored the final workspace (error when it could not)",
-         optional="passed failed errors total rate per_class missing_outputs public_confirmed notes error")
+         optional="passed failed errors total rate per_class missing_outputs public_confirmed notes failed_tests error")
 register("tampering", "kind path line detail source",
          "the workspace reached into its tests instead of doing the work (a conftest.py, pytest configuration, "
          "a patch of pytest or unittest, ...): source 'scan' found it in the files, 'evaluation' caught it while "

@@ -61,7 +61,7 @@ from collections.abc import Iterable, Mapping
 
 from latte_lab.events import OPERATOR_EVENT_TYPES, REPLY_LOG_CHARS
 from latte_lab.graph import LEAD
-from latte_lab.history import GraphHistory
+from latte_lab.graph.history import GraphHistory
 
 NODE_START_EVENTS = {"claim": ("claim_task",), "assign": ("assign_task", "claim_task")}
 NODE_END_EVENTS = ("complete_task", "close_task")

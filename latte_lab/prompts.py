@@ -430,11 +430,15 @@ def parse_assigned(text: str) -> dict | None:
     return None
 
 
-def render_task_update(task: str, status: str, new_deps: Sequence[str] = ()) -> str:
-    """A worker's task changed in the graph: its status and the dependencies it gained."""
+def render_task_update(task: str, status: str, new_deps: Sequence[str] = (),
+                       deps_done: Sequence[str] = ()) -> str:
+    """A worker's task changed in the graph: its status, the dependencies it gained and the ones that
+    finished since the worker last looked."""
     text = f"Your task '{task}' is now {status}."
     if new_deps:
         text += f" It now also waits for: {', '.join(new_deps)}."
+    if deps_done:
+        text += f" Finished since you last looked: {', '.join(deps_done)}."
     return text
 
 

@@ -74,7 +74,7 @@ TRIAL_COLUMNS: dict[str, str] = {
     # outcome
     "success": "public success (graph teams: all nodes done and public tests pass; flat: tests pass), as confirmed "
     "by the hidden evaluation's own run of the public tests as shipped: a claim it contradicts is not a success",
-    "parent": "a fork's parent run directory (latte_lab.fork); empty for a trial run from round 0 (ours only)",
+    "parent": "a fork's parent run directory (latte_lab.forking); empty for a trial run from round 0 (ours only)",
     "fork_round": "the round after which a fork left its parent (0: after planning); NaN for a trial from round 0",
     "claimed_success": "the team's own verdict from its public test runs (ours only); differs from success when "
     "the hidden evaluation contradicted it",

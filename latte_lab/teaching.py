@@ -201,7 +201,7 @@ def _critical_path_hints(x: float, expected: float) -> str:
 
 
 def _longest_chain_nodes(spec) -> int:
-    from latte_lab import dag
+    from latte_lab.graph import dag
 
     return len(dag.critical_path(dict(zip(spec.ids, spec.deps))))
 

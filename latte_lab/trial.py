@@ -1,8 +1,12 @@
-"""Run one trial, write its run directory, replay it exactly.
+"""Run one trial, write its run directory, replay it exactly; fork a recorded one.
 
 >>> cfg = TrialConfig(task="debug", team="latte", model="simulated", seed=0)   # doctest: +SKIP
 >>> res = run_trial(cfg)                                                      # doctest: +SKIP
 >>> res.success, res.accuracy, res.row["total_tokens"]                        # doctest: +SKIP
+>>> fork(res.run_dir, at_round=20, seed=7)                                    # doctest: +SKIP
+
+:func:`run_trial` is the only way a trial runs: a config with a ``parent`` is a fork of that run (:mod:`latte_lab.forking`),
+which starts from the state its parent saved at the end of its fork round.
 
 What a run directory holds is described in :mod:`latte_lab.rundir`; the events in it are declared in
 :mod:`latte_lab.events`.
@@ -23,18 +27,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from latte_lab import rundir, sweepdir
+from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
-from latte_lab.history import GraphHistory
+from latte_lab.forking import ForkStart, check_intervention, fork_config, parent_config, recorded_rounds
+from latte_lab.graph.history import GraphHistory
 from latte_lab.models import budget, stop
+from latte_lab.results import Evaluation, accuracy_of, evaluate_workspace, results_row
 from latte_lab.rundir import TrialResult, load_trial
-from latte_lab.sandbox import Sandbox, slots
-from latte_lab.schema import TRIAL_COLUMNS
+from latte_lab.sandbox import Sandbox
 from latte_lab.teams.engine import Team
+from latte_lab.teams.state import StateWriter
 
-__all__ = ["TrialConfig", "TrialResult", "comparable_events", "load_trial", "replay", "replay_verdict", "run_trial"]
+__all__ = ["TrialConfig", "TrialResult", "comparable_events", "fork", "load_trial", "replay", "replay_verdict",
+           "run_trial"]
 
 # Row fields that legitimately differ between a trial and its replay (measured time, where it ran, what
 # was billed rather than replayed from the cassette).
@@ -66,6 +73,10 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
               progress: bool | Callable[[dict], None] | None = False, run_name: str | None = None) -> TrialResult:
     """Runs one trial to its end and writes its run directory.
 
+    A config with a ``parent`` is a fork (:func:`fork` makes one): it starts from the state its parent saved at the
+    end of round ``fork_round`` and runs on under its changes; ``model`` is then the model of its rounds after the
+    fork point (no call reaches any model before).
+
     ``model`` overrides the model built from ``config.model`` (tests pass a scripted model).
     ``progress=True`` shows a progress bar over rounds with the latest round's state (frontier, who ran,
     actions, tests); a callable receives that state as a dict after every round instead
@@ -78,20 +89,55 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     from latte_lab.sandbox.pytest import runner_missing
 
     config = config if isinstance(config, TrialConfig) else TrialConfig(**config)
-    if config.parent is not None:  # its first rounds are its parent's, replayed: not a trial from round 0
-        raise ConfigError(f"{config.trial_id} is a fork of {config.parent}: run it with latte_lab.fork.run_fork "
-                          "(or latte_lab.fork.run_config, which takes either kind)")
+    start = ForkStart(config) if config.parent is not None else None  # a fork: its parent read (or a DataError)
     task = tasks.get(config.task)
     missing = runner_missing()
     if missing:  # before any model call or run directory: a trial whose tests cannot run measures nothing
         raise ConfigError(missing)
     if model is None:  # before the run directory exists: a missing key is an error, not an empty run
         model = _default_model(config)
-    recorder = TrialRecorder(config, task, model, runs_dir=runs_dir, run_name=run_name, progress=progress)
+    if start is not None:
+        model = start.model(model)
+    recorder = TrialRecorder(config, task, model, runs_dir=runs_dir, run_name=run_name, progress=progress,
+                             start=start)
     with recorder:
         team = recorder.start_team()
         play_rounds(team, recorder)
     return recorder.result
+
+
+def fork(run_dir: str | Path, at_round: int, *, model_override=None, runs_dir: str | Path | None = None,
+         progress: bool | Callable[[dict], None] | None = False, run_name: str | None = None, **changes) -> TrialResult:
+    """Fork the recorded trial in ``run_dir`` at the end of round ``at_round`` under ``changes`` (fields of
+    :class:`~latte_lab.config.TrialConfig`: see :func:`~latte_lab.forking.changeable`), and run the fork with
+    :func:`run_trial`; a :class:`~latte_lab.rundir.result.TrialResult`.
+
+    ``model="simulated/careful"`` (a model spec, like every other change a field of the config) gives the
+    rounds after the fork point another model or profile; it is recorded in the fork's ``config.json``.
+
+    ``intervene``: the Lead's operators to apply at the fork point, as action text
+    (``'<release_task id="fix-rms" />'``, or a list of such): checked first against the parent's graph at
+    that round with the operators' own preconditions, then applied through the team as the Lead's own
+    reply would be.
+
+    ``model_override``: a model object to use instead of the one built from the fork's config for the rounds
+    after the fork point (a scripted one, in tests). No call reaches it, or any model, before then. The fork's run
+    directory goes beside the parent's, in ``forks/`` (or ``runs_dir``).
+    """
+    if "model" in changes and not isinstance(changes["model"], str):
+        raise ConfigError(f"model= is the fork's model spec, a string such as 'simulated/careful' (got a "
+                          f"{type(changes['model']).__name__}); pass a model object as model_override=")
+    run_dir = Path(run_dir)
+    parent = parent_config(run_dir)
+    recorded = recorded_rounds(run_dir)
+    if recorded is not None and at_round > recorded:
+        raise ConfigError(f"cannot fork {run_dir.name} at round {at_round}: it ended after round {recorded}")
+    if changes.get("intervene") is not None:
+        changes["intervene"] = check_intervention(run_dir, at_round, changes["intervene"])
+    config = fork_config(parent, at_round, run_dir, **changes)
+    target = Path(runs_dir) if runs_dir is not None else run_dir.parent / "forks"
+    name = run_name or f"{run_dir.name}-fork{at_round}-{config.trial_id.rsplit('-', 1)[-1]}"
+    return run_trial(config, model=model_override, runs_dir=target, run_name=name, progress=progress)
 
 
 def _dollars_without_calls(config: TrialConfig) -> float:
@@ -110,15 +156,21 @@ def _dollars_without_calls(config: TrialConfig) -> float:
 
 def play_rounds(team: Team, recorder: TrialRecorder) -> None:
     """The trial itself: the team's planning, then round after round until it finishes or the budget of
-    rounds is spent. Everything around it (files, signals, errors, the final record) is the recorder's."""
-    started = team.planning()
-    recorder.after_round(None)
-    if not started:
+    rounds is spent (a restored fork: from the round after its fork point). Everything around it (files,
+    signals, errors, the final record) is the recorder's."""
+    first = recorder.first_round
+    if first is None:
+        started = team.planning()
+        recorder.after_round(None, finished=not started)
+        if not started:
+            return
+        first = 1
+    elif first < 0:  # a fork of a trial whose rounds were over at its fork point
         return
-    for r in range(1, recorder.config.rounds + 1):
+    for r in range(first, recorder.config.rounds + 1):
         mark = len(recorder.log.events)
         finished = team.run_round(r)
-        recorder.after_round(r, mark)
+        recorder.after_round(r, mark, finished=finished)
         if finished:
             return
     team.outcome.reason = "max_rounds"
@@ -136,13 +188,13 @@ class TrialRecorder:
     """
 
     def __init__(self, config: TrialConfig, task, model, *, runs_dir=None, run_name: str | None = None,
-                 progress: bool | Callable[[dict], None] | None = False, replayed: TrialConfig | None = None):
+                 progress: bool | Callable[[dict], None] | None = False, start: ForkStart | None = None):
         from latte_lab.models.cassette import Cassette, RecordingModel
 
         self.config, self.task, self.progress = config, task, progress
-        # a fork: the team runs under its parent's config (the calls replayed from the parent's cassette must be
-        # the very calls it made) until the end of round config.fork_round, then under its own
-        self._replayed = replayed
+        self.start = start  # a fork's start (latte_lab.forking): its saved state, or its parent's rounds replayed
+        # None: planning first; else the first round to run (a restored fork), -1 when none is left
+        self.first_round: int | None = None
         self.trial_id = config.trial_id
         self.run_dir = rundir.new_run_dir(runs_dir if runs_dir is not None else config.runs_dir,
                                           run_name or self.trial_id)
@@ -153,6 +205,7 @@ class TrialRecorder:
             shutil.rmtree(self.run_dir, ignore_errors=True)
             raise
         self.cassette = Cassette(self.writer.calls_path)
+        self.states = StateWriter(self.writer)
         self.model = budget.guard(RecordingModel(model, self.cassette), config)  # budgets checked before each call
         self.team: Team | None = None
         self.log = EventLog(self.writer.append_event, lambda: self.team.vclock if self.team is not None else 0.0)
@@ -170,27 +223,47 @@ class TrialRecorder:
         return self
 
     def start_team(self) -> Team:
-        """The workspace set up by the task and the team built on it, announced with ``run_start``."""
+        """The workspace set up by the task and the team built on it, announced with ``run_start``; a fork's
+        team restored to where its parent stood at the fork point (or set up to replay its parent's rounds)."""
         from latte_lab.workspace import Workspace
 
-        config = self.config
+        config, start = self.config, self.start
         ws = Workspace(self.writer.workspace, sandbox=config.sandbox)
         self.task.setup(ws)
-        first = self._replayed or config
+        first = start.first_config if start is not None else config
         self.team = team_class(config.team)(first, self.task, ws, self.model, self.log, seed=first.seed,
                                             trial_id=first.trial_id)
         self.log.emit("run_start", trial_id=self.trial_id, task=self.task.id, team=config.team, model=config.model,
                       seed=config.seed, n_workers=config.n_workers)
-        self.team.setup()
+        if start is None or start.saved is None:
+            self.team.setup()
+            return self.team
+        start.restore(self.team, self)
+        self._flush_snapshots()
+        start.after_round(self.team, self.log, start.saved.round)
+        self.first_round = -1 if start.saved.finished else start.saved.round + 1
         return self.team
 
-    def after_round(self, r: int | None, mark: int = 0) -> None:
-        """Flush the graph's new snapshots; report round ``r`` (None: planning) to the progress bar or callback."""
+    def copy_events(self, events: list[dict]) -> None:
+        """Events recorded before (a fork's parent's, up to its fork point), appended as they are."""
+        for event in events:
+            self.log.events.append(event)
+            self.writer.append_event(event)
+
+    def _flush_snapshots(self) -> None:
         records = self.team.snapshots.records
         self.writer.append_snapshots(records[self._snapshots:])
         self._snapshots = len(records)
-        if self._replayed is not None and (r or 0) == self.config.fork_round:
-            self._take_over()
+
+    def after_round(self, r: int | None, mark: int = 0, *, finished: bool = False) -> None:
+        """Flush the graph's new snapshots and save the trial's state; at a fork's fork point, the fork's hook;
+        report round ``r`` (None: planning) to the progress bar or callback."""
+        self._flush_snapshots()
+        counts = {"events": len(self.log.events), "snapshots": self._snapshots, "calls": self.cassette.lines,
+                  "log_round": self.log.round}
+        self.states.save(r or 0, self.team, counts, finished)
+        if self.start is not None:
+            self.start.after_round(self.team, self.log, r)
         if r is None or not self.progress:
             return
         if self.progress is True and self._bar is None:
@@ -203,18 +276,6 @@ class TrialRecorder:
             self._bar.update(1)
         else:
             self.progress(info)
-
-    def _take_over(self) -> None:
-        """The fork point: from the next call on the team runs under the fork's own config (its model, seed,
-        switches and round budget), and the replayed parent hands over."""
-        team, config = self.team, self.config
-        team.config, team.seed, team.trial_id = config, config.seed, config.trial_id
-        team._provider = config.model.partition("/")[0]
-        self._replayed = None
-        changes = dict(config.fork_changes or {})
-        self.log.emit("fork_point", parent=config.parent, fork_round=config.fork_round, changes=changes)
-        if changes.get("intervene"):  # the Lead's operators, applied as its own reply's would be
-            team.apply(team.lead, changes["intervene"])
 
     def __exit__(self, kind, exc, tb) -> bool:
         try:
@@ -285,7 +346,7 @@ class TrialRecorder:
             self.writer.close()
             Sandbox(self.writer.workspace).close()  # what the workspace's runs kept between them
             with contextlib.suppress(OSError):  # links and FIFOs agents left: named in special_files.json, removed
-                sweepdir.record_special_files(self.run_dir)
+                rundir.record_special_files(self.run_dir)
 
     def _write_failed_result(self, failure: BaseException) -> None:
         from latte_lab.models.keys import redact
@@ -293,10 +354,10 @@ class TrialRecorder:
         if (self.run_dir / rundir.RESULT_FILE).exists():
             return
         if isinstance(failure, KeyboardInterrupt):
-            failed = sweepdir.failed_result(self.run_dir, "interrupted by the user while its record was being "
+            failed = rundir.failed_result(self.run_dir, "interrupted by the user while its record was being "
                                             "written", reason="interrupted")
         else:
-            failed = sweepdir.failed_result(self.run_dir, redact(f"the trial's record could not be completed: "
+            failed = rundir.failed_result(self.run_dir, redact(f"the trial's record could not be completed: "
                                                                  f"{type(failure).__name__}: {failure}"))
         with contextlib.suppress(OSError):  # a full disk uses the reserved space; beyond that, the error
             self.writer.write_result(failed)
@@ -363,49 +424,22 @@ def _sigterm_stops_the_trial():
 
 def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status: str, error: str | None,
             real_seconds: float, reason: str | None = None) -> TrialResult:
-    """Evaluates the final workspace, computes the metrics and writes ledger.csv and result.json.
-
-    ``reason`` is how the trial ended; by default the team's outcome, or ``error`` for a failed trial.
+    """Evaluates the final workspace (:mod:`latte_lab.results`), computes the metrics and writes ledger.csv and
+    result.json. ``reason`` is how the trial ended; by default the team's outcome, or ``error`` for a failed trial.
     """
     from latte_lab.metrics import trial_metrics
 
     outcome = team.outcome if team is not None else None
     if reason is None:
         reason = outcome.reason if outcome is not None and status == "ok" else "error"
-    ev_dict: dict = {}
-    accuracy: float | None = None
     claimed = bool(outcome.success) if outcome and status == "ok" else False
-    success = claimed
-    final_files: dict[str, str] = {}
-    tampering: list[dict] = []
+    found = Evaluation()
     if team is not None and writer.disk_full is not None:  # the hidden suite needs disk space too
-        ev_dict = {"error": "not evaluated: " + writer.disk_full}
+        found.eval = {"error": "not evaluated: " + writer.disk_full}
     elif team is not None:
-        tampering = _tampering_found(task, team.ws.root, log.events)
-        try:
-            with slots.held(evaluation=True):  # the hidden suite takes a core, as the trial's own test runs do
-                ev = task.evaluate(team.ws)
-            ev_dict = {"passed": ev.passed, "failed": ev.failed, "errors": ev.errors, "total": ev.total,
-                       "rate": ev.rate, "per_class": {k: list(v) for k, v in ev.per_class.items()},
-                       "missing_outputs": list(ev.missing_outputs), "public_confirmed": ev.public_confirmed,
-                       "notes": list(ev.notes)}
-            log.emit("evaluation", **{k: v for k, v in ev_dict.items()})
-            tampering += [{"kind": "evaluation", "path": where.rsplit(":", 1)[0] if where else "",
-                           "line": int(where.rsplit(":", 1)[1]) if where.rsplit(":", 1)[-1].isdigit() else 0,
-                           "detail": what, "source": "evaluation"} for what, where in ev.tampering]
-            if ev.public_confirmed is False:
-                success = False  # a claim the public tests, as shipped, contradict is no success
-            final_files = team.ws.snapshot_files()
-        except Exception as exc:  # noqa: BLE001 - the evaluation failing must not lose the trial
-            ev_dict = {"error": f"{type(exc).__name__}: {exc}"}
-            log.emit("evaluation", error=ev_dict["error"])
-        for found in tampering:
-            log.emit("tampering", **found)
-    if status == "ok":
-        if task.accuracy_metric == "success":
-            accuracy = float(success)
-        elif "rate" in ev_dict:
-            accuracy = float(ev_dict["rate"])
+        found = evaluate_workspace(task, team.ws, log.events, log.emit)
+    success = claimed and found.public_confirmed is not False  # a claim the public tests contradict is no success
+    accuracy = accuracy_of(task, status, success, found.eval)
     broken = _every_test_run_broken(log.events)
     if broken and status == "ok":  # nothing was measured: an error, never a 0% result
         status, error, success, accuracy = "error", f"every test run failed to start: {broken}", False, None
@@ -413,42 +447,24 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     rounds = team.round if team is not None else 0
     log.emit("run_end", reason=reason, success=success,
              tests_passed=outcome.tests_passed if outcome else None, rounds=rounds)
-    metrics = trial_metrics(log.events, final_files=final_files or None,
+    metrics = trial_metrics(log.events, final_files=found.final_files or None,
                             snapshots=team.snapshots if team is not None else None)
-    tokens_in = team.input_tokens if team else 0
-    tokens_out = team.output_tokens if team else 0
-    done, total = team.progress() if team is not None else (0, 0)
-    row = {k: v for k, v in metrics.items() if not isinstance(v, (list, dict))}
     cost: dict = {}
     if team is not None:
         cost = team.ledger.summary()
         writer.write_ledger(team.ledger.to_csv())
     if writer.disk_full is not None and status == "ok":  # its record is incomplete (the ledger did not fit)
         status, error, success, accuracy, reason = "error", writer.disk_full, False, None, "error"
-    row.update({
-        "billed_tokens": cost.get("billed_input_tokens", 0) + cost.get("billed_output_tokens", 0),
-        "replayed_tokens": cost.get("replayed_input_tokens", 0) + cost.get("replayed_output_tokens", 0),
-        "dollars": cost.get("dollars", math.nan) if cost.get("calls") else _dollars_without_calls(config),
-    })
-    row.update({
-        "task": task.id, "team": config.team, "model": config.model, "seed": config.seed, "trial": config.trial,
-        "trial_id": config.trial_id, "status": status, "error": error, "success": success, "accuracy": accuracy,
-        "claimed_success": claimed, "tampered": bool(tampering), "parent": config.parent,
-        "fork_round": config.fork_round,
-        "tasks_done": done, "total_tasks": total, "task_completion_rate": done / total if total else 0.0,
-        "wall_clock_seconds": team.vclock - metrics["planning_seconds"] if team else 0.0,
-        "wall_clock_with_planning_seconds": team.vclock if team else 0.0, "real_seconds": real_seconds,
-        "total_rounds": metrics.get("total_rounds", rounds), "total_input_tokens": tokens_in,
-        "total_output_tokens": tokens_out, "total_tokens": tokens_in + tokens_out,
-        "tokens_per_task": (tokens_in + tokens_out) / done if done else math.nan,
-        "hidden_passed": ev_dict.get("passed"), "hidden_total": ev_dict.get("total"),
-        "hidden_pass_rate": ev_dict.get("rate"), "n_workers": config.n_workers, "run_dir": str(writer.path),
-        "reason": reason, "source": "latte_lab",
-    })
-    for col in TRIAL_COLUMNS:
-        row.setdefault(col, math.nan)
+    done, total = team.progress() if team is not None else (0, 0)
+    tokens_in, tokens_out = (team.input_tokens, team.output_tokens) if team is not None else (0, 0)
+    row = results_row(
+        config, task, metrics, status=status, error=error, reason=reason, success=success, accuracy=accuracy,
+        claimed=claimed, tampered=bool(found.tampering), ev=found.eval, cost=cost,
+        dollars=cost.get("dollars", math.nan) if cost.get("calls") else _dollars_without_calls(config),
+        rounds=rounds, done=done, total=total, input_tokens=tokens_in, output_tokens=tokens_out,
+        virtual_seconds=team.vclock if team is not None else None, real_seconds=real_seconds, run_dir=writer.path)
     payload = {"trial_id": config.trial_id, "status": status, "reason": reason, "error": error, "row": row,
-               "metrics": metrics, "eval": ev_dict}
+               "metrics": metrics, "eval": found.eval}
     written = writer.write_result(payload)
     if written["status"] != status:  # the disk filled up: a short result marks the trial as failed
         status, error, reason, success, accuracy = written["status"], written["error"], written["reason"], False, None
@@ -457,7 +473,7 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
         config=config, trial_id=config.trial_id, status=status, error=error, success=success, accuracy=accuracy,
         rounds=rounds, input_tokens=tokens_in, output_tokens=tokens_out,
         virtual_seconds=team.vclock if team else 0.0, real_seconds=real_seconds,
-        reason=reason, metrics=metrics, eval=ev_dict, row=row, run_dir=writer.path,
+        reason=reason, metrics=metrics, eval=found.eval, row=row, run_dir=writer.path,
         event_list=log.events, snapshots=team.snapshots if team else GraphHistory(),
     )
 
@@ -469,24 +485,6 @@ def _every_test_run_broken(events: list[dict]) -> str | None:
     if runs and all(e.get("infrastructure_error") for e in runs):
         return runs[-1]["infrastructure_error"]
     return None
-
-
-def _tampering_found(task, root, events: list[dict]) -> list[dict]:
-    """What the final workspace, and every file an agent wrote on the way, shows of reaching into the tests
-    (:func:`latte_lab.sandbox.tamper.scan`), as ``tampering`` event fields; files the task set up are not."""
-    from latte_lab.sandbox.tamper import scan, scan_text
-    from latte_lab.tasks.files import task_files
-
-    try:
-        own = task_files(task)
-    except Exception:  # noqa: BLE001 - a task whose setup cannot be replayed: every file is scanned
-        own = {}
-    found = {(f.kind, f.path, f.line): f for f in scan(root, own)}
-    for event in events:
-        if event.get("type") == "edit_file" and isinstance(event.get("content"), str):
-            for f in scan_text(str(event.get("path", "")), event["content"]):
-                found.setdefault((f.kind, f.path, f.line), f)
-    return [{**f.as_dict(), "source": "scan"} for f in sorted(found.values(), key=lambda f: (f.path, f.line))]
 
 
 def _round_info(team: Team, events: list[dict], r: int) -> dict:

@@ -92,7 +92,7 @@ def wait_until(predicate, what: str, timeout: float = WAIT_SECONDS, proc: subpro
 
 def finished_dirs(out: Path) -> list[Path]:
     return sorted(p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")
-                  and ll.sweepdir.attempt_of(p.name)[1] is None) if out.is_dir() else []
+                  and ll.rundir.attempt_of(p.name)[1] is None) if out.is_dir() else []
 
 
 def running_dirs(out: Path) -> list[Path]:

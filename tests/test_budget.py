@@ -7,10 +7,11 @@ import pytest
 from sweep_helpers import TeamServer
 
 import latte_lab as ll
-from latte_lab import rundir, sweepdir
+from latte_lab import rundir
 from latte_lab.models.base import Message, ModelRequest, ModelResponse, Usage
 from latte_lab.models.budget import BudgetedModel, BudgetExceeded, SweepBudget
 from latte_lab.models.ratelimit import MemoryState
+from latte_lab.sweep import sweepdir
 
 # gpt-4o-mini at the bundled prices ($0.15 in, $0.60 out per million tokens): 100,000 + 1,000 tokens a call
 USAGE = (100_000, 1_000)

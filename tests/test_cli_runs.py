@@ -264,7 +264,7 @@ def test_a_thousand_trials_list_quickly_from_their_result_and_config(sweep, tmp_
 
 def test_attempts_of_trials_finished_since_are_left_out(copy, capsys):
     """A killed sweep rerun to completion: its set-aside attempts are history, listed only with --attempts."""
-    from latte_lab.sweepdir import mark_failed
+    from latte_lab.sweep.sweepdir import mark_failed
 
     trial = next(p for p in sorted(copy.iterdir()) if p.name.startswith("debug-static-s1-"))
     attempt = copy / f"{trial.name}.failed-0"
@@ -284,7 +284,7 @@ def test_attempts_of_trials_finished_since_are_left_out(copy, capsys):
 def test_show_keeps_node_rows_narrow(copy, capsys):
     """One node waiting on 35 others: its DEPS cell counts the rest instead of widening every row."""
     from latte_lab.cli.show import DEPS_WIDTH
-    from latte_lab.history import GraphHistory
+    from latte_lab.graph.history import GraphHistory
 
     trial = next(p for p in sorted(copy.iterdir()) if p.name.startswith("debug-latte-s0-"))
     g = ll.CoordinationGraph()

@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import latte_lab as ll
-from latte_lab import dag
+from latte_lab.graph import dag
 
 
 @st.composite

@@ -17,7 +17,7 @@ TASK_PAYLOADS = ("files", "hidden", "solution", "wrong")  # tasks/<task>/<these>
 INTERNAL = {
     "latte_lab.cli.cache", "latte_lab.cli.emulate", "latte_lab.cli.figures", "latte_lab.cli.prices", "latte_lab.cli.sweep",  # api/cli.md
     "latte_lab.cli.trial",
-    "latte_lab.models.sim.analysis", "latte_lab.models.sim.documents", "latte_lab.models.sim.evidence", "latte_lab.models.sim.fixbook", "latte_lab.models.sim.flat",
+    "latte_lab.models.sim.analysis", "latte_lab.models.sim.examples", "latte_lab.models.sim.units", "latte_lab.models.sim.documents", "latte_lab.models.sim.evidence", "latte_lab.models.sim.fixbook", "latte_lab.models.sim.flat",
     "latte_lab.models.sim.lead",
     "latte_lab.models.sim.mutate", "latte_lab.models.sim.nodes", "latte_lab.models.sim.policy",
     "latte_lab.models.sim.skill", "latte_lab.models.sim.source", "latte_lab.models.sim.text",

@@ -164,7 +164,7 @@ FIGURES = {  # name -> the Figure, from the module's three short trials
     "plot_efficiency (04)": lambda t: ll.viz.scheduling.plot_efficiency(_teaching_trial(t)).figure,
     "sensitivity_figure (05)": lambda t: ll.viz.sensitivity_figure(ll.analysis.sensitivity(
         rows=ll.analysis.load_sensitivity())),
-    "figure4 of own trials (06)": lambda t: ll.analysis.figure4(ll.load_runs(t["latte"].run_dir.parent).trials),
+    "figure4 of own trials (06)": lambda t: ll.viz.figure4(ll.load_runs(t["latte"].run_dir.parent).trials),
     "fork_outcomes (07)": lambda t: ll.viz.fork_outcomes(_forks(), t["latte"]),
     # every figure latte-lab figures writes (and notebook 03 shows)
     **{f"{name} (latte-lab figures, 03)": (lambda t, name=name: _paper(name)) for name in PAPER},

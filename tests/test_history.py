@@ -11,7 +11,7 @@ import latte_lab as ll
 from latte_lab import rundir
 from latte_lab.errors import DataError, OperatorError
 from latte_lab.graph import CoordinationGraph
-from latte_lab.history import GraphHistory
+from latte_lab.graph.history import GraphHistory
 
 AGENTS = ("Dev1", "Dev2", "Dev3")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -430,7 +431,11 @@ def test_the_session_files_spell_what_the_client_spells():
     assert SESSION.MAX_FRAME_BYTES == HOST.MAX_FRAME_BYTES
     assert SESSION.CALL_TIMEOUT_SECONDS == judge_mod.CALL_TIMEOUT_SECONDS
     assert HOST.OUTPUT_CAP_BYTES == judge_mod.OUTPUT_CAP_BYTES
-    assert zygote.server_mode(None, False, [f"{SESSION.IMPORT_OPTION}pandas", "--"]) == zygote.TRUSTED_LIBRARIES_MODE
+    from latte_lab.sandbox.request import RunRequest
+
+    judge = RunRequest([sys.executable, "-s", "-P", "session.py", f"{SESSION.IMPORT_OPTION}pandas", "--"], ".",
+                       timeout=1, kind="judge")
+    assert zygote.server_mode(judge) == zygote.TRUSTED_LIBRARIES_MODE
     server_text = Path(zygote.__file__).with_name("_trusted_server.py").read_text()
     assert f'LIBRARIES_MODE = "{zygote.TRUSTED_LIBRARIES_MODE}"' in server_text
     assert os.path.basename(judge_mod.JUDGE_SCRIPT) == "_judge_session.py"

@@ -25,19 +25,20 @@ import latte_lab
 
 PACKAGE = Path(latte_lab.__file__).parent
 
-# Bottom up, as in DESIGN.md. A module belongs to the layer of the longest prefix below that names it;
-# the command line sits at the top. config (defaults, aliases) and the generic
-# registry sit with the errors. Within a layer the prefixes are bottom up too: a module may import its own
-# prefix's modules and those of the prefixes before it (dag before graph, events before schema, ...).
+# Bottom up. A module belongs to the layer of the longest prefix below that names it; the command line sits at the
+# top. Within a layer the prefixes are bottom up too: a module may import its own prefix's modules and those of the
+# prefixes before it (graph.dag before the graph, events before schema, ...). README.md's "Layers, bottom up" line is
+# written from this list (test_the_readmes_layer_list_is_this_one).
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "config", "registry", "data"),
-    ("dag", "graph", "actions", "prompts", "events", "schema", "history"),
+    ("errors",),
+    ("config", "registry", "data"),
+    ("graph.dag", "graph", "graph.history", "actions", "prompts", "events", "schema"),
     ("sandbox",),
     ("workspace",),
-    ("tasks", "metrics", "rundir", "sweepdir"),
+    ("tasks", "metrics", "rundir", "results"),
     ("models",),
     ("teams",),
-    ("trial", "fork"),
+    ("forking", "trial"),
     ("analysis", "scheduling", "teaching", "sweep"),
     ("viz",),
     ("cli",),
@@ -45,12 +46,12 @@ LAYERS: list[tuple[str, ...]] = [
 TOP = len(LAYERS)  # latte_lab/__init__.py re-exports the public API from every layer
 
 REGISTRY_MODULES = ("teams", "tasks")  # looked up by name from inside functions (see the module docstring)
-CORE = ("graph", "dag", "actions", "events", "schema", "metrics", "rundir", "sweepdir")
+CORE = ("graph", "actions", "events", "schema", "metrics", "rundir")
 NOT_IN_CORE = ("models", "teams", "analysis", "viz")
-# Documented names a package re-exports from a higher layer, resolved on first use (never at import): the
-# paper's figures are drawn by viz, and the analysis pages and notebooks call them ll.analysis.figure2a ...
+# Deprecated names a package still gives from a higher layer, resolved on first use (never at import): the paper's
+# figures are drawn by viz, and ll.analysis.figure2a ... were their names before.
 RE_EXPORTS: dict[tuple[str, str], str] = {
-    ("analysis", "viz.figures"): "ll.analysis.figure2a ... figure4, documented in docs/concepts/analysis.md",
+    ("analysis", "viz.figures"): "ll.analysis.figure2a ... figure4, deprecated names of ll.viz.figure2a ...",
 }
 # Upward imports that are being removed; each entry fails (strict xfail) once its import is gone, so the
 # entry is deleted with it.
@@ -190,7 +191,8 @@ def test_core_modules_import_no_models_teams_analysis_or_viz_even_indirectly():
     assert {"graph", "events", "schema", "errors"} <= reached  # the walk does follow imports
     # A core module split into a package is walked whole: the package imports every part of it.
     parts = {m for m in MODULES if m.split(".")[0] in CORE}
-    assert {"graph._core", "graph._nodes", "graph._serial"} <= parts <= reached, sorted(parts - reached)
+    assert {"graph._core", "graph._nodes", "graph._serial", "graph.dag", "graph.history", "rundir.format",
+            "rundir.special", "rundir.result"} <= parts <= reached, sorted(parts - reached)
 
 
 def test_importing_the_core_loads_nothing_above_it():
@@ -198,7 +200,8 @@ def test_importing_the_core_loads_nothing_above_it():
             + "print(' '.join(sorted(m for m in sys.modules if m.startswith(('latte_lab', 'pandas', "
               "'matplotlib', 'openai', 'anthropic')))))")
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
-    assert {"latte_lab.metrics", "latte_lab.rundir", "latte_lab.graph._core", "latte_lab.graph._serial"} <= set(loaded)
+    assert {"latte_lab.metrics", "latte_lab.rundir", "latte_lab.graph._core", "latte_lab.graph._serial",
+            "latte_lab.graph.dag", "latte_lab.graph.history"} <= set(loaded)
     bad = [m for m in loaded if m.split(".")[0] in ("pandas", "matplotlib", "openai", "anthropic")
            or (m.startswith("latte_lab.") and m.split(".")[1] in NOT_IN_CORE)]
     assert not bad, f"importing the core loads {bad}"
@@ -252,3 +255,54 @@ def test_user_registrations_are_known_to_the_config():
         assert cfg.task == "layers_probe_task" and cfg.rounds == 7
     finally:
         ll.tasks.REGISTRY._entries.pop("layers_probe_task", None)
+
+
+def layer_list() -> str:
+    """LAYERS as one line: the prefixes of a layer joined by commas, the layers by semicolons."""
+    return "; ".join(", ".join(layer) for layer in LAYERS)
+
+
+def test_the_readmes_layer_list_is_this_one():
+    """README.md's layout section names the layers bottom up, written from LAYERS: one line, word for word."""
+    readme = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    text = " ".join(readme.split())  # the line may be wrapped
+    assert f"Layers, bottom up: {layer_list()}." in text, f"README.md should say: Layers, bottom up: {layer_list()}."
+    # and the layout tree below it names each top-level module and package where LAYERS puts it
+    tree = readme[readme.index("Layers, bottom up:"):]
+    tree = tree[tree.index("```") + 3:]
+    tree = tree[:tree.index("```")]
+    shown = [line.split()[0].rstrip("/").removesuffix(".py") for line in tree.splitlines()[1:]
+             if line.startswith("  ") and not line.startswith("   ")]
+    tops = sorted({name.split(".")[0] for name in MODULES if name})
+    assert sorted(shown) == tops, "the layout tree should list every top-level module and package once"
+    order = [rank_of(name)[0] for name in shown]
+    assert order == sorted(order), f"the layout tree lists the layers bottom up: {shown}"
+
+
+def test_moved_modules_still_import_with_a_warning():
+    import importlib
+    import warnings
+
+    for old, new in latte_lab.MOVED_MODULES.items():
+        with warnings.catch_warnings(record=True) as said:
+            warnings.simplefilter("always")
+            sys.modules.pop(old, None)
+            module = importlib.import_module(old)
+        assert module is importlib.import_module(new)
+        assert any(issubclass(w.category, DeprecationWarning) and new in str(w.message) for w in said), old
+        assert not (PACKAGE.parent / (old.replace(".", "/") + ".py")).exists()
+
+
+# Modules allowed past MAX_MODULE_LINES, each with why: none of latte_lab's own, but the simulated model's, whose
+# split belongs to the simulated-model work (models/sim/ is edited there).
+LONG_MODULES = {
+    "models.sim.skill": "split by the simulated model's own work",
+    "models.sim.analysis": "the simulated model's, split with it",
+}
+MAX_MODULE_LINES = 600  # a module reads in one sitting
+
+
+def test_no_module_is_over_600_lines():
+    long = {name: n for name, path in MODULES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert set(long) <= set(LONG_MODULES), f"modules over {MAX_MODULE_LINES} lines: split them by concern: {long}"

@@ -145,6 +145,24 @@ def test_dispatch_paper_counts_a_change_of_its_task_in_the_graph_as_new_context(
     assert dev1_r3.messages[-1].content.endswith(prompts.render_task_update("a", "in_progress"))
 
 
+def test_dispatch_paper_reengages_a_worker_whose_task_waits_when_a_predecessor_finishes(tmp_path):
+    """Dev2 holds b, assigned to it while b waits for a (its claim is refused) and then sits quiet; a
+    finishing is a change of b's context in G_t (D4: a worker's context includes its predecessors), so
+    Dev2 runs again the round after, told so, and its claim then succeeds."""
+    model = by_round({
+        "Lead": {0: discover(("a", ""), ("b", "a")), 2: '<assign_task id="b" to="Dev2" />'},
+        "Dev1": {1: '<claim_task id="a" />', **{r: "<run_tests />" for r in (2, 3, 4)},
+                 5: '<complete_task id="a" />'},
+        "Dev2": {2: '<claim_task id="b" />', 6: '<claim_task id="b" />'},
+    })
+    res = run(tmp_path, model, rounds=7, heartbeat=10)
+    assert rounds_run(res, "Dev2")[:3] == [2, 3, 6]
+    dev2_r6 = [r for r in requests_of(model, "Dev2") if r.view.round == 6][0]
+    assert dev2_r6.messages[-1].content.endswith(prompts.render_task_update("b", "assigned", (), ["a"]))
+    dev2 = [(e["round"], e["type"]) for e in res.event_list if e.get("agent") == "Dev2"]
+    assert (2, "claim_blocked") in dev2 and (6, "claim_task") in dev2
+
+
 def test_dispatch_busy_every_round_adds_a_continue_message(tmp_path):
     model = by_round(DISPATCH)
     res = run(tmp_path, model, rounds=5, heartbeat=10, dispatch="busy_every_round")

@@ -25,7 +25,8 @@ from sweep_helpers import (
 )
 
 import latte_lab as ll
-from latte_lab import rundir, sweepdir
+from latte_lab import rundir
+from latte_lab.sweep import sweepdir
 from latte_lab.sweep.distributed import pack, unpack
 from latte_lab.trial import comparable_row
 

@@ -14,7 +14,7 @@ from sandbox_helpers import BWRAP_WORKS, needs_bwrap
 
 import latte_lab as ll
 from latte_lab.errors import ConfigError
-from latte_lab.sandbox import SandboxLimits, bwrap, memo_key
+from latte_lab.sandbox import SandboxLimits, backends, bwrap, memo_key
 from latte_lab.sandbox import run as runmod
 from latte_lab.workspace import Workspace
 
@@ -23,22 +23,22 @@ from latte_lab.workspace import Workspace
 def no_bwrap(monkeypatch):
     """This machine as one where bubblewrap cannot run."""
     monkeypatch.setattr(bwrap, "probe", lambda: (False, "the bwrap program is not installed", ()))
-    monkeypatch.setattr(runmod, "_CHOICE", {})
-    monkeypatch.delenv(runmod.SANDBOX_VAR, raising=False)
+    monkeypatch.setattr(backends, "_CHOICE", {})
+    monkeypatch.delenv(backends.SANDBOX_VAR, raising=False)
 
 
 def test_choice_of_backend(no_bwrap, monkeypatch, tmp_path):
     with pytest.raises(ConfigError, match="unknown sandbox 'docker'; use one of auto, bwrap, local"):
-        runmod.resolve_sandbox("docker")
+        backends.resolve_sandbox("docker")
     with pytest.raises(ConfigError, match="sandbox='bwrap' cannot run here: the bwrap program is not installed; "
                                           "install bubblewrap or use sandbox='local'"):
         Workspace(tmp_path / "ws", sandbox="bwrap")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert [runmod.resolve_sandbox("auto") for _ in range(3)] == ["local"] * 3
+        assert [backends.resolve_sandbox("auto") for _ in range(3)] == ["local"] * 3
     said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(said) == 1 and "without isolation: the bwrap program is not installed" in said[0]  # said once
-    monkeypatch.setenv(runmod.SANDBOX_VAR, "local")
+    monkeypatch.setenv(backends.SANDBOX_VAR, "local")
     assert Workspace(tmp_path / "ws2").backend == "local"
     with pytest.raises(ConfigError, match="invalid TrialConfig: sandbox"):
         ll.TrialConfig(task="debug", sandbox="docker")
@@ -47,8 +47,8 @@ def test_choice_of_backend(no_bwrap, monkeypatch, tmp_path):
 
 @needs_bwrap
 def test_auto_is_bwrap_where_it_works(monkeypatch):
-    monkeypatch.delenv(runmod.SANDBOX_VAR, raising=False)
-    assert runmod.resolve_sandbox("auto") == "bwrap" and runmod.resolve_sandbox("local") == "local"
+    monkeypatch.delenv(backends.SANDBOX_VAR, raising=False)
+    assert backends.resolve_sandbox("auto") == "bwrap" and backends.resolve_sandbox("local") == "local"
 
 
 VIEW = """
@@ -216,12 +216,12 @@ def test_bwrap_availability_is_probed_once():
 
 @needs_bwrap
 def test_a_run_in_a_throwaway_copy_hands_back_only_what_was_asked(tmp_path):
-    from latte_lab.sandbox import run_sandboxed
+    from latte_lab.sandbox import RunRequest, run_sandboxed
 
     (tmp_path / "keep.txt").write_text("mine\n")
     script = "open('report.txt', 'w').write('r')\nopen('other.txt', 'w').write('o')\nimport os\nos.remove('keep.txt')\n"
     (tmp_path / "s.py").write_text(script)
-    run = run_sandboxed([sys.executable, "s.py"], tmp_path, timeout=60, sandbox="bwrap", export_names=["report.txt"])
+    run = run_sandboxed(RunRequest([sys.executable, "s.py"], tmp_path, timeout=60, export=["report.txt"]), sandbox="bwrap")
     assert run.ok, run.stderr
     assert (tmp_path / "report.txt").read_text() == "r" and (tmp_path / "keep.txt").exists()
     assert not (tmp_path / "other.txt").exists()
@@ -279,7 +279,7 @@ def test_a_run_gets_the_hosts_font_cache_and_nothing_else_of_its_matplotlib_dire
 def test_copying_a_cache_in_takes_what_it_can_and_never_fails_the_run(tmp_path):
     """The font cache is optional: a copy limited to a pattern copies the matching regular files it can and
     reports success even when the directory is gone (a failed copy of the workspace would void the run)."""
-    from latte_lab.sandbox import _child
+    from latte_lab.sandbox import _init_files
 
     src, dst = tmp_path / "src", tmp_path / "dst"
     src.mkdir()
@@ -287,6 +287,6 @@ def test_copying_a_cache_in_takes_what_it_can_and_never_fails_the_run(tmp_path):
     (src / "fontlist-link.json").symlink_to(src / "fontlist-v390.json")
     (src / "other.txt").write_text("x")
     os.mkfifo(src / "fontlist-fifo.json")
-    assert _child.copy_in(str(src), str(dst), bwrap.MPL_CACHE_FILES) is True
+    assert _init_files.copy_in(str(src), str(dst), bwrap.MPL_CACHE_FILES) is True
     assert sorted(os.listdir(dst)) == ["fontlist-v390.json"]
-    assert _child.copy_in(str(tmp_path / "gone"), str(tmp_path / "dst2"), bwrap.MPL_CACHE_FILES) is True
+    assert _init_files.copy_in(str(tmp_path / "gone"), str(tmp_path / "dst2"), bwrap.MPL_CACHE_FILES) is True

@@ -1,4 +1,4 @@
-"""Handing a bubblewrap sandbox's workspace back to the host (``bwrap.apply_export``): the pass that applies a
+"""Handing a bubblewrap sandbox's workspace back to the host (``export.apply_export``): the pass that applies a
 plain workspace straight from the tar stream leaves exactly the files that extracting it into a temporary
 directory and mirroring from there leaves, whatever the destination held before; a workspace with a link in it
 takes the second way. Runs without bubblewrap: the tar streams are made here, as the sandbox's init makes them."""
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from latte_lab.sandbox import bwrap
+from latte_lab.sandbox import export
 
 MODES = (0o644, 0o600, 0o755, 0o700, 0o777, 0o4755, 0o444, 0o640)
 
@@ -131,8 +131,8 @@ def test_applying_from_the_stream_leaves_what_extracting_and_mirroring_leaves(tm
     random_destination(random.Random(seed), fast, workspace)
     random_destination(random.Random(seed), slow, workspace)
     assert tree(fast) == tree(slow)
-    bwrap.apply_export(io.BytesIO(data), fast, names)
-    bwrap.apply_export(io.BufferedReader(Unseekable(data)), slow, names)
+    export.apply_export(io.BytesIO(data), fast, names)
+    export.apply_export(io.BufferedReader(Unseekable(data)), slow, names)
     assert tree(fast) == tree(slow)
     if names is None:
         expected = {rel: entry for rel, entry in tree(workspace).items() if rel != "outside"}  # a link out: skipped
@@ -143,14 +143,14 @@ def test_a_plain_workspace_is_applied_without_a_temporary_directory(tmp_path, mo
     workspace = tmp_path / "workspace"
     random_workspace(random.Random(0), workspace, links=False)
     made = []
-    real = bwrap.tempfile.TemporaryDirectory
-    monkeypatch.setattr(bwrap.tempfile, "TemporaryDirectory", lambda *a, **k: made.append(1) or real(*a, **k))
+    real = export.tempfile.TemporaryDirectory
+    monkeypatch.setattr(export.tempfile, "TemporaryDirectory", lambda *a, **k: made.append(1) or real(*a, **k))
     (tmp_path / "plain").mkdir()
     (tmp_path / "linked").mkdir()
-    bwrap.apply_export(export_of(workspace), tmp_path / "plain")
+    export.apply_export(export_of(workspace), tmp_path / "plain")
     assert made == [] and contents(tmp_path / "plain") == contents(workspace)
     (workspace / "link").symlink_to("f0.py")
-    bwrap.apply_export(export_of(workspace), tmp_path / "linked")
+    export.apply_export(export_of(workspace), tmp_path / "linked")
     assert made == [1] and contents(tmp_path / "linked") == contents(workspace)
 
 
@@ -172,6 +172,6 @@ def test_an_unchanged_file_is_not_rewritten(tmp_path):
     inode = (dest / "same.py").stat().st_ino
     before = (dest / "same.py").stat().st_mtime_ns
     os.utime(dest / "same.py", ns=(before - 10**9, before - 10**9))
-    bwrap.apply_export(export_of(workspace), dest)
+    export.apply_export(export_of(workspace), dest)
     assert (dest / "same.py").stat().st_mtime_ns == before - 10**9 and (dest / "same.py").stat().st_ino == inode
     assert (dest / "new.py").read_text() == "y = 2\n"

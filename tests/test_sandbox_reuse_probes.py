@@ -23,7 +23,6 @@ import pytest
 from sandbox_helpers import BACKENDS
 
 from latte_lab.sandbox import clear_memo, local, warm
-from latte_lab.sandbox import pytest as sbpytest
 from latte_lab.sandbox import run as runmod
 from latte_lab.sandbox import zygote as zyg
 from latte_lab.workspace import Workspace
@@ -287,7 +286,6 @@ def probes(request, tmp_path_factory):
               "sysv_key": sysv_key if bwrap or _local_private_ipc() else None,
               "memo_dir": str(memo_dir) if bwrap else ""}
     with pytest.MonkeyPatch.context() as mp:
-        mp.delenv(sbpytest.PATCHES_VAR, raising=False)
         mp.delenv(zyg.ZYGOTE_DISABLE_VAR, raising=False)
         mp.delenv(warm.WARM_DISABLE_VAR, raising=False)
         mp.setattr(zyg, "USE_ZYGOTE", True)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from sandbox_helpers import BACKENDS, survivors, token
 
-from latte_lab.sandbox import OutputCapture, SandboxLimits
+import latte_lab as ll
+from latte_lab.sandbox import OutputCapture, SandboxLimits, output
 from latte_lab.sandbox import limits as lim
 from latte_lab.sandbox import process as procmod
 from latte_lab.sandbox import run as runmod
@@ -234,7 +235,7 @@ def test_output_written_a_line_at_a_time_is_read_in_batches(ws, monkeypatch):
     run = ws.run_script("lines.py", timeout=60)
     assert run.ok and run.stdout.splitlines() == [f"line {i}" for i in range(200)]
     # one read per line (200) before the pause; now one per pause of the run's duration, and a few more
-    assert len(reads) <= run.seconds / runmod.OUTPUT_PAUSE_SECONDS + 10, (len(reads), run.seconds)
+    assert len(reads) <= run.seconds / output.OUTPUT_PAUSE_SECONDS + 10, (len(reads), run.seconds)
 
 
 def test_child_wrapper_runs_as_a_module_too(tmp_path):
@@ -267,3 +268,25 @@ def test_child_wrapper_runs_as_a_module_too(tmp_path):
         timeout=30,
     )
     assert bad.returncode == 126 and "invalid limits" in bad.stderr
+
+
+def test_a_run_is_asked_for_by_what_it_is_never_by_how_to_start_it():
+    """run_sandboxed takes a request (or a command's argv) and the backend: no flag chooses a way to start the run,
+    which is the backend's alone (latte_lab.sandbox.backends)."""
+    import inspect
+
+    from latte_lab.sandbox import RunRequest, backend_for, backends
+
+    assert list(inspect.signature(runmod.run_sandboxed).parameters) == [
+        "argv", "cwd", "timeout", "limits", "env", "sandbox", "stdin"]
+    here = str(Path(__file__).parent)
+    assert RunRequest([sys.executable, "-m", "pytest", "-q", f"--junitxml={here}/r.xml"], here, timeout=9).kind == "pytest"
+    assert RunRequest([sys.executable, "analysis.py"], here, timeout=9).kind == "script"
+    assert RunRequest([sys.executable, "-c", "pass"], here, timeout=9).kind == "command"
+    judge = RunRequest([sys.executable, "-s", "-P", "session.py", "--report=x", "--", "-q"], here, timeout=9, kind="judge")
+    assert judge.args == ["--report=x", "--", "-q"] and backend_for("bwrap", judge) is backends.LOCAL
+    moved = RunRequest([sys.executable, "-m", "pytest", f"--junitxml={here}/r.xml", "test_a.py"], here,
+                       timeout=9).moved(Path("/stage"))
+    assert moved.argv[3:] == ("--junitxml=/stage/r.xml", "test_a.py") and moved.cwd == Path("/stage")
+    with pytest.raises(ll.ConfigError, match="unknown kind of run 'docker'"):
+        RunRequest(["ls"], here, timeout=9, kind="docker")

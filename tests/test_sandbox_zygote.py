@@ -104,11 +104,11 @@ class Launches:
         self.host = 0
         real = zyg.launch
 
-        def spy(*args, **kwargs):
-            run = real(*args, **kwargs)
-            if kwargs.get("trusted") is not None:
+        def spy(request, *args, **kwargs):
+            run = real(request, *args, **kwargs)
+            if request.kind == "judge":
                 self.trusted += run is not None
-            elif (kwargs.get("script") or [""])[0] == HOST_NAME:  # a hidden evaluation's workspace process
+            elif request.kind == "script" and request.args[0] == HOST_NAME:  # a hidden evaluation's workspace process
                 self.host += run is not None
             elif run is None:
                 self.exec += 1
@@ -135,16 +135,6 @@ def isolated_zygote_state():
     yield
     zyg.shutdown_zygotes()
     zyg._ZYGOTE_STATE.update(start_failures=saved["start_failures"], warned=saved["warned"])
-
-
-@pytest.fixture(params=["public", "patched"])
-def switch(request, monkeypatch) -> str:
-    """Runs on pytest's public API (the default) or with the opt-in changes to its internals."""
-    if request.param == "patched":
-        monkeypatch.setenv(sbpytest.PATCHES_VAR, "1")
-    else:
-        monkeypatch.delenv(sbpytest.PATCHES_VAR, raising=False)
-    return request.param
 
 
 def both_ways(monkeypatch, fn):
@@ -283,10 +273,8 @@ def _report(run: TestRun) -> str:
     return re.sub(r"in [0-9.]+s", "in ?s", text)
 
 
-def test_failure_reports_are_the_same_text_both_ways(tmp_path, monkeypatch, launches, switch):
-    """A run forked from the zygote prints the exec path's report, word for word: on pytest's public API, and
-    with the opt-in changes (each file parsed once per run for all of its tracebacks, rewritten test modules
-    taken from the code the zygote prepared)."""
+def test_failure_reports_are_the_same_text_both_ways(tmp_path, monkeypatch, launches):
+    """A run forked from the zygote prints the exec path's report, word for word."""
     task = ll.tasks.get("debug")
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     task.setup(ws)
@@ -294,17 +282,16 @@ def test_failure_reports_are_the_same_text_both_ways(tmp_path, monkeypatch, laun
     assert by_exec.failed > 10 and outcome(by_zygote) == outcome(by_exec)
     assert _report(by_zygote) == _report(by_exec)
     assert launches.zygote == 1
-    # With the opt-in changes the exec path starts pytest through _pytest_patches.py; plain `python -m pytest`
-    # prints the same. Sandboxed
-    # runs never see CI or BUILD_NUMBER (pytest prints whole diffs when either is set), so neither does this one.
+    # Plain `python -m pytest` prints the same. Sandboxed runs never see CI or BUILD_NUMBER (pytest prints whole
+    # diffs when either is set), so neither does this one.
     env = {k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}
     plain = subprocess.run([sys.executable, *sbpytest.PYTEST_ARGS, *ws.test_args], cwd=ws.root, capture_output=True,
                            text=True, timeout=120, env={**env, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"})
     assert _report(TestRun(plain.returncode, plain.stdout, "", 0.0, False, False)) == _report(by_exec)
 
 
-# Suites whose reports go through every part of pytest that _pytest_patches.py changes: tracebacks through
-# several files and the standard library, chained and grouped exceptions, fixtures failing in setup and
+# Suites whose reports go through much of pytest's reporting: tracebacks through several files and the standard
+# library, chained and grouped exceptions, fixtures failing in setup and
 # teardown, a conftest fixture, a conftest that adds a fixture to one of pytest's own plugins (so the
 # plugin's namespace changed since the fork server scanned it), warnings, captured output, xfail and skip.
 REPORT_CORPUS = {
@@ -418,10 +405,8 @@ class TestGroup:
 }
 
 
-def test_reports_on_a_varied_suite_are_plain_pytests_word_for_word(tmp_path, monkeypatch, launches, switch):
-    """A report is plain ``python -m pytest``'s, every line, on the fork server and the exec path alike: on
-    pytest's public API, and with the opt-in changes of _pytest_patches.py (statement trees, traceback paths,
-    the plugin fixture scan, the configuration made ahead)."""
+def test_reports_on_a_varied_suite_are_plain_pytests_word_for_word(tmp_path, monkeypatch, launches):
+    """A report is plain ``python -m pytest``'s, every line, on the fork server and the exec path alike."""
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     for path, text in REPORT_CORPUS.items():
         ws.setup_file(path, textwrap.dedent(text).lstrip())
@@ -452,7 +437,7 @@ def test_reports_on_a_varied_suite_are_plain_pytests_word_for_word(tmp_path, mon
     assert launches.zygote == 4
 
 
-def test_an_edited_test_file_is_rewritten_afresh(tmp_path, monkeypatch, launches, switch):
+def test_an_edited_test_file_is_rewritten_afresh(tmp_path, monkeypatch, launches):
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("mod.py", "VALUE = 2\n")
     for expected, outcome_ in ((1, "failed"), (2, "passed"), (3, "failed")):
@@ -464,9 +449,8 @@ def test_an_edited_test_file_is_rewritten_afresh(tmp_path, monkeypatch, launches
     assert launches.zygote == 3
 
 
-def test_rewrite_warnings_and_the_assertion_pass_hook_match(tmp_path, monkeypatch, launches, switch):
-    """Files whose rewrite warns, and runs that ask for the assertion pass hook, are rewritten by the
-    run itself (with the opt-in changes too), so warnings and hooks behave as on the exec path."""
+def test_rewrite_warnings_and_the_assertion_pass_hook_match(tmp_path, monkeypatch, launches):
+    """Files whose rewrite warns, and runs that ask for the assertion pass hook, behave as on the exec path."""
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_tuple.py", "def test_t():\n    assert (1 == 2, 'always true')\n")
     by_exec, by_zygote = both_ways(monkeypatch, lambda: ws.run_tests(("test_tuple.py",), timeout=30))
@@ -495,10 +479,9 @@ def test_snoop():
 """
 
 
-def test_a_hidden_suite_never_reaches_the_zygotes_memory(tmp_path, launches, isolated_zygote_state, switch):
-    """Every run is forked from the zygote: code it keeps is readable by the next agent run. On pytest's public
-    API it keeps no workspace's code at all; with the opt-in changes a workspace's own test files are kept
-    (rewritten ahead), and the hidden suite an evaluation adds to a throwaway copy never is."""
+def test_a_hidden_suite_never_reaches_the_zygotes_memory(tmp_path, launches, isolated_zygote_state):
+    """Every run is forked from the zygote: code it keeps is readable by the next agent run. It keeps no
+    workspace's code at all: neither the agents' test files nor the hidden suite an evaluation runs."""
     task = ll.tasks.get("debug")
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     task.setup(ws)
@@ -508,86 +491,8 @@ def test_a_hidden_suite_never_reaches_the_zygotes_memory(tmp_path, launches, iso
     seen = json.loads((ws.root / "snooped.json").read_text())
     assert launches.zygote == 1, "the agent's run was not forked from the zygote (the evaluation never is)"
     assert launches.trusted == 1  # the evaluation was forked from the trusted evaluation server, a process of its own
-    primed = any(path.endswith("test_suite.py") and "test_snoop" not in path for path in seen)
-    assert primed == (switch == "patched"), seen  # the snoop finds what the zygote keeps
+    assert not any(path.endswith("test_suite.py") for path in seen), seen  # no workspace's test file
     assert not any("latte_lab-eval-" in path or Path(path).name.startswith("test_hidden") for path in seen), seen
-
-
-def test_primed_code_is_what_a_run_imports(tmp_path):
-    """White-box, in a fresh interpreter loaded as the opt-in patched fork server loads: a module primed into the
-    zygote's table is imported from it (a planted entry wins over the file), and a file with other content is
-    rewritten from its text."""
-    script = textwrap.dedent(f"""
-        import ast, contextlib, hashlib, io, importlib.util, sys
-        spec = importlib.util.spec_from_file_location("zs_patched", {zyg.ZYGOTE_SCRIPT!r})
-        zs = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(zs)
-        zs.REWRITTEN = zs.PATCHES.REWRITTEN
-        import pytest
-        path = {str(tmp_path / "test_p.py")!r}
-        failing = "def test_p():\\n    assert 1 == 2\\n"
-        open(path, "w").write(failing)
-        zs.prime([[path, failing]])
-        assert len(zs.REWRITTEN) == 1
-        key = next(iter(zs.REWRITTEN))
-        zs.REWRITTEN[key] = compile("def test_p():\\n    assert True\\n", path, "exec")
-        def run():
-            with contextlib.redirect_stdout(io.StringIO()):
-                code = pytest.main(["-q", "-p", "no:cacheprovider", path])
-            sys.modules.pop("test_p", None)
-            return int(code)
-        planted = run()
-        open(path, "w").write(failing + "# edited\\n")
-        edited = run()
-        print(planted, edited)
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.split() == ["0", "1"]  # the planted code passed; the edited file failed for real
-
-
-def test_a_runs_first_session_takes_the_configuration_made_ahead(tmp_path):
-    """White-box, in a fresh interpreter loaded as the opt-in patched fork server loads: the first ``get_config`` with a run's
-    program name and ``-p no:`` arguments returns the configuration made ahead, with the caller's directory and
-    arguments; a second session, other blocked plugins, another program name, plugins passed in or
-    ``PYTEST_DEBUG`` each get a configuration of their own. The options it is made for are the public test
-    command's."""
-    script = textwrap.dedent(f"""
-        import importlib.util, os, sys
-        spec = importlib.util.spec_from_file_location("zs_patched", {zyg.ZYGOTE_SCRIPT!r})
-        zs = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(zs)
-        from _pytest import config as c
-        warm = zs.PATCHES
-        run = ["-q", "-rfE", "-p", "no:cacheprovider", "--rootdir=.", "test_x.py"]
-        prog = "python -m pytest"
-        def fresh(**changes):
-            warm.prebuild_config()
-            made = warm.PREBUILT[2]
-            if changes.pop("debug", False):
-                os.environ["PYTEST_DEBUG"] = "1"
-            got = c.get_config(changes.pop("args", run), changes.pop("plugins", None), prog=changes.pop("prog", prog))
-            os.environ.pop("PYTEST_DEBUG", None)
-            assert warm.PREBUILT is None, "made ahead for one session only"
-            return got is made, got
-        os.chdir({str(tmp_path)!r})
-        taken, config = fresh()
-        assert taken and config.invocation_params.args == tuple(run), config.invocation_params
-        assert str(config.invocation_params.dir) == {str(tmp_path)!r}
-        assert config.pluginmanager.is_blocked("cacheprovider") and config.pluginmanager.is_blocked("stepwise")
-        assert c.get_config(run, prog=prog) is not config
-        others = [fresh(args=[*run, "-p", "no:warnings"])[0], fresh(prog="pytest.main()")[0],
-                  fresh(plugins=[])[0], fresh(debug=True)[0], fresh(args=["-q", "test_x.py"])[0]]
-        assert not any(others), others
-        assert not hasattr(c.get_config.made_ahead_from, "made_ahead_from"), "pytest's get_config is wrapped once"
-        assert warm.RUN_OPTIONS == tuple({tuple(sbpytest.PYTEST_ARGS[2:])!r}), "the public test command's options"
-        print("ok")
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
-                         cwd=tmp_path, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert out.stdout.split()[-1] == "ok"
 
 
 # ---- sandbox guarantees with the zygote on -----------------------------------------------------
@@ -753,7 +658,7 @@ def test_switches_select_the_exec_path(tmp_path, monkeypatch, launches):
 def test_failed_start_falls_back_with_one_warning(tmp_path, monkeypatch, launches, isolated_zygote_state):
     broken = tmp_path / "broken_zygote.py"
     broken.write_text("import sys\nsys.stderr.write('zygote exploded\\n')\nsys.exit(3)\n")
-    monkeypatch.setattr(zyg, "ZYGOTE_SCRIPT", str(broken))
+    monkeypatch.setattr(zyg, "FORK_SERVER_SCRIPT", str(broken))
     monkeypatch.setattr(zyg, "ZYGOTE_MAX_START_FAILURES", 2)
     ws = Workspace(tmp_path / "ws", memo=False, sandbox="local")
     ws.setup_file("test_ok.py", SIMPLE)
@@ -926,12 +831,10 @@ def test_without_spares_every_run_is_forked_at_its_request(tmp_path, monkeypatch
     assert left == []
 
 
-# ---- the opt-in changes to pytest's internals -------------------------------------------------------------
+# ---- pytest's own internals ------------------------------------------------------------------------------
 
-PATCHED_NAMES = ("statement_trees", "code_paths", "fixture_scans", "primed_rewrites", "config_ahead")
-
-# What a run's pytest holds under each private name that _pytest_patches.py may replace: the module that defined
-# it (a replacement is defined in the patches' own module), or "mine" for a ``dir`` injected into _pytest.fixtures.
+# What a run's pytest holds under a few private names a fork server could be tempted to replace: the module that
+# defined each (pytest's own, for every one).
 SEE_INTERNALS = """
 import json, _pytest._code.code as code, _pytest._code.source as source, _pytest.assertion.rewrite as rewrite
 import _pytest.config as config, _pytest.fixtures as fixtures
@@ -941,32 +844,14 @@ def test_internals():
     print("INTERNALS " + json.dumps({
         "statement_trees": owner(source.getstatementrange_ast), "code_paths": owner(code.Code.path.fget),
         "fixture_scans": owner(vars(fixtures)["dir"]) if "dir" in vars(fixtures) else "_pytest.fixtures",
-        "primed_rewrites": owner(rewrite._rewrite_test), "config_ahead": owner(config.get_config)}))
+        "rewrites": owner(rewrite._rewrite_test), "config": owner(config.get_config)}))
 """
 
 
-def test_every_opt_in_change_takes_on_the_locked_pytest(tmp_path):
-    """The fork server with the opt-in changes (``LATTE_LAB_PYTEST_PATCHES=1``), loaded in a fresh interpreter:
-    each change checks pytest's internals before it patches them and stays off on another pytest, so this test
-    is what says that none went off silently on the pytest the project locks (upgrade it, and this fails until
-    the changes are brought up to date or dropped)."""
-    script = textwrap.dedent(f"""
-        import importlib.util, json
-        spec = importlib.util.spec_from_file_location("zs_patched", {zyg.ZYGOTE_SCRIPT!r})
-        zs = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(zs)
-        print(json.dumps(zs.APPLIED))
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
-    assert out.returncode == 0, out.stderr[-3000:]
-    assert json.loads(out.stdout.splitlines()[-1]) == dict.fromkeys(PATCHED_NAMES, True)
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_run_sees_pytests_own_internals_unless_the_changes_are_asked_for(tmp_path, monkeypatch, backend, launches):
-    """By default a test run's pytest is pytest's own, whichever way the run starts (forked from a fork server or
-    a kept sandbox, or a fresh interpreter); with ``LATTE_LAB_PYTEST_PATCHES=1`` a forked run has all five
-    changes and a fresh interpreter the three that concern a session."""
+def test_a_run_sees_pytests_own_internals_whichever_way_it_starts(tmp_path, monkeypatch, backend, launches):
+    """A test run's pytest is pytest's own, whichever way the run starts (forked from a fork server or a kept
+    sandbox, or a fresh interpreter): the fork servers use pytest's public API only."""
     ws = Workspace(tmp_path / "ws", memo=False, sandbox=backend)
     ws.setup_file("test_internals.py", SEE_INTERNALS)
 
@@ -975,13 +860,9 @@ def test_a_run_sees_pytests_own_internals_unless_the_changes_are_asked_for(tmp_p
         assert run.passed == 1, run.stdout[-3000:]
         return json.loads(next(line for line in run.stdout.splitlines() if line.startswith("INTERNALS "))[10:])
 
-    own = {name: module for name, module in internals().items()}
-    assert not any("patches" in module for module in own.values()), own
-    monkeypatch.setenv(sbpytest.PATCHES_VAR, "1")
     forked = internals()
-    assert {name for name, module in forked.items() if module == "_latte_lab_pytest_patches"} == set(PATCHED_NAMES)
     for switch_off in ((zyg, "USE_ZYGOTE"), (warm, "USE_WARM")):
         monkeypatch.setattr(*switch_off, False)
     fresh = internals()
-    assert {name for name, module in fresh.items() if module == "__main__"} == set(PATCHED_NAMES[:3]), fresh
-    assert launches.zygote == (2 if backend == "local" else 0)
+    assert forked == fresh and all(module.startswith("_pytest.") for module in fresh.values()), (forked, fresh)
+    assert launches.zygote == (1 if backend == "local" else 0)

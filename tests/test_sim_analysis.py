@@ -130,7 +130,7 @@ def test_an_undeclared_placeholder_is_taken_for_a_score_and_hides_the_driver(hid
 def test_the_report_states_each_fact_on_a_line_of_its_own(reports):
     lines = reports["a"].splitlines()
     assert lines[0] == f"{A.ANALYSIS_MARK}{DATA}: 400 rows, 8 columns"
-    assert lines[-1].startswith(A.END_MARK) and f": {len(lines) - 2} facts" in lines[-1]
+    assert lines[-1] == f"{A.END_MARK} of {DATA}: 400 rows, 8 columns, {len(lines) - 2} facts"
     got = A.parse_report(reports["a"])
     assert got.complete and len(got.facts) == len(lines) - 2  # every line between is a fact
     f = facts(reports["a"])
@@ -147,7 +147,7 @@ def test_the_report_states_each_fact_on_a_line_of_its_own(reports):
     # (b): the placeholder is a score like any other: the naive figures, and what gives it away
     g = facts(reports["b"])
     sat = g["numeric", "satisfaction (var_01)"]
-    assert (sat.num("n"), sat.num("missing"), sat.num("max")) == (400, 0, 99)
+    assert (sat.num("n"), sat.num("missing"), sat.num("max")) == (400, None, 99)  # no missing value: no field
     assert abs(g["relation", "satisfaction (var_01)"].num("r")) < 0.05
     assert g["outliers", "satisfaction (var_01)"].num("iqr_outliers") == 28
     assert ("placeholder", "satisfaction (var_01)") not in g
@@ -415,3 +415,27 @@ def test_the_module_names_no_task_and_reads_none():
         assert not re.search(rf"(?<![\w]){word}(?![\w])", text, flags), word
     assert "latte_lab.tasks" not in text and "planted" not in text and "reference" not in text.lower()
     assert not re.search(r"^\s*(?:from|import)\s+latte_lab", text, re.M)  # standalone: it imports nothing of the package
+
+
+def test_a_report_whose_head_a_run_cut_off_is_read_from_its_end(reports):
+    """A run's shown output keeps its last characters: the facts about the whole table come last, and the end
+    line names the file and its size, so a report cut at its head still gives the target and the placeholder."""
+    for key in ("a", "b"):
+        full = A.parse_report(reports[key])
+        for keep in (400, 1200, len(reports[key]) - 60):
+            cut = "✅ Script completed:\n" + reports[key][-keep:]
+            got = A.parse_report(cut)
+            assert got is not None and got.complete and (got.file, got.rows, got.columns) == (DATA, 400, 8)
+            assert got.target is not None and got.target.name == "churned"
+            assert len(got.facts) < len(full.facts)
+            assert got.facts == full.facts[-len(got.facts):]
+        assert (A.parse_report("✅ Script completed:\n" + reports[key][-400:]).first("placeholder") is None) == (key == "b")
+
+
+def test_of_two_runs_shown_the_later_counts_even_with_its_head_cut_off(reports):
+    """A prompt showing an earlier run whole and a later one whose head was cut: the later one is read."""
+    earlier, later = reports["b"], reports["a"]
+    text = f"✅ Script completed:\n{earlier}\n\nsome reply\n\n✅ Script completed:\n{later[-1500:]}"
+    got = A.parse_report(text)
+    assert got.first("placeholder") is not None and got.complete
+    assert A.parse_report(f"✅ Script completed:\n{later}\n\n✅ Script completed:\n{earlier}").first("placeholder") is None

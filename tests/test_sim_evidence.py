@@ -61,13 +61,22 @@ def test_the_profile_of_the_shipped_data_shows_the_placeholder(tmp_path):
 
 # ---------------------------------------------------------------------- constants, gated ----
 
-def test_config_written_before_any_profile_holds_only_what_the_description_shows():
+def test_config_written_before_any_profile_holds_no_fact_about_the_data():
+    """Only what the prompt shows about the data counts (the data file read, a profile's or an analysis's
+    report): the description naming var_01 and var_08 says nothing of which column each one is."""
     out = _config(_eda_skill(EDA.description))
     assert out["MISSING_VALUES"] == "MISSING_VALUES = {}"
-    assert "var_01" in out["COLUMN_MAP"] and "var_08" in out["COLUMN_MAP"]  # the description names these two
-    assert not any(f"var_0{i}" in out["COLUMN_MAP"] for i in range(2, 8))
+    assert out["COLUMN_MAP"] == "COLUMN_MAP = {}"
     skill = _eda_skill(EDA.description)
     assert out["TARGET"] == skill.solution_symbols("config.py")["TARGET"]  # no data value in it: as the reference
+
+
+def test_a_number_outside_a_report_about_the_data_is_no_evidence():
+    """A 99 in a message, a test id or a plan is not the data's: the placeholder stays unknown."""
+    noise = "Round 99 of the plan.\nFAILED test_suite.py::test_case_99 - assert 99 == 98\nvar_01 is 99 wide"
+    out = _config(_eda_skill(EDA.description + "\n\n" + noise))
+    assert out["MISSING_VALUES"] == "MISSING_VALUES = {}" and out["COLUMN_MAP"] == "COLUMN_MAP = {}"
+    assert E.data_evidence(noise, {}, (DATA,)) == ""
 
 
 def test_config_written_after_the_profile_is_the_correct_one(tmp_path):

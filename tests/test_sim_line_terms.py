@@ -8,10 +8,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from latte_lab.models.sim import fixbook
-from latte_lab.models.sim.skill import catalogue
+from latte_lab.models.sim.units import catalogue, units_from_text
 
 CATALOGUES = [catalogue(project) for project in fixbook.fix_book().projects]  # every registered task's
-UNIT_IDS = sorted({u.id for cat in CATALOGUES for u in cat.units})
+# the units each task's own description lines give (what a prompt quoting them would show)
+UNIT_IDS = sorted({u.id for cat in CATALOGUES for u in units_from_text(cat, ["\n".join(cat.project.lines)], {})})
 PIECES = UNIT_IDS + ["src/report.py", "data.csv", "notes.md", "x.json", "a-b/c_d.txt", "fix-rms", "fix-Tokenizer-tokenize",
           "check-peak_rate", "tokenize_words", "-", "/", ".", "_", "word", "py", " ", "\n", "\r\n", "\r", "\x0b",
           "\x0c", "\x1c", "\x85", "\u2028", "é", "fix-"]

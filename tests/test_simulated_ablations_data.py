@@ -50,3 +50,32 @@ def test_the_data_placeholder_is_declared_only_when_a_prompt_showed_it():
 
     assert declared(_hide_placeholder, range(20)) == 0
     assert declared(None, range(5)) >= 4
+
+
+DATA_QUALITY = ("TestDataQuality::test_placeholder_declared", "TestDataQuality::test_missing_data_reports_the_placeholder")
+SATISFACTION = ("TestPlantedFindings::test_satisfaction_direction_is_negative",)
+
+
+@pytest.mark.slow
+def test_findings_written_without_the_placeholder_fail_its_hidden_tests():
+    """The findings are computed from the analysis an agent ran with the team's schema, never copied: with the
+    placeholder taken out of every prompt, no schema declares it, the analysis takes 99 for a score, and the
+    data-quality tests and the satisfaction finding fail in at least 9 of 10 trials that wrote their findings;
+    as shipped, the same test passes them in some (it can tell the two apart)."""
+
+    def outcomes(change, seeds) -> list[tuple[bool, bool]]:
+        out = []
+        for seed in seeds:
+            with tempfile.TemporaryDirectory() as tmp:
+                res = trial("eda", "latte", seed, Wrapped(change), Path(tmp))
+                if "findings.json" in res.eval.get("missing_outputs", ["findings.json"]):
+                    continue  # nothing written: the test says nothing about what was written
+                bad = set(res.eval["failed_tests"])
+                out.append((all(t in bad for t in DATA_QUALITY), all(t in bad for t in SATISFACTION)))
+        return out
+
+    hidden = outcomes(_hide_placeholder, range(10))
+    assert len(hidden) >= 9, hidden
+    assert sum(dq for dq, _ in hidden) >= 9 and sum(sat for _, sat in hidden) >= 9, hidden
+    shipped = outcomes(None, range(5))
+    assert sum(not dq for dq, _ in shipped) >= 2 and sum(not sat for _, sat in shipped) >= 2, shipped

@@ -10,8 +10,9 @@ import json
 import pytest
 
 import latte_lab as ll
-from latte_lab import rundir, sweepdir
+from latte_lab import rundir
 from latte_lab.sandbox import clear_memo
+from latte_lab.sweep import sweepdir
 from latte_lab.trial import comparable_events, comparable_row
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("no_shared_memo")]

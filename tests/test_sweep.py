@@ -10,8 +10,8 @@ import os
 import pytest
 
 import latte_lab as ll
-from latte_lab import rundir, sweepdir
-from latte_lab.sweep import check_jobs, expand_grid, max_jobs, run_sweep
+from latte_lab import rundir
+from latte_lab.sweep import check_jobs, expand_grid, max_jobs, run_sweep, sweepdir
 
 
 def test_expand_grid_interleaves_conditions_and_seeds(tmp_path):

@@ -25,8 +25,8 @@ from sweep_helpers import (
 )
 
 import latte_lab as ll
-from latte_lab import rundir, sweepdir
-from latte_lab.sweep import expand_grid, run_sweep
+from latte_lab import rundir
+from latte_lab.sweep import expand_grid, run_sweep, sweepdir
 
 # Trials that must still be running when a signal arrives: never served from the session's shared memo.
 pytestmark = pytest.mark.usefixtures("no_shared_memo")

@@ -21,8 +21,8 @@ import pytest
 from sweep_helpers import SPECIAL_FILES_LEFT, SpecialFilesServer
 
 import latte_lab as ll
-from latte_lab import rundir, sweepdir
-from latte_lab.sweep import distributed, run_sweep
+from latte_lab import rundir
+from latte_lab.sweep import distributed, run_sweep, sweepdir
 from latte_lab.sweep.distributed import RayRunner, pack, unpack
 
 

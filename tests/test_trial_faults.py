@@ -217,14 +217,14 @@ def test_a_full_disk_stops_the_trial_with_a_one_line_error(tmp_path, monkeypatch
 
 
 def test_result_json_falls_back_to_the_reserved_space(tmp_path, monkeypatch):
-    real = rundir._write_atomic
+    real = rundir.format._write_atomic
 
     def no_space_for_results(path, text):
         if path.name in (rundir.RESULT_FILE, rundir.LEDGER_FILE):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, text)
 
-    monkeypatch.setattr(rundir, "_write_atomic", no_space_for_results)
+    monkeypatch.setattr(rundir.format, "_write_atomic", no_space_for_results)
     res = ll.run_trial(ll.TrialConfig(task="debug", seed=1, max_rounds=3, runs_dir=str(tmp_path)))
     assert res.status == "error" and "is full" in res.error and res.row["status"] == "error"
     saved = _check_record(res.run_dir, "error")
@@ -238,14 +238,14 @@ def test_result_json_falls_back_to_the_reserved_space(tmp_path, monkeypatch):
 def test_a_ledger_that_does_not_fit_makes_the_trial_an_error(tmp_path, monkeypatch):
     """The disk fills exactly when the ledger is written: the record is incomplete, so the trial is an error
     (reason error, in result.json's own ``reason`` too), not a success with a ledger missing."""
-    real = rundir._write_atomic
+    real = rundir.format._write_atomic
 
     def no_space_for_the_ledger(path, text):
         if path.name == rundir.LEDGER_FILE:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(path, text)
 
-    monkeypatch.setattr(rundir, "_write_atomic", no_space_for_the_ledger)
+    monkeypatch.setattr(rundir.format, "_write_atomic", no_space_for_the_ledger)
     res = ll.run_trial(ll.TrialConfig(task="debug", seed=1, max_rounds=3, runs_dir=str(tmp_path)))
     assert res.status == "error" and res.reason == "error" and res.error.startswith("the disk holding ")
     saved = _check_record(res.run_dir, "error")
@@ -265,7 +265,7 @@ def test_a_disk_too_full_to_start_leaves_no_run_directory(tmp_path, monkeypatch)
     def no_space(path, size):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(rundir, "_reserve", no_space)
+    monkeypatch.setattr(rundir.format, "_reserve", no_space)
     with pytest.raises(rundir.DiskFullError, match="the disk holding .* is full"):
         ll.run_trial(ll.TrialConfig(task="debug", max_rounds=2, runs_dir=str(tmp_path)))
     assert list(tmp_path.iterdir()) == []
@@ -273,12 +273,12 @@ def test_a_disk_too_full_to_start_leaves_no_run_directory(tmp_path, monkeypatch)
 
 @pytest.fixture()
 def tiny_tmpfs(tmp_path):
-    """A 600 KiB tmpfs (root only): skipped with the reason when it cannot be mounted."""
+    """A 256 KiB tmpfs (root only; a debug trial writes more than that): skipped with the reason when it cannot be mounted."""
     mnt = tmp_path / "tiny"
     mnt.mkdir()
     if os.geteuid() != 0:
-        pytest.skip("mounting a 600 KiB tmpfs needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=600k", "tmpfs", str(mnt)], capture_output=True,
+        pytest.skip("mounting a 256 KiB tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], capture_output=True,
                           text=True)
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip() or done.returncode}")
@@ -288,7 +288,7 @@ def tiny_tmpfs(tmp_path):
         subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
-def test_a_trial_on_a_600_kib_tmpfs_ends_with_a_readable_error_record(tiny_tmpfs):
+def test_a_trial_on_a_256_kib_tmpfs_ends_with_a_readable_error_record(tiny_tmpfs):
     runs = tiny_tmpfs / "runs"
     code = textwrap.dedent(f"""
         import warnings, latte_lab as ll

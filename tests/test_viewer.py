@@ -21,9 +21,9 @@ SCRIPT = "<script>alert(1)</script>"
 MAX_PAGE_BYTES = 5_000_000
 
 
-def make_trial(runs: Path, team: str, max_rounds: int | None = None) -> Path:
+def make_trial(runs: Path, team: str, max_rounds: int | None = None, seed: int = 0) -> Path:
     cfg = ll.TrialConfig(task="debug", team=team, model="simulated", max_rounds=max_rounds, runs_dir=str(runs),
-                         cache="off")
+                         cache="off", seed=seed)
     return Path(ll.run_trial(cfg).run_dir)
 
 
@@ -157,7 +157,7 @@ def test_agent_text_is_escaped(runs):
     assert any(SCRIPT in t for t in viewer.unpack_texts(page))  # the reply keeps its text
     js = page.split('<script>', 1)[1]
     assert "innerHTML" not in js and "insertAdjacentHTML" not in js and "document.write" not in js
-    assert viewer._json_for_html({"a": "</script><!--"}) == '{"a":"<\\/script>\\u003c!--"}'
+    assert viewer.page._json_for_html({"a": "</script><!--"}) == '{"a":"<\\/script>\\u003c!--"}'
 
 
 def test_sweep_table_and_pages(runs, tmp_path):
@@ -229,3 +229,16 @@ def test_a_page_embeds_in_a_notebook_without_a_file(runs, tmp_path):
     assert "data-trial" in html_mod.unescape(both) or '"trials"' in html_mod.unescape(both)
     with pytest.raises(ll.LatteError, match="not a finished trial"):
         viewer.embed(tmp_path)
+
+
+def test_the_pages_markup_style_and_script_are_package_files():
+    """The page's HTML, CSS and JavaScript are files of the package (read with importlib.resources), so that tools
+    for those languages can check them; a page holds each of them whole."""
+    from importlib import resources
+
+    assets = resources.files("latte_lab.viz.viewer").joinpath("assets")
+    texts = {name: assets.joinpath(name).read_text(encoding="utf-8") for name in viewer.page.ASSETS}
+    assert texts["page.js"].startswith('\n"use strict";') and "function trialApp" in texts["page.js"]
+    assert "__CSS__" in texts["page.html"] and "__JS__" in texts["page.html"] and "body{" in texts["page.css"]
+    page = viewer.sweep_html(Path(__file__).parent)  # any directory: a sweep page with no rows
+    assert texts["page.js"] in page and texts["page.css"] in page and page.startswith("<!DOCTYPE html>")

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from latte_lab import rundir, schema, sweepdir
+from latte_lab import rundir, schema
 from latte_lab.errors import DataError
 
 PUBLISHED_SOURCES = (
@@ -343,8 +343,8 @@ def _pick_runs(root: Path) -> tuple[list[tuple[Path, dict]], int, list[dict]]:
     for trial_id, runs in by_id.items():
         def rank(item, trial_id=trial_id):
             run_dir, data = item
-            attempt = sweepdir.attempt_of(run_dir.name)[1]
-            return (sweepdir.is_finished(data) or data.get("status", "ok") == "ok", run_dir.name == trial_id,
+            attempt = rundir.attempt_of(run_dir.name)[1]
+            return (rundir.is_finished(data) or data.get("status", "ok") == "ok", run_dir.name == trial_id,
                     -1 if attempt is None else attempt, (run_dir / rundir.RESULT_FILE).stat().st_mtime)
         picked.append(max(runs, key=rank))
         ignored += len(runs) - 1

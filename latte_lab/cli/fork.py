@@ -19,10 +19,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "seed for what follows, a protocol switch, another round budget. Another team, task or team size is "
         "refused: those are new trials from round 0.",
         epilog=f"examples (after latte-lab run --task debug --seed 0, which writes {run}):\n"
-        f"  latte-lab fork {run} --at 20 --set seed=7\n"
-        f"  latte-lab fork {run} --at 10 --set heartbeat_rule=released\n"
+        f"  latte-lab fork {run} --at 10 --set seed=7\n"
+        f"  latte-lab fork {run} --at 6 --set heartbeat_rule=released\n"
         f"  latte-lab fork {run} --at 5 --set model=simulated/careful --set max_rounds=30\n"
-        f"  latte-lab fork {run} --at 8 --intervene '<release_task id=\"fix-rms\" />'")
+        f"  latte-lab fork {run} --at 8 --intervene '<release_task id=\"task-2\" />'")
     p.add_argument("run_dir", metavar="RUN", help="the recorded trial's run directory, or its trial id (or the "
                    "start of one) under runs/")
     p.add_argument("--at", type=int, required=True, dest="at_round",
@@ -62,9 +62,8 @@ def parse_changes(items: list[str]) -> dict[str, object]:
 def _fork(args) -> int:
     from latte_lab.cli._common import UsageError, default_runs_dir
     from latte_lab.cli.show import find_run
-    from latte_lab.fork import fork
     from latte_lab.rundir import CALLS_FILE
-    from latte_lab.trial import print_round
+    from latte_lab.trial import fork, print_round
 
     runs = Path(default_runs_dir())
     if not Path(args.run_dir).is_dir() and not runs.is_dir():  # a missing RUN: one line, exit status 2

@@ -1,7 +1,7 @@
 """``latte-lab runs [DIR]``: the trials and sweeps under a folder, newest first, one line each.
 
 A trial is a run directory (:mod:`latte_lab.rundir`: a folder with ``config.json``); a sweep is a folder
-with a ``.sweep/`` area (:mod:`latte_lab.sweepdir`) whose trials sit beside it, and whose trials under way
+with a ``.sweep/`` area (:mod:`latte_lab.sweep.sweepdir`) whose trials sit beside it, and whose trials under way
 are in ``.sweep/running/``. Only ``result.json`` and ``config.json`` are read, so a thousand trials list in
 well under a second. :func:`find_runs` is the same listing for Python.
 
@@ -38,9 +38,9 @@ from pathlib import Path
 from latte_lab.cli._common import UsageError, cell, default_runs_dir, local_time, table
 from latte_lab.config import TASK_ALIASES, TEAM_ALIASES
 from latte_lab.errors import DataError
-from latte_lab.rundir import CONFIG_FILE, RESULT_FILE, read_json
+from latte_lab.rundir import CONFIG_FILE, RESULT_FILE, attempt_of, read_json
 from latte_lab.schema import SUCCESS_AND_ACCURACY
-from latte_lab.sweepdir import LOCK_FILE, RUNNING_DIR, SWEEP_DIR, attempt_of
+from latte_lab.sweep.sweepdir import LOCK_FILE, RUNNING_DIR, SWEEP_DIR
 
 __all__ = ["STATUSES", "RunEntry", "SweepEntry", "add_parser", "find_runs", "find_sweeps", "read_entry", "select",
            "superseded_attempts"]
@@ -131,7 +131,7 @@ def read_entry(run_dir: Path, *, sweep: Path | None = None, running: bool | None
     sweep's ``.sweep/running/``, whether that sweep is still at work (None elsewhere).
 
     A trial a sweep has put in place always has its result.json (it is renamed there whole, see
-    :mod:`latte_lab.sweepdir`), so one without is damaged, not running."""
+    :mod:`latte_lab.sweep.sweepdir`), so one without is damaged, not running."""
     config, config_problem = _read_json(run_dir / CONFIG_FILE)
     result, result_problem = _read_json(run_dir / RESULT_FILE)
     if result is None and not result_problem and sweep is not None and running is None:

@@ -28,6 +28,9 @@ Owners: Complete and Close keep the last owner in ``agent`` (the paper's lambda(
 finisher is recorded in ``completed_by`` (and ``closed`` says the Lead force-completed the node).
 Invariants: a pending node has no agent; an assigned or in_progress node has one.
 
+Beside the graph: :mod:`latte_lab.graph.dag` (free functions over any dependency graph: order, depth, critical
+path) and :mod:`latte_lab.graph.history` (the graph at every recorded round, as keyframes and deltas).
+
 >>> g = CoordinationGraph()
 >>> g.discover("plan", title="Plan the fix", by="Lead")
 >>> g.discover("fix", deps=["plan"], title="Fix rms", by="Lead")

@@ -17,9 +17,9 @@ from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
-from latte_lab import dag
+import latte_lab.graph._serial as _serial
+import latte_lab.graph.dag as dag
 from latte_lab.errors import LatteError, OperatorError
-from latte_lab.graph import _serial
 from latte_lab.graph._nodes import (
     ASSIGNED,
     DONE,
@@ -196,7 +196,7 @@ class CoordinationGraph:
         """The longest dependency chain (by node count) among nodes not yet done/verified.
 
         Finished nodes are left out because they no longer delay anything; ties go to the chain that starts
-        at, and then runs through, the earliest-created nodes (:func:`latte_lab.dag.critical_path`). O(V + E).
+        at, and then runs through, the earliest-created nodes (:func:`latte_lab.graph.dag.critical_path`). O(V + E).
         """
         return dag.critical_path({n.id: list(n.deps) for n in self._nodes.values() if not is_finished(n.status)})
 
@@ -521,6 +521,24 @@ class CoordinationGraph:
         The log of the rebuilt graph starts empty. Malformed input raises :class:`~latte_lab.errors.DataError`.
         """
         return _serial.from_snapshot(cls, snapshot)
+
+    def state(self) -> dict[str, Any]:
+        """Everything the graph holds (its nodes, its log, the frontier's order) as plain values, for a team's
+        state at a round's end; :meth:`from_state` rebuilds the very same graph. Unlike a :meth:`snapshot`, the
+        log travels with it, so the graph's history records on from it as from the original."""
+        return _serial.state(self)
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any]) -> CoordinationGraph:
+        """The graph :meth:`state` describes; malformed input raises :class:`~latte_lab.errors.DataError`.
+
+        >>> g = CoordinationGraph()
+        >>> g.discover("a", by="Lead"); g.discover("b", ["a"], by="Lead"); g.claim("a", "Dev1")
+        >>> h = CoordinationGraph.from_state(g.state())
+        >>> h.snapshot() == g.snapshot() and h.log == g.log and h.frontier() == g.frontier()
+        True
+        """
+        return _serial.from_state(cls, state)
 
     @classmethod
     def from_log(cls, log: Iterable[dict[str, Any]], roles: str = "paper", *, lead: str = LEAD,

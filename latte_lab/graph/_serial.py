@@ -1,8 +1,8 @@
 """The coordination graph as data: its operation log, snapshots, replay, and the networkx view.
 
 These are the bodies of :meth:`CoordinationGraph.snapshot`, :meth:`~CoordinationGraph.from_snapshot`,
-:meth:`~CoordinationGraph.from_log`, :meth:`~CoordinationGraph.replay_entry` and
-:meth:`~CoordinationGraph.to_networkx`; call those. Loading checks every record (ids, statuses, owners,
+:meth:`~CoordinationGraph.from_log`, :meth:`~CoordinationGraph.replay_entry`, :meth:`~CoordinationGraph.state`,
+:meth:`~CoordinationGraph.from_state` and :meth:`~CoordinationGraph.to_networkx`; call those. Loading checks every record (ids, statuses, owners,
 edges, acyclicity) before the graph is used, because a snapshot or a log may come from an old or a
 hand-edited run directory.
 """
@@ -13,7 +13,16 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from latte_lab.errors import DataError, LatteError, OperatorError
-from latte_lab.graph._nodes import LEAD, PENDING, RECORD_KEYS, STATUS_BY_VALUE, is_active, is_finished, new_node
+from latte_lab.graph._nodes import (
+    LEAD,
+    PENDING,
+    RECORD_KEYS,
+    STATUS_BY_VALUE,
+    Status,
+    is_active,
+    is_finished,
+    new_node,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import networkx as nx
@@ -184,3 +193,50 @@ def to_networkx(g: CoordinationGraph) -> nx.DiGraph:
         for d in n.deps:
             G.add_edge(d, n.id)
     return G
+
+
+# The fields of a node in a graph's state, in this order (``succ`` as the successors' ids).
+STATE_NODE_FIELDS = ("id", "title", "description", "status", "agent", "deps", "succ", "is_verify", "verify_of",
+                     "created_by", "seq", "assigned_by", "completed_by", "closed", "unfinished")
+
+
+def state(g: CoordinationGraph) -> dict[str, Any]:
+    """Everything the graph holds, log and frontier order included, as plain values (tuples kept; the log is the
+    graph's own list, which the caller reads and never changes)."""
+    nodes = []
+    for n in g._nodes.values():
+        nodes.append([n.id, n.title, n.description, n.status.value, n.agent, n.deps, [s.id for s in n.succ],
+                      n.is_verify, n.verify_of, n.created_by, n.seq, n.assigned_by, n.completed_by, n.closed,
+                      n.unfinished])
+    settings = {k: getattr(g, k) for k in SNAPSHOT_SETTINGS}
+    return {"settings": settings, "paper": g._paper, "check_callers": g._check_callers, "nodes": nodes,
+            "log": g._log, "counts": {s.value: c for s, c in g._counts.items()},
+            "owned": {agent: list(ids) for agent, ids in g._owned.items()}, "ready": dict(g._ready),
+            "ready_max": g._ready_max, "ready_sorted": g._ready_sorted}
+
+
+def from_state(cls: type[CoordinationGraph], data: dict[str, Any]) -> CoordinationGraph:
+    try:
+        g = cls(**data["settings"])
+        g._paper, g._check_callers = bool(data["paper"]), bool(data["check_callers"])
+        succ: dict[str, list[str]] = {}
+        for fields in data["nodes"]:
+            values = dict(zip(STATE_NODE_FIELDS, fields, strict=True))
+            n = new_node(values["id"], values["title"], values["description"], tuple(values["deps"]),
+                         values["created_by"], values["seq"], values["is_verify"], values["verify_of"])
+            n.status = STATUS_BY_VALUE[values["status"]]
+            n.agent, n.assigned_by, n.completed_by = values["agent"], values["assigned_by"], values["completed_by"]
+            n.closed, n.unfinished = values["closed"], values["unfinished"]
+            g._nodes[n.id] = n
+            succ[n.id] = values["succ"]
+        for node_id, ids in succ.items():
+            g._nodes[node_id].succ = [g._nodes[i] for i in ids]
+        g._log = list(data["log"])
+        g._counts = {s: int(data["counts"].get(s.value, 0)) for s in Status}
+        g._owned = {agent: dict.fromkeys(ids) for agent, ids in data["owned"].items()}
+        g._ready = {k: int(v) for k, v in data["ready"].items()}
+        g._ready_max, g._ready_sorted = int(data["ready_max"]), bool(data["ready_sorted"])
+    except (KeyError, TypeError, ValueError, LatteError) as exc:
+        raise DataError(f"graph state is malformed ({type(exc).__name__}: {exc}); pass what "
+                        "CoordinationGraph.state() made") from None
+    return g

@@ -53,7 +53,7 @@ class Cassette:
     """Appends one line per call to ``path`` (created with its parent directories).
 
     Each line is written whole or not at all. When the disk is full the first failed write raises
-    :class:`~latte_lab.rundir.DiskFullError` (the trial stops) and later calls are no longer recorded, so
+    :class:`~latte_lab.rundir.format.DiskFullError` (the trial stops) and later calls are no longer recorded, so
     the file stays a readable prefix of the trial.
     """
 
@@ -64,6 +64,7 @@ class Cassette:
         self._appender: rundir.JsonlAppender | None = None
         self._numbers: dict[str, int] = {}  # each message written, by its JSON: its number in this file
         self.disk_full: str | None = None
+        self.lines = 0  # lines written by this writer
 
     def __repr__(self) -> str:
         return f"Cassette({str(self.path)!r})"
@@ -87,6 +88,7 @@ class Cassette:
                 self._appender.append_text(line)
             except UnicodeEncodeError:  # a lone surrogate in a reply: its JSON escape reads back the same
                 self._appender.append_text(escape_surrogates(line))
+            self.lines += line.count("\n")
         except OSError as exc:
             if not rundir.is_disk_full(exc):
                 raise
@@ -156,6 +158,22 @@ class Cassette:
                 for piece in added:  # not on disk: a later line that needs them holds them
                     del numbers[piece]
                 raise
+
+    def copy_lines(self, source: str | os.PathLike, n: int) -> None:
+        """Start with the first ``n`` lines of another cassette (a fork's parent's calls up to its fork point),
+        as they are. The numbers they give messages are theirs; this writer's own lines define theirs again, so
+        the file reads back whole (a number means its latest definition)."""
+        lines = []
+        if n > 0:
+            with open(source, encoding="utf-8", newline="") as fh:
+                for line in fh:
+                    if len(lines) == n:
+                        break
+                    lines.append(line if line.endswith("\n") else line + "\n")
+        if len(lines) != n:
+            raise DataError(f"{source} holds {len(lines)} lines, not the {n} its trial's saved state counts")
+        with self._lock:
+            self._append("".join(lines))
 
     def record_error(self, request: ModelRequest, error: BaseException) -> None:
         """Note a failed call (replay ignores these lines; they explain gaps when reading a run)."""

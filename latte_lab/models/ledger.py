@@ -131,6 +131,11 @@ class CostLedger:
             self._rows.append(row)
         return row
 
+    def restore_row(self, row: dict) -> None:
+        """Add a row as :meth:`record` made it (a trial's saved state: a fork's ledger up to its fork point)."""
+        with self._lock:
+            self._rows.append({name: row[name] for name in LEDGER_COLUMNS})
+
     def rows(self) -> list[dict]:
         with self._lock:
             return list(self._rows)

@@ -1,6 +1,8 @@
-"""Running untrusted agent code: limits, process-tree control, the generic runner with its two backends
-(``bwrap``: a bubblewrap sandbox; ``local``: this user, with limits), the pytest runner (JUnit results and a
-content memo), the pytest fork server, and probes that measure what a backend stops.
+"""Running untrusted agent code: limits, process-tree control, a :class:`RunRequest` (what to run, where, within
+which limits, what kind of run) run by :func:`run_sandboxed` on one of two backends, each owning its fast paths
+(``bwrap``: a bubblewrap sandbox, and sandboxes kept between runs; ``local``: this user, with limits, and fork
+servers), the pytest runner (JUnit results and a content memo), the hidden evaluation's judge, and probes that
+measure what a backend stops.
 
 >>> import sys, tempfile
 >>> run = run_sandboxed([sys.executable, "-c", "print(6 * 7)"], tempfile.mkdtemp(), timeout=30)
@@ -8,6 +10,7 @@ content memo), the pytest fork server, and probes that measure what a backend st
 (True, '42\\n')
 """
 
+from latte_lab.sandbox.backends import Backend, backend_for
 from latte_lab.sandbox.lifetime import Sandbox
 from latte_lab.sandbox.limits import SandboxLimits
 from latte_lab.sandbox.process import sandbox_processes, stop_sandbox
@@ -20,15 +23,19 @@ from latte_lab.sandbox.pytest import (
     run_pytest,
     tree_digest,
 )
+from latte_lab.sandbox.request import RunRequest
 from latte_lab.sandbox.run import OutputCapture, RunResult, resolve_sandbox, run_sandboxed
 from latte_lab.sandbox.zygote import shutdown_zygotes
 
 __all__ = [
+    "Backend",
     "OutputCapture",
+    "RunRequest",
     "RunResult",
     "Sandbox",
     "SandboxLimits",
     "TestRun",
+    "backend_for",
     "clear_memo",
     "memo_key",
     "outcomes_by_class",

@@ -95,7 +95,6 @@ MS_BIND, MS_REC, MS_SLAVE = 0x1000, 0x4000, 0x80000
 HIDDEN_TMPFS_OPTIONS = "size=4096,mode=0555"  # what covers a hidden directory: empty, read-only
 MNT_DETACH = 2
 STOP_POLL_SECONDS = 0.02  # how often a stopping run's processes are reaped
-FULL_MARGIN_BYTES = 64 * 1024  # a tmpfs with less room than this left was filled by the run
 END_DEADLINE_SECONDS = 5.0  # killing a namespace's processes: give up after this (D state)
 
 
@@ -337,71 +336,15 @@ def leave_network() -> None:
         raise OSError(ctypes.get_errno() if libc is not None else 0, "unshare(CLONE_NEWNET) failed")
 
 
-def copy_in(src: str, dst: str, only: str | None = None) -> bool:
-    """Copy the tree ``src`` into ``dst``; False (after a message) when not every file made it. With ``only``, a
-    pattern: the regular files of ``src`` whose names match it, each as far as it can be copied (a cache, which
-    the run can do without), and always True."""
-    import shutil
+def _files():
+    """``_init_files.py`` (an init's work with files: the workspace copied in and exported), beside this file;
+    loaded by path when a run needs it (a sandbox's init), never by a plain run."""
+    import importlib.util
 
-    if only is not None:
-        import fnmatch
-
-        try:
-            os.makedirs(dst, exist_ok=True)
-            names = fnmatch.filter(os.listdir(src), only)
-        except OSError:
-            names = []
-        for name in names:
-            path = os.path.join(src, name)
-            try:
-                if os.path.isfile(path) and not os.path.islink(path):
-                    shutil.copy2(path, os.path.join(dst, name))
-            except OSError:
-                pass
-        return True
-    try:
-        os.makedirs(dst, exist_ok=True)
-        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True, ignore=_special_files)
-    except (OSError, shutil.Error) as exc:
-        sys.stderr.write(f"sandbox: could not copy the workspace into the sandbox: {str(exc)[:500]}\n")
-        return False
-    return True
-
-
-def _special_files(directory: str, names: list) -> list:
-    """The FIFOs, sockets and devices among ``names``: not copied (reading a FIFO would block the copy)."""
-    import stat
-
-    skipped = []
-    for name in names:
-        try:
-            mode = os.lstat(os.path.join(directory, name)).st_mode
-        except OSError:
-            continue
-        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode) or stat.S_ISLNK(mode)):
-            skipped.append(name)
-    return skipped
-
-
-def export(fd: int, directory: str, names: list | None) -> None:
-    """A tar stream of ``directory`` (or of its entries ``names``) on ``fd``. GNU format: the default (pax) writes an
-    extended header before every member to keep the fraction of a second of its modification time, which the host
-    never uses, and reading those headers was a third of the host's work to take a workspace back."""
-    import tarfile
-
-    with os.fdopen(fd, "wb") as stream, tarfile.open(fileobj=stream, mode="w|", format=tarfile.GNU_FORMAT) as tar:
-        for name in sorted(os.listdir(directory)):
-            if names is None or name in names:
-                tar.add(os.path.join(directory, name), arcname=name)
-
-
-def full(path: str) -> bool:
-    """Whether the file system of ``path`` has (nearly) no room left: writes were refused."""
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return False
-    return st.f_bavail * st.f_frsize < FULL_MARGIN_BYTES
+    spec = importlib.util.spec_from_file_location("_latte_lab_init_files", os.path.join(_HERE or ".", "_init_files.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _start(argv: list[str], limits: dict) -> int:
@@ -526,7 +469,8 @@ def run(config: dict, argv: list[str]) -> int:
                 raise HideError(0, "could not hide what a run must not see: no PID namespace can be made")
             return _run_through_init(config, argv)
     drop_privileges()
-    copied = all([copy_in(*pair) for pair in config.get("copy_in") or ()])
+    files = _files() if config.get("copy_in") or config.get("export_fd") is not None else None
+    copied = all([files.copy_in(*pair) for pair in config.get("copy_in") or ()]) if files is not None else True
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # dies with the rest, in the SIGKILL round
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes the select of wait_for_child
     libc = _libc()
@@ -546,10 +490,10 @@ def run(config: dict, argv: list[str]) -> int:
     if subreaper:  # with no child left, no process of the run is left (they all end up below it)
         report["subreaper"] = True
     if config.get("export_fd") is not None:
-        report["disk_full"] = full(config["export_dir"])
-        report["tmp_full"] = full(config["tmp_dir"]) if config.get("tmp_dir") else False
+        report["disk_full"] = files.full(config["export_dir"])
+        report["tmp_full"] = files.full(config["tmp_dir"]) if config.get("tmp_dir") else False
         if copied:  # a partial copy must never replace the workspace
-            export(int(config["export_fd"]), config["export_dir"], config.get("export_names"))
+            files.export(int(config["export_fd"]), config["export_dir"], config.get("export_names"))
         report["exported"] = copied
     if config.get("status_fd") is None:
         return _mirror(status)

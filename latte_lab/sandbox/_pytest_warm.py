@@ -1,11 +1,10 @@
-"""What a pytest fork server (``_zygote_server.py``) does before it serves, through pytest's public API only:
+"""What a pytest fork server (``_server_core.prepare``) does before it serves, through pytest's public API only:
 the imports of ``python -m pytest`` (:func:`warm`) and one rehearsed session on a suite of its own
 (:func:`rehearse`), which imports pytest's plugins and makes what a session makes on first use, so that every
 run forked from it starts with that work done.
 
 Loaded by path, like the server itself. Only the standard library and pytest are imported; nothing from
-latte_lab and nothing from a workspace. (The opt-in changes to pytest's internals are in
-``_pytest_patches.py``.)
+latte_lab and nothing from a workspace.
 """
 
 import os

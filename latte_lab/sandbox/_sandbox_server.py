@@ -11,11 +11,10 @@ capabilities), for one workspace: the host's workspace directory is bound read-o
 ``init["input"]``, the workspace path itself is a size-capped tmpfs.
 
 At start: leave for a network namespace without loopback (``init["no_loopback"]``, the only use of the
-capability bwrap left it), drop every capability, set ``no_new_privs``, then prepare pytest as the pytest
-fork server does (``_zygote_server.py``, loaded by path: its imports and its rehearsal, and in mode
-``pytest-patched`` its opt-in changes to pytest's internals and rewritten test modules; or, with
-``init["mode"] == "script"``, as the script fork server does: nothing imported for the runs, each of which
-starts from the modules a fresh interpreter starts with), and say ``{"ready": 1}`` on the control socket.
+capability bwrap left it), drop every capability, set ``no_new_privs``, then prepare its runs as the fork servers
+do (the shared core, ``_server_core.py``, loaded by path and prepared in ``init["mode"]``: ``pytest``, its
+imports and its rehearsal; or ``script``, nothing imported for the runs, each of which starts from the modules a
+fresh interpreter starts with), and say ``{"ready": 1}`` on the control socket.
 
 Per run (one at a time; the host never sends a second before the first's status), a message with five
 descriptors attached: the write ends of the run's stdout, stderr and workspace-export pipes, the run's standard
@@ -26,7 +25,7 @@ for pytest or ``script`` for ``python <script>``) plus ``grace`` and ``export_na
 2. removes the System V IPC objects of the namespace, empties the workspace, ``/tmp`` and ``/dev/shm`` and
    copies the host's workspace in again (and the matplotlib cache), so that nothing of an earlier run
    survives that the host does not have;
-3. forks the run (``_zygote_server._run_child``: the limits, the capability drop, the run's environment and
+3. forks the run (``_server_core.run_child``: the limits, the capability drop, the run's environment and
    ``sys.path``, pytest as ``python -m pytest`` runs it, or the script as ``python <script>`` does) and sends
    ``{"pid": <pid>}``;
 4. waits for it to end; end of file on the reply socket (the host's ``shutdown``) asks for a stop:
@@ -39,13 +38,11 @@ for pytest or ``script`` for ``python <script>``) plus ``grace`` and ``export_na
    could not be written out, e.g. a file the run made unreadable).
 
 After a run, while a CPU is idle (``init["spares"]``: the host's ``zygote.SPARES``), the init forks the next
-run's process ahead, as the fork server does: it copies its memory and waits, not dumpable, for its request,
-which step 3 hands it instead of forking. It is forked after step 5 has left no other process, so step 1
-has nothing to kill before it; a test file primed since it was forked makes a new one.
+run's process ahead, as the fork server does (``_server_core.fork_spare`` and ``spare_child``): it copies its
+memory and waits, not dumpable, for its request, which step 3 hands it instead of forking. It is forked after
+step 5 has left no other process, so step 1 has nothing to kill before it.
 
-A message without descriptors is ``{"prime": [[path, text]]}`` (the fork server's :func:`prime`; mode
-``pytest-patched`` only). End of
-file on the control socket ends the server, and with it, the kernel ends every process of the namespace.
+End of file on the control socket ends the server, and with it, the kernel ends every process of the namespace.
 """
 
 import sys
@@ -54,6 +51,7 @@ STARTUP_MODULES = frozenset(sys.modules)  # what a fresh interpreter has importe
 _HERE = __file__.rsplit("/", 1)[0] if "/" in __file__ else ""
 sys.path[:] = [p for p in sys.path if p not in ("", _HERE)]
 
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import signal  # noqa: E402
@@ -64,8 +62,6 @@ MAX_MESSAGE_BYTES = 2**20  # one request (env + args)
 
 def _load(filename: str, name: str):
     """A module beside this file, imported by path."""
-    import importlib.util
-
     spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE or ".", filename))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -144,7 +140,7 @@ def _reset(init: dict) -> bool:
     for directory in (init["workspace"], init["tmp"], init["shm"]):
         _empty(directory)
     pairs = [(init["input"], init["workspace"])] + ([tuple(init["mpl"])] if init.get("mpl") else [])
-    return all([CHILD.copy_in(*pair) for pair in pairs])
+    return all([FILES.copy_in(*pair) for pair in pairs])
 
 
 def _export(fd: int, init: dict, names: list | None) -> bool:
@@ -155,7 +151,7 @@ def _export(fd: int, init: dict, names: list | None) -> bool:
         code = 1
         try:
             signal.set_wakeup_fd(-1)
-            CHILD.export(fd, init["workspace"], names)
+            FILES.export(fd, init["workspace"], names)
             code = 0
         except BaseException:  # noqa: BLE001 - the host is told the export failed
             pass
@@ -166,23 +162,23 @@ def _export(fd: int, init: dict, names: list | None) -> bool:
 
 
 # The next run's process, forked ahead while a CPU is idle after a run: it copies its memory and waits for its
-# request (the fork server's spare child, ``_zygote_server._spare_child``). (the init's end of its link, pid)
+# request (the fork servers' spare child, ``_server_core.spare_child``). (the init's end of its link, pid)
 SPARE: list = []
 
 
 def _spare(link: socket.socket) -> None:
     signal.set_wakeup_fd(-1)  # the init's
-    ZYGOTE._spare_child(link)  # not dumpable until it has its request; never returns
+    CORE.spare_child(link)  # not dumpable until it has its request; never returns
 
 
 def _fork_spare(control: socket.socket) -> None:
-    spare = ZYGOTE._fork_spare(_spare, control.fileno())
+    spare = CORE.fork_spare(_spare, control.fileno())
     if spare is not None:
         SPARE[:] = spare
 
 
 def _drop_spare() -> None:
-    """End the spare unused (a test file primed since it was forked, which it lacks)."""
+    """End the spare unused (the server is ending)."""
     if SPARE:
         link, pid = SPARE
         SPARE.clear()
@@ -199,7 +195,7 @@ def _start_run(request: dict, out_fd: int, err_fd: int, in_fd: int) -> int:
     if SPARE:
         spare = tuple(SPARE)
         SPARE.clear()
-        handed = ZYGOTE._hand_to_spare(spare, json.dumps(request).encode(), [out_fd, err_fd, in_fd])
+        handed = CORE.hand_to_spare(spare, json.dumps(request).encode(), [out_fd, err_fd, in_fd])
         spare[0].close()
         if handed:
             return spare[1]
@@ -210,8 +206,8 @@ def _start_run(request: dict, out_fd: int, err_fd: int, in_fd: int) -> int:
     pid = os.fork()
     if pid == 0:
         signal.set_wakeup_fd(-1)  # the server's; its descriptor number is about to be reused
-        ZYGOTE._prctl(ZYGOTE.PR_SET_DUMPABLE, 1)  # the run, as exec would make it
-        ZYGOTE._run_child(request, out_fd, err_fd, in_fd)  # never returns
+        CORE.prctl(CORE.PR_SET_DUMPABLE, 1)  # the run, as exec would make it
+        CORE.run_child(request, out_fd, err_fd, in_fd)  # never returns
     return pid
 
 
@@ -238,7 +234,7 @@ def _serve_run(request: dict, fds: list[int], init: dict, wakeup_r: int) -> None
         # None is left, unless one would not die within end_namespace's deadline (uninterruptible sleep): then
         # the host stops the whole sandbox, and the next run gets a new one
         report = {"status": status, "orphans": CHILD._reap()[1], "subreaper": True,
-                  "disk_full": CHILD.full(init["workspace"]), "tmp_full": CHILD.full(init["tmp"])}
+                  "disk_full": FILES.full(init["workspace"]), "tmp_full": FILES.full(init["tmp"])}
         held.remove(export_fd)
         if copied:  # a partial copy must never replace the workspace
             report["exported"] = _export(export_fd, init, request.get("export_names"))
@@ -265,7 +261,7 @@ def serve(control_fd: int, init: dict) -> None:
     control = socket.socket(fileno=control_fd)
     signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes wait_for_child's select
     wakeup_r = CHILD.wakeup_pipe()
-    ZYGOTE._prctl(ZYGOTE.PR_SET_DUMPABLE, 0)
+    CORE.prctl(CORE.PR_SET_DUMPABLE, 0)
     # The export's forked writer (step 5) would otherwise import tarfile at every run: 3-4 ms of each. The
     # runs do not see it: a run drops every module imported after the fork server's own (WARM_MODULES).
     import tarfile  # noqa: F401
@@ -283,23 +279,14 @@ def serve(control_fd: int, init: dict) -> None:
             message = json.loads(data)
         except ValueError:
             message = None
-        if not fds:
-            files = message.get("prime") if isinstance(message, dict) else None
-            if isinstance(files, list):
-                try:
-                    ZYGOTE.prime(files)
-                except Exception:  # noqa: BLE001 - a file the run rewrites itself
-                    pass
-                _drop_spare()  # forked before these rewrites: the next one has them
-            continue
         if len(fds) != 5 or not isinstance(message, dict):
             for fd in fds:
                 os.close(fd)
             continue
         _serve_run(message, list(fds), init, wakeup_r)
         # The next run's process, while the host works on this one's result, unless a message is already there
-        if ZYGOTE.USE_SPARES and not select.select([control], [], [], 0)[0]:
-            if ZYGOTE.SPARES == "always" or ZYGOTE._idle_cpu():
+        if CORE.USE_SPARES and not select.select([control], [], [], 0)[0]:
+            if CORE.SPARES == "always" or CORE.idle_cpu():
                 _fork_spare(control)
     _drop_spare()
     os._exit(0)
@@ -308,19 +295,13 @@ def serve(control_fd: int, init: dict) -> None:
 if __name__ == "__main__":
     INIT = json.loads(sys.argv[2])
     CHILD = _load("_child.py", "_latte_lab_sandbox_child")
+    FILES = _load("_init_files.py", "_latte_lab_init_files")
     if INIT.get("no_loopback"):
         try:
             CHILD.leave_network()
         except OSError as exc:
             sys.stderr.write(f"sandbox: warning: the loopback interface stays up: {exc}\n")
     CHILD.drop_privileges()
-    if INIT.get("mode") == "script":  # imports nothing for the runs; each starts from a fresh interpreter's modules
-        ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server_script")
-        ZYGOTE.STARTUP_MODULES = ZYGOTE.WARM_MODULES = STARTUP_MODULES
-    elif INIT.get("mode") == "pytest-patched":  # the same as below, with the opt-in changes to pytest's internals
-        ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server_patched")
-    else:  # imports pytest, rehearses a session (public API only)
-        ZYGOTE = _load("_zygote_server.py", "_latte_lab_zygote_server")
-    ZYGOTE.SPARES = INIT.get("spares", "idle")  # the host's zygote.SPARES
-    ZYGOTE.USE_SPARES = ZYGOTE.SPARES != "never" and ZYGOTE.USE_SPARES
+    CORE = _load("_server_core.py", "_latte_lab_server_core")
+    CORE.prepare(INIT.get("mode", "pytest"), INIT.get("spares", "idle"), STARTUP_MODULES)
     serve(int(sys.argv[1]), INIT)

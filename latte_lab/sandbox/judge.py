@@ -46,15 +46,18 @@ import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from latte_lab.sandbox import stage
+from latte_lab.sandbox.backends import Backend, backend_for
 from latte_lab.sandbox.limits import TEST_TIMEOUT_SECONDS, SandboxLimits
 from latte_lab.sandbox.paths import judge_root
+from latte_lab.sandbox.request import RunRequest
 from latte_lab.sandbox.run import RunResult, confined, run_sandboxed
 from latte_lab.sandbox.zygote import IMPORT_OPTION
 
 JUDGE_SCRIPT = str(Path(__file__).with_name("_judge_session.py"))
 HOST_SCRIPT = str(Path(__file__).with_name("_workspace_host.py"))
 HOST_NAME = ".latte_lab-host.py"  # the host script's copy in the workspace's copy (a script run; never imported)
+HOST_VALUES_SCRIPT = str(Path(__file__).with_name("_workspace_values.py"))  # what the host loads by path
+HOST_VALUES_NAME = ".latte_lab-host-values.py"  # its copy beside the host's
 REPORT_NAME = ".latte_lab-report.jsonl"  # the judge's report, in its own directory
 # pytest arguments of every judge's session: no workspace configuration or conftest, no cache, no third-party
 # plugin (PYTEST_DISABLE_PLUGIN_AUTOLOAD), short tracebacks, test modules imported without touching sys.path.
@@ -212,7 +215,7 @@ def run_judged(
     *,
     timeout: float = TEST_TIMEOUT_SECONDS,
     limits: SandboxLimits | None = None,
-    sandbox: str = "auto",
+    sandbox: str | Backend = "auto",
     extra_files: Mapping[str, str] | None = None,
     imports: Iterable[str] = (),
     call_timeout: float = CALL_TIMEOUT_SECONDS,
@@ -233,8 +236,9 @@ def run_judged(
     run_paths = [str(p) for p in run_paths]
     limits = limits or SandboxLimits()
     host_runs: list[RunResult] = []
+    backend = backend_for(sandbox)
     with tempfile.TemporaryDirectory(prefix="judge-", dir=judge_root()) as judge_dir, \
-            stage.hidden_copy(sandbox) as (copy, staged):
+            backend.scratch() as (copy, reuse):
         judge = Path(judge_dir)
         notes = copy_for_evaluation(Path(root), copy)
         copy_for_evaluation(Path(root), judge)  # the workspace's files, read there as data
@@ -244,25 +248,28 @@ def run_judged(
             if full.is_symlink() or full.is_dir():
                 _remove(full)
             full.write_text(text, encoding="utf-8")
-        host = copy / HOST_NAME
-        if host.is_symlink() or host.is_dir():
-            _remove(host)
-        shutil.copyfile(HOST_SCRIPT, host)
+        for script, name in ((HOST_SCRIPT, HOST_NAME), (HOST_VALUES_SCRIPT, HOST_VALUES_NAME)):
+            host = copy / name
+            if host.is_symlink() or host.is_dir():
+                _remove(host)
+            shutil.copyfile(script, host)
         args = [*options, f"--report={judge / REPORT_NAME}",
                 f"--modules={','.join(workspace_modules(copy, test_files))}",
                 f"--trusted={','.join(test_files)}", f"--call-timeout={call_timeout:g}",
                 "--", *SESSION_ARGS, *run_paths]
         judge_end, host_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        host_argv = [sys.executable, HOST_NAME, json.dumps({"output_cap": OUTPUT_CAP_BYTES})]
-        worker = threading.Thread(
-            target=lambda: host_runs.append(run_sandboxed(
-                host_argv, copy, timeout=timeout + HOST_GRACE_SECONDS, limits=limits, sandbox=sandbox,
-                export_names=[], keep_sandbox=staged, stdin=host_end.detach())),
-            name="latte_lab-workspace-host", daemon=True)
+        # the workspace's process: an agent's script, as far as the sandbox goes, that hands back nothing
+        config = {"output_cap": OUTPUT_CAP_BYTES, "values": HOST_VALUES_NAME}
+        host = RunRequest([sys.executable, HOST_NAME, json.dumps(config)], copy,
+                          timeout=timeout + HOST_GRACE_SECONDS, limits=limits, kind="script", export=[], reuse=reuse,
+                          stdin=host_end.detach())
+        worker = threading.Thread(target=lambda: host_runs.append(run_sandboxed(host, sandbox=backend)),
+                                  name="latte_lab-workspace-host", daemon=True)
         worker.start()
-        try:
-            run = run_sandboxed([sys.executable, "-s", "-P", JUDGE_SCRIPT, *args], judge, timeout=timeout,
-                                limits=limits, env=SESSION_ENV, trusted=args, stdin=judge_end.detach())
+        try:  # the judge: trusted, on the host, whatever the backend (backend_for)
+            run = run_sandboxed(RunRequest([sys.executable, "-s", "-P", JUDGE_SCRIPT, *args], judge, timeout=timeout,
+                                           limits=limits, env=SESSION_ENV, kind="judge", stdin=judge_end.detach()),
+                                sandbox=backend)
         finally:
             worker.join()
         found = read_report(judge / REPORT_NAME)

@@ -32,19 +32,19 @@ class Sandbox:
 
     def close(self) -> None:
         """Stop the kept sandboxes of this workspace that no run is using (the next run starts a new one)."""
-        from latte_lab.sandbox import warm
+        from latte_lab.sandbox.warm import release
 
-        warm.release(self.root)
+        release(self.root)
 
     @staticmethod
     def close_all() -> None:
         """Stop every fork server (the trusted evaluation server too) and kept sandbox of this process and
         remove its staging directories (a process that skips atexit, as a sweep's worker does, calls this at
         its end)."""
-        from latte_lab.sandbox import warm
         from latte_lab.sandbox.stage import remove_stage
+        from latte_lab.sandbox.warm import shutdown
         from latte_lab.sandbox.zygote import shutdown_zygotes
 
         shutdown_zygotes()
-        warm.shutdown()
+        shutdown()
         remove_stage()

@@ -1,10 +1,11 @@
-"""The local backend's exec path: a fresh interpreter runs ``_child.py``, the run's reaper, which sets the
-limits, starts the command and reports its exit status on a pipe.
+"""The exec path of both backends: a fresh interpreter runs ``_child.py``, the run's reaper, which sets the limits,
+starts the command and reports its exit status on a pipe (:func:`launch`, :class:`ReaperRun`).
 
 The reaper is the leader of the run's process tree (a Linux child subreaper that ignores SIGTERM), so
 every process the run leaves behind, even a double-forked ``setsid()`` daemon that scrubbed its
 environment, stays below it until the parent stops the tree. The bubblewrap backend starts the same
-reaper as the init of its PID namespace and talks to it through the same :class:`ReaperRun`.
+reaper as the init of its PID namespace (``command``: bwrap's command line around it) and talks to it through
+the same :class:`ReaperRun`.
 
 What confines a local run besides the limits (:func:`confinement`): as root, a ``/tmp`` and ``/dev/shm`` of
 its own, thrown away with it, what no untrusted run may see hidden (:mod:`latte_lab.sandbox.paths`), and a PID
@@ -23,17 +24,15 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
-from latte_lab.sandbox.paths import hidden_paths
+from latte_lab.sandbox.paths import CHILD_SCRIPT, hidden_paths, python_dirs
+from latte_lab.sandbox.request import RunHandle
 from latte_lab.sandbox.threads import readable
 
-CHILD_SCRIPT = str(Path(__file__).with_name("_child.py"))
-# how an exec'd test run starts pytest with the opt-in changes to its internals (else: ``python -m pytest``)
-PYTEST_PATCHES_SCRIPT = str(Path(__file__).with_name("_pytest_patches.py"))
 REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
 STATUS_MAX_BYTES = 2**16  # one status line
 
 
-class ReaperRun:
+class ReaperRun(RunHandle):
     """A run started through ``_child.py``, with the part of ``subprocess.Popen`` the sandbox uses.
 
     ``pid`` is the tree's leader for :func:`~latte_lab.sandbox.process.stop_sandbox`; ``returncode``
@@ -173,8 +172,6 @@ def confinement(root: Path, home: str, env: Mapping[str, str], limits: SandboxLi
 @functools.cache
 def _interpreter_dirs() -> tuple[str, ...]:
     """Real paths of what a run's interpreter reads: its installation, its packages, this package's scripts."""
-    from latte_lab.sandbox.bwrap import python_dirs
-
     found = {*python_dirs(), os.path.dirname(os.path.realpath(sys.executable)), os.path.dirname(CHILD_SCRIPT)}
     found.update(p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p))
     return tuple(sorted(os.path.realpath(p) for p in found))

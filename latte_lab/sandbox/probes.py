@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from latte_lab.sandbox.limits import SandboxLimits
+from latte_lab.sandbox.request import RunRequest
 from latte_lab.sandbox.run import RunResult, run_sandboxed
 
 DISK_PROBE_FILES = 40
@@ -63,13 +64,14 @@ print('SCAN', readable, ' '.join(found) or '-')
 # shell exported a key. It runs the scan as a script and inside a test run, then checks the workspace.
 HOLDER = """
 import json, pathlib, sys
-from latte_lab.sandbox import run_pytest, run_sandboxed
+from latte_lab.sandbox import RunRequest, run_pytest, run_sandboxed
 root, backend, canary = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 (root / 'scan.py').write_text(sys.argv[4].replace('{canary!r}', repr(canary)))
 (root / 'test_scan.py').write_text("import subprocess, sys\\ndef test_scan():\\n"
     "    print(subprocess.run([sys.executable, 'scan.py'], capture_output=True, text=True).stdout)\\n"
     "    assert 0\\n")
-lines = run_sandboxed([sys.executable, 'scan.py'], root, timeout=60, sandbox=backend).stdout.splitlines()
+lines = run_sandboxed(RunRequest([sys.executable, 'scan.py'], root, timeout=60, reuse=True),
+                      sandbox=backend).stdout.splitlines()
 lines += run_pytest(root, ['-s', 'test_scan.py'], timeout=60, sandbox=backend).stdout.splitlines()
 print(json.dumps({'scans': [line for line in lines if line.startswith('SCAN')]}))
 """
@@ -162,9 +164,11 @@ class ProbeResult:
 
 def _script(root: Path, backend: str, name: str, text: str, *args: str, limits: SandboxLimits | None = None,
             timeout: float = 60) -> RunResult:
-    """Write ``name`` into ``root`` and run it there as agent code (``python name *args``)."""
+    """Write ``name`` into ``root`` and run it there as agent code is run (``python name *args``, in a directory its
+    runs come back to)."""
     (root / name).write_text(text, encoding="utf-8")
-    return run_sandboxed([sys.executable, name, *args], root, timeout=timeout, limits=limits, sandbox=backend)
+    return run_sandboxed(RunRequest([sys.executable, name, *args], root, timeout=timeout, limits=limits, reuse=True),
+                         sandbox=backend)
 
 
 def _still_works(root: Path, backend: str) -> bool:

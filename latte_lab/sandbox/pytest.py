@@ -30,8 +30,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from latte_lab.sandbox import stage
+from latte_lab.sandbox.backends import Backend, backend_for
 from latte_lab.sandbox.limits import TEST_TIMEOUT_SECONDS, SandboxLimits
+from latte_lab.sandbox.request import RunRequest
 from latte_lab.sandbox.run import RunResult, confined, run_sandboxed
 
 PYTEST_ARGS = ("-m", "pytest", "-q", "-rfE", "-p", "no:cacheprovider")  # the public test command
@@ -53,12 +54,8 @@ CONFIG_FILES = (("pytest.ini", None), (".pytest.ini", None), ("pyproject.toml", 
 WORKSPACE_ROOT_ARGS = ("--rootdir=.", "--confcutdir=.")  # node ids and conftest files from the workspace only
 OUTCOMES = ("passed", "failed", "error", "skipped")
 # The pytest versions latte_lab was tested with (pyproject's bound says the same). Test runs use pytest's public
-# API only, whatever the version; outside the range a warning names it once, and the opt-in changes to pytest's
-# internals (PATCHES_VAR) stay off.
+# API only, whatever the version; outside the range a warning names it once.
 TESTED_PYTEST = ((9, 0), (10, 0))
-# =1: test runs take the opt-in changes to pytest's internals of ``_pytest_patches.py`` (cheaper sessions and
-# failure reports, the same text), on a pytest in TESTED_PYTEST; see pytest_patches().
-PATCHES_VAR = "LATTE_LAB_PYTEST_PATCHES"
 PYTEST_NORMAL_EXITS = (0, 1, 2, 5)  # all passed, some failed, interrupted by errors, no tests collected
 
 
@@ -237,26 +234,10 @@ def pytest_version_tested(version: str | None = None) -> bool:
         import warnings
 
         warnings.warn(f"pytest {version} is outside the range latte_lab was tested with (>={low[0]}.{low[1]},"
-                      f"<{high[0]}.{high[1]}): test runs use its public API only ({PATCHES_VAR} is ignored); "
-                      f"install a tested pytest with `pip install 'pytest>={low[0]}.{low[1]},<{high[0]}'`",
+                      f"<{high[0]}.{high[1]}): test runs use its public API only, as always; if one fails "
+                      f"oddly, install a tested pytest with `pip install 'pytest>={low[0]}.{low[1]},<{high[0]}'`",
                       RuntimeWarning, stacklevel=2)
     return ok
-
-
-def pytest_patches() -> bool:
-    """Whether test runs take the opt-in changes to pytest's internals (``_pytest_patches.py``): only with
-    ``LATTE_LAB_PYTEST_PATCHES=1`` in this process's environment and a pytest in :data:`TESTED_PYTEST`.
-
-    By default (off) every run uses pytest's public API only: a plain ``python -m pytest``, or a child of a
-    fork server that imported pytest and rehearsed a session. On, a memo-missing run of the debug task's suite
-    took about a third less time (benchmarks/bench_sandbox.py), with the same report, word for word; the price
-    is five monkeypatches of pytest's private names that a pytest upgrade may switch off (each checks the
-    internals it was written against; tests/test_sandbox_zygote.py fails when one no longer takes).
-    """
-    value = os.environ.get(PATCHES_VAR, "").strip().lower()
-    if value in ("", "0", "false", "no"):
-        return False
-    return pytest_version_tested()
 
 
 def infrastructure_error(run: TestRun) -> str | None:
@@ -309,34 +290,32 @@ def run_pytest(
     timeout: float = TEST_TIMEOUT_SECONDS,
     limits: SandboxLimits | None = None,
     extra_files: Mapping[str, str] | None = None,
-    sandbox: str = "auto",
+    sandbox: str | Backend = "auto",
 ) -> TestRun:
     """Run ``python -m pytest -q -rfE -p no:cacheprovider <args>`` in ``cwd``, sandboxed (``sandbox``:
-    the backend, see :func:`~latte_lab.sandbox.run.resolve_sandbox`).
+    the backend, see :func:`~latte_lab.sandbox.backends.backend_for`), which may fork it from a process that has
+    pytest imported already (:mod:`latte_lab.sandbox.backends`); the result is the same.
 
-    On the local backend with the zygote enabled the pytest process is forked from a pre-warmed server
-    instead of exec'd; the result is the same (:mod:`latte_lab.sandbox.zygote`).
-
-    With ``extra_files`` ({relative path: text}, e.g. a hidden suite) the run happens in a temporary
-    copy of ``cwd`` with those files added, so they never appear in ``cwd``. Timeouts, crashes and
-    collection errors come back as a TestRun with ``errors >= 1``, never as an exception.
+    With ``extra_files`` ({relative path: text}, e.g. a hidden suite) the run happens in a copy of ``cwd``, made
+    in a scratch directory the backend gives (:meth:`~latte_lab.sandbox.backends.Backend.scratch`), with those
+    files added, so they never appear in ``cwd``. Timeouts, crashes and collection errors come back as a TestRun
+    with ``errors >= 1``, never as an exception.
     """
     # PYTEST_ARGS already has -q; a second one (-qq) would change what the agents are shown.
     args = [str(a) for a in args if str(a) not in ("-q", "--quiet")]
     if not _pytest_available():
         return _pytest_missing(timeout)
-    if not extra_files:
-        return stage.run_staged(Path(cwd), sandbox, lambda where, staged: _run_in(
-            where, args, timeout, limits, sandbox, None, prime_tests=True, keep_sandbox=staged))
-    with stage.hidden_copy(sandbox) as (copy, staged):
+    backend = backend_for(sandbox)
+    if not extra_files:  # the workspace's own run: a directory its caller runs in again
+        return _run_in(Path(cwd), args, timeout, limits, backend, None, reuse=True)
+    with backend.scratch() as (copy, reuse):
         copy_tree(Path(cwd), copy)
         for path, text in extra_files.items():
             full = confined(copy, path)
             full.parent.mkdir(parents=True, exist_ok=True)
             full.write_text(text, encoding="utf-8")
-        # The copy is removed after the run. Its test files (a hidden suite) are never handed to a fork server
-        # ahead of the run: later runs are forked from it, and must not find them in its memory.
-        return _run_in(copy, args, timeout, limits, sandbox, [JUNIT_NAME], prime_tests=False, keep_sandbox=staged)
+        # The copy is removed after the run; of it, only the run's report is handed back.
+        return _run_in(copy, args, timeout, limits, backend, [JUNIT_NAME], reuse=reuse)
 
 
 def config_args(root: Path) -> list[str]:
@@ -369,27 +348,16 @@ def config_args(root: Path) -> list[str]:
     return [*WORKSPACE_ROOT_ARGS, "-c", os.devnull]
 
 
-def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None, sandbox: str,
-            export_names: list[str] | None, *, prime_tests: bool, keep_sandbox: bool = False) -> TestRun:
+def _run_in(root: Path, args: list[str], timeout: float, limits: SandboxLimits | None, backend: Backend,
+            export: list[str] | None, *, reuse: bool) -> TestRun:
     env = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"} if PYTEST_DISABLE_PLUGIN_AUTOLOAD else {}
     report = root.resolve() / JUNIT_NAME
     report.unlink(missing_ok=True)
     pytest_args = [*PYTEST_ARGS[2:], *config_args(root), *args, f"--junitxml={report}", *JUNIT_OPTIONS]
     pytest_version_tested()  # warns once about an untested pytest
-    run = run_sandboxed(
-        [sys.executable, *PYTEST_ARGS[:2], *pytest_args],
-        root,
-        timeout=timeout,
-        limits=limits,
-        env=env,
-        pytest_args=pytest_args,
-        sandbox=sandbox,
-        export_names=export_names,
-        prime_tests=prime_tests,
-        keep_sandbox=keep_sandbox,
-        pytest_patches=pytest_patches(),
-    )
-    return _test_run_from(run, _read_report(report))
+    request = RunRequest([sys.executable, *PYTEST_ARGS[:2], *pytest_args], root, timeout=timeout, limits=limits,
+                         env=env, kind="pytest", export=export, reuse=reuse, report=JUNIT_NAME)
+    return _test_run_from(run_sandboxed(request, sandbox=backend), _read_report(report))
 
 
 # --------------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
-"""Staging directories: where a test run happens when it is not in its workspace's own directory.
+"""Staging directories, the bubblewrap backend's: where a run happens when it is not in its workspace's own
+directory.
 
-Two per process, each made on first use and used by one run at a time: the public stage, where every
-workspace's own test runs on the bwrap backend happen in turn (so that one kept sandbox serves them all,
-:mod:`latte_lab.sandbox.warm`), and the hidden stage, where a copy of a workspace with a hidden suite added is
-run (its kept sandbox is never sent a test file ahead and runs no agent's code).
+Two per process, each made on first use and used by one run at a time: the public stage, where every workspace's
+own test runs and scripts on the bwrap backend happen in turn (so that one kept sandbox serves them all,
+:mod:`latte_lab.sandbox.warm`; :class:`Staging`), and the hidden stage, the scratch directory where a copy of a
+workspace with a hidden suite added is run (its kept sandbox runs no agent's code; :func:`scratch`).
 """
 
 from __future__ import annotations
@@ -16,14 +17,10 @@ import os
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
-from latte_lab.sandbox import bwrap, warm
-from latte_lab.sandbox.run import WRITE_BACK_FAILED, RunResult, resolve_sandbox
-
-TestRunT = TypeVar("TestRunT", bound=RunResult)
+from latte_lab.sandbox.export import WRITE_BACK_FAILED, mirror
+from latte_lab.sandbox.request import RunResult
 
 
 class Stage:
@@ -96,30 +93,34 @@ class Stage:
                 os.close(fd)
         return removed
 
-    @contextlib.contextmanager
-    def use(self):
-        """The directory, held for one run; None when another run holds it."""
+    def take(self) -> Path | None:
+        """The directory, held for one run until :meth:`give_back`; None when another run holds it (or it cannot be
+        made: no room, or the base directory is not writable)."""
         if not self.lock.acquire(blocking=False):
-            yield None
-            return
+            return None
         try:
-            try:
-                if self.pid != os.getpid() or not os.path.isdir(self.path or ""):
-                    self.pid, self.path = os.getpid(), self._make()
-                    atexit.register(self.remove)
-                directory = Path(self.path) / self.name
-                directory.mkdir(exist_ok=True)
-            except OSError:  # no room, or the base directory is not writable: the run does without
-                self.pid = self.path = None
-                directory = None
-            yield directory
-        finally:
+            if self.pid != os.getpid() or not os.path.isdir(self.path or ""):
+                self.pid, self.path = os.getpid(), self._make()
+                atexit.register(self.remove)
+            directory = Path(self.path) / self.name
+            directory.mkdir(exist_ok=True)
+            return directory
+        except OSError:  # the run does without
+            self.pid = self.path = None
             self.lock.release()
+            return None
+
+    def give_back(self) -> None:
+        self.lock.release()
+
+    def holds(self, path: Path) -> bool:
+        """Whether ``path`` is this stage's directory."""
+        return self.path is not None and self.pid == os.getpid() and path == Path(self.path) / self.name
 
 
-# Copies of a workspace with a hidden suite added (see hidden_copy).
+# Copies of a workspace with a hidden suite added (see scratch).
 EVAL_STAGE = Stage("latte_lab-eval-stage-", "repo")
-# A workspace's own test runs on the bwrap backend (see run_staged). Named "workspace" as a trial's is, so
+# A workspace's own runs on the bwrap backend (see Staging). Named "workspace" as a trial's is, so
 # that the paths a memoised run's output shows are dropped from replies as a trial's own are. Not under
 # /tmp: a sandbox's /tmp is its own, and would show the directories leading to a workspace under it; a
 # run sees /var/tmp, as every other host directory, read-only and as it is, in a sandbox of its own too.
@@ -151,69 +152,81 @@ def empty_directory(path: Path) -> None:
             os.unlink(entry.path)
 
 
+def is_stage(path: Path) -> bool:
+    """Whether ``path`` is one of this process's staging directories."""
+    return EVAL_STAGE.holds(path) or PUBLIC_STAGE.holds(path)
+
+
 @contextlib.contextmanager
-def hidden_copy(sandbox: str):
-    """Where a run with extra files happens, and whether its sandbox may be kept: a fresh temporary directory;
-    or, on the bwrap backend with warm sandboxes, this process's one staging directory for them (emptied before
-    and after each use; one run at a time, another run meanwhile takes a temporary directory), so that one kept
-    sandbox serves every such run of the process (:mod:`latte_lab.sandbox.warm`)."""
-    if resolve_sandbox(sandbox) == "bwrap" and warm.warm_enabled():
-        with EVAL_STAGE.use() as copy:
-            if copy is not None:
-                empty_directory(copy)
-                try:
-                    yield copy, True
-                finally:
-                    empty_directory(copy)  # a hidden suite stays on disk no longer than its run
-                return
+def scratch(kept: bool):
+    """A directory to fill and run in (a copy of a workspace with a hidden suite added), and whether a sandbox kept
+    for it may serve the run: with ``kept``, this process's one staging directory for such copies, emptied before
+    and after each use, so that one kept sandbox serves every such run of the process; a fresh temporary directory
+    without, or while another run holds the stage."""
+    copy = EVAL_STAGE.take() if kept else None
+    if copy is not None:
+        try:
+            empty_directory(copy)
+            yield copy, True
+        finally:
+            try:
+                empty_directory(copy)  # a hidden suite stays on disk no longer than its run
+            finally:
+                EVAL_STAGE.give_back()
+        return
     with tempfile.TemporaryDirectory(prefix="latte_lab-eval-") as tmp:
         yield Path(tmp) / "repo", False
 
 
-def run_staged(root: Path, sandbox: str, run_in: Callable[[Path, bool], TestRunT]) -> TestRunT:
-    """A workspace's own test run, made by ``run_in(directory, staged)``. On the bwrap backend with warm
-    sandboxes it happens in this process's public staging directory, made to hold exactly the workspace's
-    files first and handed back to the workspace after, so that one kept sandbox serves the runs of every
-    workspace of the process in turn (a trial's first run then costs what its later ones do, not a
-    sandbox's start). The run's output shows the workspace's path where the staging directory's appeared,
-    as a sandbox of the workspace's own shows it. Elsewhere, while another run holds the stage, or when the
-    stage cannot take the workspace's files (a full disk, or what is neither a file, a directory nor a
-    link): the run happens in the workspace itself, in a sandbox of its own or one kept for that workspace."""
-    if resolve_sandbox(sandbox) == "bwrap" and warm.warm_enabled():
-        with PUBLIC_STAGE.use() as stage:
-            if stage is not None:
-                source = root.resolve()
-                try:
-                    bwrap.mirror(source, stage, regular_only=True)
-                    staged = True
-                except OSError:
-                    staged = False  # the run happens in the workspace itself, below
-                try:
-                    if staged:
-                        run = _handed_on(run_in(stage, True), stage, source)
-                        return _shown_as(run, str(stage), str(source))
-                finally:
-                    empty_directory(stage)  # a workspace's files stay in the stage no longer than its run
-    return run_in(root, False)
+class Staging:
+    """A workspace's run in this process's public stage: :meth:`take` makes the stage hold exactly the workspace's
+    files (None when another run holds it, or when the stage cannot take them: a full disk, or what is neither a
+    file, a directory nor a link); :meth:`hand_on` gives the workspace what the run left, with the run's texts
+    showing the workspace's path where the stage's appeared, as a sandbox of the workspace's own shows it;
+    :meth:`release` empties the stage and lets it go. So one kept sandbox serves the runs of every workspace of
+    the process in turn (a trial's first run then costs what its later ones do, not a sandbox's start)."""
 
+    def __init__(self, root: Path, path: Path, report: str | None = None):
+        self.root, self.path, self.report = root, path, report
 
-def _handed_on(run: TestRunT, stage: Path, root: Path) -> TestRunT:
-    """Make ``root`` hold what the run left in ``stage``, as a sandbox of the workspace's own hands it back;
-    not when the stage itself could not take it back (then, as there, the run's changes are lost)."""
-    if any(note.startswith(WRITE_BACK_FAILED) for note in run.notes):
-        return run
-    try:
-        bwrap.mirror(stage, root)
-    except OSError as exc:
-        return dataclasses.replace(run, notes=(*run.notes, f"{WRITE_BACK_FAILED}: {exc}"))
-    return run
+    @classmethod
+    def take(cls, root: Path, report: str | None = None) -> Staging | None:
+        """``report``: the run's report for its caller (:class:`~latte_lab.sandbox.request.RunRequest`), handed on
+        even when the rest cannot be."""
+        path = PUBLIC_STAGE.take()
+        if path is None:
+            return None
+        staging = cls(root.resolve(), path, report)
+        try:
+            mirror(staging.root, path, regular_only=True)
+        except OSError:
+            staging.release()
+            return None
+        return staging
 
+    def hand_on(self, run: RunResult) -> RunResult:
+        report = self.path / self.report if self.report is not None else None
+        if report is not None and report.is_file() and not report.is_symlink():
+            try:
+                shutil.copyfile(report, self.root / self.report)
+            except OSError:
+                pass  # (then the caller finds no report: a run that says nothing)
+        if not any(note.startswith(WRITE_BACK_FAILED) for note in run.notes):
+            try:
+                mirror(self.path, self.root)
+            except OSError as exc:
+                run = dataclasses.replace(run, notes=(*run.notes, f"{WRITE_BACK_FAILED}: {exc}"))
+        # (when the stage itself could not take the run's files back, as there, the run's changes are lost)
+        stage, root = str(self.path), str(self.root)
+        texts = {"stdout": run.stdout, "stderr": run.stderr}
+        changed = {k: v.replace(stage, root) for k, v in texts.items() if stage in v}
+        notes = tuple(note.replace(stage, root) for note in run.notes)
+        if notes != run.notes:
+            changed["notes"] = notes
+        return dataclasses.replace(run, **changed) if changed else run
 
-def _shown_as(run: TestRunT, stage: str, root: str) -> TestRunT:
-    """``run`` (made in ``stage``) with the workspace's path ``root`` where its texts show the stage's."""
-    texts = {"stdout": run.stdout, "stderr": run.stderr}
-    changed = {k: v.replace(stage, root) for k, v in texts.items() if stage in v}
-    notes = tuple(note.replace(stage, root) for note in run.notes)
-    if notes != run.notes:
-        changed["notes"] = notes
-    return dataclasses.replace(run, **changed) if changed else run
+    def release(self) -> None:
+        try:
+            empty_directory(self.path)  # a workspace's files stay in the stage no longer than its run
+        finally:
+            PUBLIC_STAGE.give_back()

@@ -1,5 +1,6 @@
-"""Warm bubblewrap sandboxes: test runs, each forked inside one sandbox kept by the process (client side; the
-sandbox's init is ``_sandbox_server.py``).
+"""Warm bubblewrap sandboxes, the bubblewrap backend's fast path: test runs and scripts, each forked inside one
+sandbox kept by the process (client side; the sandbox's init is ``_sandbox_server.py``, over the fork servers'
+shared core ``_server_core.py``).
 
 A one-off bubblewrap sandbox per test run costs a fresh interpreter that imports pytest (about 250 ms of the
 350 ms such a run takes here); a simulated trial makes twenty or more of them. A warm sandbox is started on
@@ -20,17 +21,16 @@ imported before the run starts (as with the fork server), ``/proc/1/cmdline`` na
 (under ``/var/tmp``) rather than its workspace's, which its output is shown with instead. (The kernel's user keyring is shared by every
 bubblewrap sandbox of the user, one-off or warm alike: see :mod:`latte_lab.sandbox.bwrap`.)
 
-Which runs: a workspace's own pytest runs (``prime_tests``, whose files agents see anyway), each in this
-process's public staging directory, which holds exactly that workspace's files during the run, so that one
-sandbox serves every workspace of the process in turn (:func:`latte_lab.sandbox.stage.run_staged`; a
-run that finds the stage taken runs in its workspace's directory, in a sandbox kept for that workspace);
+Which runs (a request with ``reuse``, :class:`~latte_lab.sandbox.request.RunRequest`): a workspace's own pytest
+runs, each in this process's public staging directory, which holds exactly that workspace's files during the run,
+so that one sandbox serves every workspace of the process in turn (:mod:`latte_lab.sandbox.stage`; a run that
+finds the stage taken runs in its workspace's directory, in a sandbox kept for that workspace);
 and agents' ``python <script>`` runs, in the same staging directory (one run at a time), in a second sandbox
 kept by the process whose init imports nothing for them (each run starts from the modules a fresh interpreter has, as with the local script fork
 server). A hidden suite runs
-in a copy of the workspace in this process's one staging directory (``keep_sandbox``), whose sandbox serves
-every hidden run of the process and is never sent a test file ahead: no sandbox an agent's run is forked in
-ever holds a hidden file (and on pytest's public API, the default, no sandbox is sent a workspace's file at
-all). One run at a time per sandbox (a second run at once takes a one-off sandbox). The host's workspace
+in a copy of the workspace in this process's one staging directory (its scratch directory), whose sandbox serves
+every hidden run of the process: no sandbox an agent's run is forked in ever holds a hidden file, and no sandbox is
+sent a workspace's file ahead of its run. One run at a time per sandbox (a second run at once takes a one-off sandbox). The host's workspace
 directory is bound into the sandbox when
 it starts; a directory replaced since (same path, another inode) gets a new sandbox.
 
@@ -57,18 +57,28 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from latte_lab.sandbox import bwrap, zygote
+import latte_lab.sandbox.bwrap as bwrap
+import latte_lab.sandbox.zygote as zygote
 from latte_lab.sandbox.limits import SandboxLimits
+from latte_lab.sandbox.paths import (
+    HERE,
+    INPUT_PATH,
+    MPL_CACHE_FILES,
+    MPL_INPUT_PATH,
+    MPL_PATH,
+    SANDBOX_SERVER_FILES,
+    SERVER_DIR,
+    TMP_PATH,
+)
 from latte_lab.sandbox.process import PidsCgroup, count_processes, stop_sandbox
+from latte_lab.sandbox.request import RunRequest
 
 USE_WARM = True
 WARM_DISABLE_VAR = "LATTE_LAB_NO_WARM_SANDBOX"  # =1 in the environment turns warm sandboxes off
 MAX_SANDBOXES = 4  # live warm sandboxes per process (a test sandbox holds about 35 MB, a script one 15 MB)
 MAX_START_FAILURES = 3
 CLOSE_SECONDS = 2.0  # after end of file on its control socket: how long the sandbox may take to end
-SERVER_DIR = f"{bwrap.SANDBOX_DIR}/server"  # where the init's own files appear inside the sandbox
-SERVER_FILES = ("_sandbox_server.py", "_zygote_server.py", "_pytest_warm.py", "_child.py", "_pytest_patches.py")
-_HERE = Path(__file__).parent
+MODES = ("pytest", "script")  # a kept sandbox's runs: test runs, or agents' scripts
 
 
 def warm_enabled() -> bool:
@@ -103,17 +113,17 @@ class WarmSandbox(zygote._Zygote):
         self.own_tasks = self.cgroup.current() if self.cgroup is not None else 0
 
     def _argv(self, fd: int) -> list[str]:
-        files = {str(_HERE / name): f"{SERVER_DIR}/{name}" for name in SERVER_FILES}
+        files = {os.path.join(HERE, name): f"{SERVER_DIR}/{name}" for name in SANDBOX_SERVER_FILES}
         mpl = self.mpl_dir if self.mpl_dir and os.path.isdir(self.mpl_dir) else None
         init = {"mode": self.mode, "spares": zygote.SPARES, "no_loopback": not self.limits.loopback,
-                "workspace": str(self.root), "input": bwrap.INPUT_PATH, "tmp": bwrap.TMP_PATH, "shm": "/dev/shm",
-                "mpl": [bwrap.MPL_INPUT_PATH, bwrap.MPL_PATH, bwrap.MPL_CACHE_FILES] if mpl else None}
+                "workspace": str(self.root), "input": INPUT_PATH, "tmp": TMP_PATH, "shm": "/dev/shm",
+                "mpl": [MPL_INPUT_PATH, MPL_PATH, MPL_CACHE_FILES] if mpl else None}
         return [*(self.cgroup.join_command() if self.cgroup is not None else ()),
                 *bwrap.sandbox_args(self.root, self.limits, mpl, files, die_with_parent=False),
                 sys.executable, f"{SERVER_DIR}/_sandbox_server.py", str(fd), json.dumps(init)]
 
     def _env(self, env: Mapping[str, str]) -> dict[str, str]:
-        return {**env, "HOME": bwrap.TMP_PATH, "TMPDIR": bwrap.TMP_PATH}
+        return {**env, "HOME": TMP_PATH, "TMPDIR": TMP_PATH}
 
     def close(self) -> None:
         """Stop the sandbox: end of file on the init's control socket ends it and its namespace; if it
@@ -269,25 +279,19 @@ def _get(root: Path, limits: SandboxLimits, run_env: Mapping[str, str], mpl_dir:
     return sandbox
 
 
-def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | None], limits: SandboxLimits,
-           mpl_dir: str | None, *, pytest_args: list[str] | None = None, script: list[str] | None = None,
-           prime: bool = True, export_names: list[str] | None = None, patches: bool = False,
-           stdin: int | None = None) -> WarmRun | None:
-    """Start one run in a warm sandbox of ``root``: a pytest session (``pytest_args``, what follows ``python -m
-    pytest``) or ``python <script>`` (``script``, what follows ``python``). None to use a one-off sandbox (the
-    sandbox is busy with another run, or cannot start or answer: then after a warning).
-
-    ``patches``: the test sandbox's init makes the opt-in changes to pytest's internals (a sandbox of its own
-    besides the public one); ``prime``: such a sandbox is sent the text of ``root``'s test files ahead (never for
-    a hidden suite); ``export_names``: only these top-level entries are handed back; ``stdin``: the run's
-    standard input (``/dev/null`` when None)."""
-    mode = zygote.server_mode(script, patches)
-    sandbox = _get(root, limits, run_env, mpl_dir, mode)
+def launch(request: RunRequest, run_env: Mapping[str, str], rlimits: Mapping[str, int | None],
+           mpl_dir: str | None) -> WarmRun | None:
+    """Start ``request`` (a pytest session or a script, in ``request.cwd``) in a warm sandbox of that directory;
+    None to use a one-off sandbox (the sandbox is busy with another run, or cannot start or answer: then after a
+    warning). ``run_env`` and ``rlimits`` are the run's environment and the config of its limits."""
+    root, limits = request.cwd, request.limits
+    sandbox = _get(root, limits, run_env, mpl_dir, request.kind)
     if sandbox is None:
         return None
     # PWD: bwrap's --chdir sets it for a one-off sandbox's processes
-    request = zygote.run_request(str(root), {**run_env, "PWD": str(root)}, rlimits, pytest_args, script,
-                                 grace=limits.sigterm_grace_seconds, export_names=export_names)
+    message = zygote.run_request(str(root), {**run_env, "PWD": str(root)}, rlimits, request,
+                                 grace=limits.sigterm_grace_seconds,
+                                 export_names=list(request.export) if request.export is not None else None)
     hits = 0
     if sandbox.cgroup is not None:
         cap = limits.max_processes
@@ -297,13 +301,9 @@ def launch(root: Path, run_env: Mapping[str, str], rlimits: Mapping[str, int | N
             pass  # (the cgroup is gone only with the sandbox, which then fails this run's start)
         hits = sandbox.cgroup.limit_hits()
 
-    def send(fds: list[int]) -> None:
-        if mode == "pytest-patched" and prime:
-            sandbox.prime(root)
-        sandbox.send(request, fds)
-
     try:  # pipes: the run's stdout, stderr and the workspace's export
-        sock, (out_r, err_r, export_r), _reply = zygote.hand_over(send, 3, "the warm sandbox", stdin)
+        sock, (out_r, err_r, export_r), _reply = zygote.hand_over(lambda fds: sandbox.send(message, fds), 3,
+                                                                  "the warm sandbox", request.stdin)
     except zygote.ZygoteError as exc:
         _drop(sandbox)
         sandbox.busy.release()

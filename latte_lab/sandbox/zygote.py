@@ -1,7 +1,8 @@
-"""The zygotes: pre-warmed fork servers for pytest runs and for agents' scripts (client side; the server is
-``_zygote_server.py``). What follows describes the pytest server; the script server is the same process
-model without pytest: it imports nothing for the runs, and each run gets the ``__main__``, ``sys.argv``,
-``sys.path`` and ``sys.modules`` a fresh ``python <script>`` gets.
+"""The zygotes: pre-warmed fork servers, the local backend's fast path for pytest runs and agents' scripts, and the
+trusted evaluation server of hidden evaluations' judges (client side; the servers are ``_zygote_server.py`` and
+``_trusted_server.py``, over the shared core ``_server_core.py``). What follows describes the pytest server; the
+script server is the same process model without pytest: it imports nothing for the runs, and each run gets the
+``__main__``, ``sys.argv``, ``sys.path`` and ``sys.modules`` a fresh ``python <script>`` gets.
 
 A fresh ``python -m pytest`` spends 0.3-0.7 s starting the interpreter and importing pytest before it
 runs a single test; a trial makes ~40 such runs. The zygote is one long-lived interpreter per
@@ -15,14 +16,9 @@ one zygote serves every SandboxLimits.
   workspace. Shut down at exit (atexit: its control socket is closed, it exits on EOF).
 * Before serving, the zygote rehearses one session on a suite of its own, through pytest's public API, so the
   plugin imports, regular expressions and lazy imports of a session are made once instead of in every run.
-  Opt-in (``LATTE_LAB_PYTEST_PATCHES=1``, :func:`latte_lab.sandbox.pytest.pytest_patches`), a second zygote
-  also changes pytest's internals (``_pytest_patches.py``): the text of a workspace's test files is sent ahead
-  (``prime``) and kept rewritten, which a run takes when its file is byte-identical (never for a hidden suite:
-  every run is forked from the zygote and could read its memory); a failure report parses each source file
-  once per run instead of once per traceback entry; and the plugin manager of a run's first session is made
-  ahead. The report's text is the same either way.
+  It is never sent a file of a workspace: what a run finds in its memory is pytest's and the rehearsal's.
 * Everything of a run other than how the process starts is shared with the exec path
-  (:mod:`latte_lab.sandbox.run`): the environment, the rlimits (``apply_limits`` of ``_child.py``), the
+  (:func:`latte_lab.sandbox.run.run_sandboxed`): the environment, the rlimits (``apply_limits`` of ``_child.py``), the
   pipes and their capped reading, the timeout, the process-count watchdog and the process-tree kill (with
   the run's reaper as leader: every process of the run, even a setsid()'d double fork, is a descendant
   of the reaper, a Linux child subreaper).
@@ -43,7 +39,6 @@ one zygote serves every SandboxLimits.
 from __future__ import annotations
 
 import collections
-import hashlib
 import json
 import os
 import shutil
@@ -58,7 +53,9 @@ import warnings
 from collections.abc import Mapping
 from pathlib import Path
 
+from latte_lab.sandbox.paths import FORK_SERVER_SCRIPT, TRUSTED_SERVER_SCRIPT
 from latte_lab.sandbox.process import MARKER_VAR
+from latte_lab.sandbox.request import RunHandle, RunRequest
 from latte_lab.sandbox.threads import readable
 
 USE_ZYGOTE = True  # run pytest in children forked from a pre-warmed server; False: always exec
@@ -67,11 +64,9 @@ ZYGOTE_START_TIMEOUT_SECONDS = 60.0  # interpreter start + pytest imports, on a 
 ZYGOTE_REPLY_TIMEOUT_SECONDS = 10.0  # request sent -> the forked child's pid is back
 ZYGOTE_REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
 ZYGOTE_MAX_START_FAILURES = 3  # after this many failed starts the process stays on the exec path
-ZYGOTE_SCRIPT = str(Path(__file__).with_name("_zygote_server.py"))
+ZIP_END_SEARCH_BYTES = 65557  # a zip archive's end record lies within this many bytes of its end
 # The trusted evaluation server (mode "trusted"): the judges of hidden evaluations, forked from a process that has
-# imported pytest and the judge's session script from the installed packages only (see that file).
-TRUSTED_SCRIPT = str(Path(__file__).with_name("_trusted_server.py"))
-# Its second mode, for sessions whose suite reads its data with an installed library (the boot arguments start
+# imported pytest and the judge's session script from the installed packages only (see that file). Its second mode, for sessions whose suite reads its data with an installed library (the boot arguments start
 # with ``--import=<library>``): the same server with _trusted_server.LIBRARIES loaded ahead.
 TRUSTED_LIBRARIES_MODE = "trusted-libraries"
 TRUSTED_MODES = ("trusted", TRUSTED_LIBRARIES_MODE)
@@ -82,11 +77,6 @@ IMPORT_OPTION = "--import="  # _judge_session.IMPORT_OPTION
 SPARES = "idle"
 # Variables of a run's environment that differ from run to run: the zygote starts without them.
 PER_RUN_VARS = frozenset({"PYTHONPATH", "HOME", "TMPDIR", MARKER_VAR, "PYTEST_DISABLE_PLUGIN_AUTOLOAD"})
-# Test files whose rewritten code the zygote prepares ahead of a run (pytest's default test-file names
-# and conftest.py), within these bounds; anything beyond them the run rewrites for itself.
-PRIME_MAX_FILES = 32
-PRIME_MAX_BYTES = 128 * 1024  # per file; one prime message each
-PRIME_MAX_DEPTH = 4  # directories below the run's; hidden ones and __pycache__ are skipped, as pytest does
 
 
 USE_TRUSTED_SERVER = True  # judges forked from the trusted evaluation server; False: a fresh interpreter each
@@ -119,7 +109,6 @@ class _Zygote:
     def __init__(self, env: Mapping[str, str], mode: str = "pytest"):
         self.mode = mode
         self.owner = os.getpid()  # a forked copy of this process (a sweep worker) starts its own
-        self.primed: dict[tuple[str, str], None] = {}  # (path, SHA-256) already sent, oldest first
         self.home = tempfile.mkdtemp(prefix="latte_lab-zygote-")
         self.lock = threading.Lock()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
@@ -162,8 +151,8 @@ class _Zygote:
     def _argv(self, fd: int) -> list[str]:
         """The server's command line, ``fd`` being its end of the control socket."""
         if self.mode in TRUSTED_MODES:  # as the boot script starts: no user site, no unsafe sys.path entry
-            return [sys.executable, "-s", "-P", TRUSTED_SCRIPT, str(fd), self.mode, SPARES]
-        return [sys.executable, ZYGOTE_SCRIPT, str(fd), self.mode, SPARES]
+            return [sys.executable, "-s", "-P", TRUSTED_SERVER_SCRIPT, str(fd), self.mode, SPARES]
+        return [sys.executable, FORK_SERVER_SCRIPT, str(fd), self.mode, SPARES]
 
     def _env(self, env: Mapping[str, str]) -> dict[str, str]:
         """The server's environment: the start-up environment, in its own empty home."""
@@ -181,17 +170,6 @@ class _Zygote:
                     self.sock.send(data)
             except OSError as exc:
                 raise ZygoteError(f"the zygote is not answering: {exc}") from None
-
-    def prime(self, root: Path) -> None:
-        """Send the text of the test files under ``root`` that the zygote has not rewritten yet."""
-        for path, text in _test_files(root):
-            key = (path, hashlib.sha256(text.encode("utf-8")).hexdigest())
-            if key in self.primed:
-                continue
-            self.send(json.dumps({"prime": [[path, text]]}).encode(), [])
-            self.primed[key] = None
-            while len(self.primed) > PRIME_MAX_FILES * 4:
-                del self.primed[next(iter(self.primed))]
 
     def _remove_home(self) -> None:
         shutil.rmtree(self.home, ignore_errors=True)
@@ -223,11 +201,10 @@ class _Zygote:
         self._remove_home()
 
 
-class StatusRun:
+class StatusRun(RunHandle):
     """``poll`` and ``wait`` of a run whose exit status arrives on its reply socket (``_receive``)."""
 
     label = "a forked run"  # what a wait that timed out names
-    returncode: int | None = None
     _sock: socket.socket | None = None
 
     def _message(self, timeout: float | None) -> dict | None:
@@ -389,75 +366,47 @@ def shutdown_zygotes() -> None:
         zygote.close()
 
 
-def _test_files(root: Path) -> list[tuple[str, str]]:
-    """``(path as a run's pytest sees it, text)`` of the test files and conftest.py files under ``root``
-    (bounded by :data:`PRIME_MAX_FILES`, :data:`PRIME_MAX_BYTES`, :data:`PRIME_MAX_DEPTH`)."""
-    found: list[tuple[str, str]] = []
-    stack = [(os.path.realpath(root), 0)]  # a run's pytest sees the real path of its directory
-    while stack and len(found) < PRIME_MAX_FILES:
-        directory, depth = stack.pop()
+def server_mode(request: RunRequest) -> str:
+    """The fork server a run is forked from: "trusted" (a hidden evaluation's judge), "trusted-libraries" (one whose
+    suite reads its data with an installed library: ``--import=`` in its boot arguments), "script" or "pytest"."""
+    if request.kind == "judge":
+        args = request.args
+        return TRUSTED_LIBRARIES_MODE if args and args[0].startswith(IMPORT_OPTION) else "trusted"
+    return request.kind
+
+
+def forkable(request: RunRequest) -> bool:
+    """Whether a fork server may start ``request``: fork servers on (and the trusted one, for a judge), and a kind
+    they serve; a script only when it is no zip archive named .py (which python would run as an application)."""
+    if not zygote_enabled():
+        return False
+    if request.kind == "judge":
+        return trusted_server_enabled()
+    if request.kind == "script":
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            with open(request.cwd / request.argv[1], "rb") as fh:
+                fh.seek(0, os.SEEK_END)
+                fh.seek(max(fh.tell() - ZIP_END_SEARCH_BYTES, 0))
+                return b"PK\x05\x06" not in fh.read()
         except OSError:
-            continue
-        for entry in entries:
-            name = entry.name
-            try:
-                if entry.is_symlink():
-                    continue
-                if entry.is_dir():
-                    if depth < PRIME_MAX_DEPTH and not name.startswith(".") and name != "__pycache__":
-                        stack.append((entry.path, depth + 1))
-                    continue
-                if not (name == "conftest.py" or (name.endswith(".py") and (
-                        name.startswith("test_") or name.endswith("_test.py")))):
-                    continue
-                if entry.stat().st_size > PRIME_MAX_BYTES:
-                    continue
-                with open(entry.path, encoding="utf-8", newline="") as fh:
-                    found.append((entry.path, fh.read()))
-            except (OSError, UnicodeDecodeError):
-                continue
-            if len(found) >= PRIME_MAX_FILES:
-                break
-    return found
+            return False
+    return request.kind == "pytest"
 
 
-def server_mode(script: list[str] | None, patches: bool, trusted: list[str] | None = None) -> str:
-    """The fork server a run is forked from: "trusted" (a hidden evaluation's session), "trusted-libraries"
-    (one whose suite reads its data with an installed library: ``--import=`` in its boot arguments), "script",
-    "pytest-patched" (the opt-in changes to pytest's internals) or "pytest" (public API only)."""
-    if trusted is not None:
-        return TRUSTED_LIBRARIES_MODE if trusted and trusted[0].startswith(IMPORT_OPTION) else "trusted"
-    return "script" if script is not None else "pytest-patched" if patches else "pytest"
-
-
-def launch(
-    root: Path, child_env: Mapping[str, str], child_limits: Mapping[str, int | None], pytest_args: list[str] | None = None,
-    *, prime: bool = False, script: list[str] | None = None, patches: bool = False, trusted: list[str] | None = None,
-    stdin: int | None = None,
-) -> ZygoteRun | None:
-    """Start one run in a child of a zygote; None (after a warning) to use the exec path.
-
-    ``pytest_args``: a pytest session (what follows ``python -m pytest``), forked from the pytest zygote (with
-    ``patches``, the one that changes pytest's internals; with ``prime`` too, that zygote is first sent the text
-    of ``root``'s test files it has not rewritten yet). ``script``: ``python <script> <args>`` (the list after
-    ``python``), forked from the script zygote, which has imported nothing a fresh interpreter has not.
-    ``trusted``: a judge's session (what follows ``python -s -P <judge session>``), forked from the
-    trusted evaluation server (``_trusted_server.py``). ``stdin``: the run's standard input (``/dev/null`` when
-    None)."""
-    mode = server_mode(script, patches, trusted)
+def launch(request: RunRequest, child_env: Mapping[str, str], child_limits: Mapping[str, int | None]) -> ZygoteRun | None:
+    """Start ``request`` (:func:`forkable`) in a child of a fork server; None (after a warning) to use the exec
+    path. ``child_env`` is the run's whole environment, ``child_limits`` the config of its reaper (limits and
+    confinement)."""
+    mode = server_mode(request)
     zygote = _get(child_env, mode)
     if zygote is None:
         return None
-    request = run_request(os.path.abspath(root), child_env, child_limits, pytest_args, script, trusted=trusted)
+    message = run_request(os.path.abspath(request.cwd), child_env, child_limits, request)
 
     def send(fds: list[int]) -> None:
         nonlocal zygote
         try:
-            if prime and mode == "pytest-patched":
-                zygote.prime(root)
-            zygote.send(request, fds)
+            zygote.send(message, fds)
         except ZygoteError:
             if zygote.alive():
                 raise
@@ -465,10 +414,10 @@ def launch(
             zygote = _get(child_env, mode)
             if zygote is None:
                 raise
-            zygote.send(request, fds)
+            zygote.send(message, fds)
 
     try:
-        sock, (out_r, err_r), reply = hand_over(send, 2, "the zygote", stdin)
+        sock, (out_r, err_r), reply = hand_over(send, 2, "the zygote", request.stdin)
     except ZygoteError as exc:
         _warn(str(exc))  # a dead zygote is restarted by the next run
         return None
@@ -478,17 +427,12 @@ def launch(
     return run
 
 
-def run_request(cwd: str, env: Mapping[str, str], limits: Mapping[str, int | None], pytest_args: list[str] | None,
-                script: list[str] | None, *, trusted: list[str] | None = None, **extra) -> bytes:
-    """A fork server's request for one run (see ``_zygote_server``): ``args`` for pytest, ``script``, or
-    ``trusted`` (a hidden evaluation's boot arguments); ``extra`` adds fields (a warm sandbox's)."""
+def run_request(cwd: str, env: Mapping[str, str], limits: Mapping[str, int | None], request: RunRequest,
+                **extra) -> bytes:
+    """A fork server's message for one run (see ``_server_core``): ``args`` for pytest, ``script``, or ``trusted`` (a
+    judge's boot arguments), from the request's kind; ``extra`` adds fields (a kept sandbox's)."""
     payload = {"cwd": cwd, "env": dict(env), "limits": dict(limits), **extra}
-    if trusted is not None:
-        payload["trusted"] = list(trusted)
-    elif script is not None:
-        payload["script"] = list(script)
-    else:
-        payload["args"] = list(pytest_args or ())
+    payload[{"judge": "trusted", "script": "script", "pytest": "args"}[request.kind]] = request.args
     return json.dumps(payload).encode()
 
 

@@ -37,8 +37,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from latte_lab import dag
 from latte_lab.errors import ConfigError
+from latte_lab.graph import dag
 from latte_lab.scheduling.result import INTERVAL_COLUMNS, worker_name
 from latte_lab.scheduling.workloads import WorkloadSpec, _positive_int
 

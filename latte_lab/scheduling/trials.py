@@ -28,8 +28,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from latte_lab import dag
 from latte_lab.errors import DataError
+from latte_lab.graph import dag
 from latte_lab.scheduling.listsched import heft, list_schedule
 from latte_lab.scheduling.simulate import POLICIES, simulate
 from latte_lab.scheduling.workloads import WorkloadSpec

@@ -16,9 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from latte_lab import dag
 from latte_lab.errors import ConfigError
-from latte_lab.graph import LEAD, CoordinationGraph
+from latte_lab.graph import LEAD, CoordinationGraph, dag
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -375,7 +374,7 @@ def from_task(task_id: str, *, rounds_per_effort: int = ROUNDS_PER_EFFORT) -> Wo
     <WorkloadSpec 'eda': 5 nodes, work 11, critical path 9>
     """
     from latte_lab import tasks
-    from latte_lab.dag import topological_order
+    from latte_lab.graph.dag import topological_order
 
     by_id = {u.id: u for u in tasks.get(task_id).work_units()}
     units = [by_id[nid] for nid in topological_order({u.id: u.deps for u in by_id.values()})]

@@ -32,9 +32,10 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from latte_lab import rundir, sweepdir
+from latte_lab import rundir
 from latte_lab.config import BACKENDS, TrialConfig
 from latte_lab.errors import ConfigError, DataError
+from latte_lab.sweep import sweepdir
 from latte_lab.sweep.estimate import SweepPlan
 from latte_lab.sweep.grid import GRID_AXES, check_jobs, expand_grid, max_jobs
 
@@ -119,7 +120,7 @@ def dry_run(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path
 @contextlib.contextmanager
 def _full_disk_in_one_line(out: Path):
     """A full disk under ``out`` (the sweep's lock, its state, a trial's record) ends the sweep with a
-    :class:`~latte_lab.rundir.DiskFullError` of one line (the command prints it), not a traceback."""
+    :class:`~latte_lab.rundir.format.DiskFullError` of one line (the command prints it), not a traceback."""
     try:
         yield
     except OSError as exc:

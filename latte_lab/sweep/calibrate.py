@@ -1,23 +1,24 @@
-"""Fitting the simulated model's ``calibrated`` profile, and running the held-out validation study, exactly as
-``docs/calibration.md`` pre-registered them.
+"""Fitting the simulated model's ``calibrated`` profile, and running the validation study, exactly as the second
+pre-registration of ``docs/calibration.md`` set them.
 
-- :func:`fit`: simulated method of moments. Each evaluation runs the same 24 trials (seeds 1000-1003 x latte,
-  static x debug, eda, textproc: common random numbers) with five behaviour parameters set, and scores their
-  moments against the published ones (:func:`latte_lab.analysis.validation.moment_loss`). A 12-point Latin
-  hypercube (numpy seed 37), then Nelder-Mead from the best point for at most 20 more evaluations. The record
-  of every evaluation is written to ``calibration.json``; the best point, rounded, is the profile.
-- :func:`validate`: seeds 0-29 of latte, the held-out teams and static on every task under each profile, one
-  row per trial, written to ``sim_validation.csv`` for :func:`latte_lab.analysis.validation.validate_sim`.
+- :func:`fit`: simulated method of moments on the published *process* (no team outcome). Each evaluation runs
+  the same 24 trials (seeds 1000-1003 x latte, static x debug, eda, textproc: common random numbers) with six
+  behaviour parameters set, and scores their process moments against the published ones
+  (:func:`latte_lab.analysis.validation.moment_loss`). A 16-point Latin hypercube (numpy seed 49), then
+  Nelder-Mead from the best point for at most 24 more evaluations. The record of every evaluation is written to
+  ``calibration.json``; the best point, rounded, is the profile.
+- :func:`validate`: seeds 0-29 of all five teams on every task under each profile, one row per trial, written
+  to ``sim_validation.csv`` for :func:`latte_lab.analysis.validation.validate_sim`.
 
 Both are resumable (finished trials are not rerun) and run from the command line::
 
     python -m latte_lab.sweep.calibrate fit --out runs/calibration          # make calibrate
     python -m latte_lab.sweep.calibrate validate --out runs/sim_validation  # make validate-sim
 
->>> spec({"p_correct_patch": 0.9, "verbosity": 412.4})
-'simulated/default?p_correct_patch=0.9&verbosity=412'
->>> [round(x, 3) for x in clip([2.0, -1.0, 0.5, 0.5, 10.0])]
-[0.98, 0.0, 0.5, 0.5, 20.0]
+>>> spec({"seed_nodes": 3.5, "p_split": 0.4})
+'simulated/default?seed_nodes=3.5&p_split=0.4'
+>>> [round(x, 3) for x in clip([0.0, 2.0, 0.5, 0.5, 1.0, -1.0])]
+[1.0, 1.0, 0.5, 0.5, 0.3, 0.0]
 """
 
 from __future__ import annotations
@@ -29,24 +30,23 @@ from pathlib import Path
 
 import numpy as np
 
-# The pre-registered search (docs/calibration.md): parameter -> (low, high)
+# The pre-registered search (docs/calibration.md, the second pre-registration): parameter -> (low, high)
 PARAMETERS: dict[str, tuple[float, float]] = {
-    "p_correct_patch": (0.50, 0.98),
-    "p_straggler": (0.00, 0.30),
+    "seed_nodes": (1.0, 8.0),
+    "p_split": (0.00, 1.00),
     "p_reread": (0.00, 1.00),
+    "chattiness": (0.00, 1.00),
+    "p_straggler": (0.00, 0.30),
     "p_delegate": (0.00, 1.00),
-    "verbosity": (20.0, 1500.0),
 }
 FIT_SEEDS = (1000, 1001, 1002, 1003)
 FIT_TEAMS = ("latte", "static")
 TASKS = ("debug", "eda", "textproc")
-LHS_POINTS = 12
-LHS_SEED = 37
-NM_EVALUATIONS = 20
+LHS_POINTS = 16
+LHS_SEED = 49
+NM_EVALUATIONS = 24
 VALIDATION_SEEDS = tuple(range(30))
-VALIDATION_TEAMS = ("latte", "leader_worker", "decentralized", "pipeline", "static")
-# static is there for the moments table only (both profiles' moments on seeds outside the fit's); it enters no
-# held-out comparison (docs/calibration.md, Deviations)
+VALIDATION_TEAMS = ("latte", "static", "leader_worker", "decentralized", "pipeline")
 
 
 def clip(x) -> list[float]:
@@ -55,17 +55,26 @@ def clip(x) -> list[float]:
 
 
 def as_params(x) -> dict[str, float]:
-    """A point as named parameters, rounded as the profile ships them (two decimals, verbosity whole tokens)."""
-    out = {}
-    for (name, _), v in zip(PARAMETERS.items(), clip(x)):
-        out[name] = int(round(v)) if name == "verbosity" else round(v, 2)
-    return out
+    """A point as named parameters, rounded as the profile ships them (two decimals)."""
+    return {name: round(v, 2) for (name, _), v in zip(PARAMETERS.items(), clip(x))}
 
 
 def spec(params: dict[str, float]) -> str:
     """The model spec of the default profile with these parameters overridden."""
-    parts = [f"{k}={int(round(v)) if k == 'verbosity' else v}" for k, v in params.items()]
-    return "simulated/default?" + "&".join(parts)
+    return "simulated/default?" + "&".join(f"{k}={v}" for k, v in params.items())
+
+
+def with_graph_sizes(rows):
+    """Trial rows with ``graph_size_per_round`` (a JSON list) read from each trial's ``result.json``: the results
+    row keeps scalars only, the trial's metrics hold the list."""
+    sizes = []
+    for run_dir in rows["run_dir"]:
+        try:
+            metrics = json.loads((Path(run_dir) / "result.json").read_text(encoding="utf-8")).get("metrics") or {}
+        except (OSError, ValueError, TypeError):
+            metrics = {}
+        sizes.append(json.dumps(metrics.get("graph_size_per_round") or []))
+    return rows.assign(graph_size_per_round=sizes)
 
 
 def _key(params: dict[str, float]) -> str:
@@ -83,7 +92,7 @@ def evaluate(params: dict[str, float], out: Path, *, n_jobs: int = 2, published=
             "sandbox": "local"}
     rows = ll.run_sweep(grid, out=where, n_jobs=n_jobs, progress=False)
     rows = rows[rows["status"] == "ok"] if "status" in rows else rows
-    sim = V.moments(rows)
+    sim = V.moments(with_graph_sizes(rows))
     pub = V.published_moments(published)
     return V.moment_loss(sim, pub), {"|".join(k): round(float(v), 4) for k, v in sim.items()}
 
@@ -96,7 +105,7 @@ def fit(out: str | Path = "runs/calibration", *, n_jobs: int = 2, log=print) -> 
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    record: dict = {"pre_registration": "docs/calibration.md", "parameters": {k: list(v) for k, v in PARAMETERS.items()},
+    record: dict = {"pre_registration": "docs/calibration.md (the second pre-registration)", "parameters": {k: list(v) for k, v in PARAMETERS.items()},
                     "seeds": list(FIT_SEEDS), "teams": list(FIT_TEAMS), "tasks": list(TASKS), "evaluations": []}
     seen: dict[str, float] = {}
 
@@ -155,12 +164,15 @@ def validate(out: str | Path = "runs/sim_validation", *, profiles=("default", "c
                     "model": f"simulated/{profile}", "sandbox": "local"}
             rows = ll.run_sweep(grid, out=Path(out) / profile, n_jobs=n_jobs, progress=False)
             rows = rows[rows["status"] == "ok"].copy() if "status" in rows else rows.copy()
+            rows = with_graph_sizes(rows)
             rows.insert(0, "profile", profile)
             frames.append(rows)
     trials = pd.concat(frames, ignore_index=True)
     keep = ["profile", "task", "team", "model", "seed", "trial_id", "success", "accuracy", "total_rounds",
             "total_input_tokens", "total_output_tokens", "total_tokens", "wall_clock_seconds",
-            "dispatched_agent_rounds", "cross_agent_overwrites", "n_release", "lead_active_fraction"]
+            "dispatched_agent_rounds", "cross_agent_overwrites", "n_release", "lead_active_fraction",
+            "idle_fraction", "total_messages", "graph_size_initial", "graph_size_final", "graph_size_per_round",
+            "op_release_task", "op_create_verify_node", "op_close_task", "op_discover_task_skipped"]
     trials = trials[[c for c in keep if c in trials]]
     if csv is not None:
         trials.to_csv(csv, index=False)
@@ -169,14 +181,14 @@ def validate(out: str | Path = "runs/sim_validation", *, profiles=("default", "c
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(prog="python -m latte_lab.sweep.calibrate",
-                                 description="Fit the simulated model's calibrated profile, or run the held-out "
+                                 description="Fit the simulated model's calibrated profile, or run the "
                                              "validation study (docs/calibration.md).")
     sub = ap.add_subparsers(dest="cmd", required=True)
-    f = sub.add_parser("fit", help="the pre-registered simulated-method-of-moments fit")
+    f = sub.add_parser("fit", help="the pre-registered simulated-method-of-moments fit to the published process")
     f.add_argument("--out", default="runs/calibration")
     f.add_argument("--jobs", type=int, default=2)
     f.add_argument("--write", help="copy calibration.json here too (e.g. latte_lab/data/calibration.json)")
-    v = sub.add_parser("validate", help="seeds 0-29 of latte and the held-out teams under each profile")
+    v = sub.add_parser("validate", help="seeds 0-29 of every team on every task under each profile")
     v.add_argument("--out", default="runs/sim_validation")
     v.add_argument("--jobs", type=int, default=2)
     v.add_argument("--csv", default="latte_lab/data/sim_validation.csv")

@@ -7,7 +7,7 @@ fetched. The driver unpacks the archive in the sweep's running area, moves it in
 trial, and merges the calls into its own cache (:func:`latte_lab.models.cassette.import_cassettes`).
 So ``out`` on the driver holds every run directory: analysis and resume need nothing but the driver.
 Symlinks and special files an agent left do not travel: ``special_files.json`` says what they were, as
-on the local backend (:mod:`latte_lab.sweepdir`). An archive that cannot be unpacked is recorded as the
+on the local backend (:mod:`latte_lab.sweep.sweepdir`). An archive that cannot be unpacked is recorded as the
 trial's attempt with status ``error``, never as a finished trial, and the sweep goes on.
 
 Rate limits and the sweep's budget are shared through one small actor
@@ -35,7 +35,8 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
-from latte_lab import rundir, sweepdir
+import latte_lab.sweep.sweepdir as sweepdir
+from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.sweep.local import GRACE_SECONDS, INTERRUPTED_ERROR, POLL_SECONDS, SweepSettings
@@ -46,7 +47,7 @@ FREE_MODELS = ("simulated", "scripted")  # no provider calls, nothing to merge i
 def pack(run_dir: Path) -> bytes:
     """A run directory as a gzip-compressed tar archive of its regular files and directories (paths relative
     to the directory), ``result.json`` last. Symlinks and special files, and files that cannot be read, are
-    left out and named in the archive's ``special_files.json`` (see :mod:`latte_lab.sweepdir`)."""
+    left out and named in the archive's ``special_files.json`` (see :mod:`latte_lab.rundir.special`)."""
     run_dir = Path(run_dir)
     notes: dict[str, str] = {}
     buffer = io.BytesIO()
@@ -144,8 +145,8 @@ def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, dest: Path) -> None:
 
 def remote_trial(payload: str, settings: SweepSettings, entries: dict) -> dict:
     """On a node: runs one trial in a temporary directory and returns it packed (see the module docstring)."""
-    from latte_lab.fork import run_config
     from latte_lab.registry import install
+    from latte_lab.trial import run_trial
 
     install(entries)
     cfg = TrialConfig.model_validate_json(payload)
@@ -156,7 +157,7 @@ def remote_trial(payload: str, settings: SweepSettings, entries: dict) -> dict:
         node_cfg = cfg.model_copy(update={"runs_dir": str(staging), "cache_path": None})
         with settings.applied():
             try:
-                run_dir = run_config(node_cfg, run_name=cfg.trial_id).run_dir
+                run_dir = run_trial(node_cfg, run_name=cfg.trial_id).run_dir
             except KeyboardInterrupt:
                 interrupted, run_dir = True, staging / cfg.trial_id
         archive = pack(run_dir) if run_dir.is_dir() else None

@@ -20,7 +20,8 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from latte_lab import rundir, sweepdir
+import latte_lab.sweep.sweepdir as sweepdir
+from latte_lab import rundir
 from latte_lab.config import FREE_PROVIDERS, TrialConfig, parse_model_spec
 from latte_lab.errors import DataError
 

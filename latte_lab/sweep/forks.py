@@ -6,7 +6,7 @@ import itertools
 from pathlib import Path
 
 from latte_lab.errors import ConfigError
-from latte_lab.fork import check_intervention, fork_config, parent_config, recorded_rounds
+from latte_lab.forking import check_intervention, fork_config, parent_config, recorded_rounds
 
 __all__ = ["fork_sweep"]
 

@@ -1,7 +1,7 @@
 """A sweep's trials on this machine: one after another in this process, or in worker processes.
 
 Every trial runs in the sweep's running area and is moved into place when it ends
-(:func:`latte_lab.sweepdir.finish_attempt`). Worker processes never outlive the sweep: each watches its
+(:func:`latte_lab.sweep.sweepdir.finish_attempt`). Worker processes never outlive the sweep: each watches its
 parent and, once the parent is gone, kills everything it started (the sandbox's fork server and test
 processes included) and exits. Ctrl-C or SIGTERM stops the sweep: no queued trial starts, running
 trials get :data:`GRACE_SECONDS` to write their record (status ``error``, reason ``interrupted``), and
@@ -23,7 +23,8 @@ from pathlib import Path
 
 import psutil
 
-from latte_lab import rundir, sweepdir
+import latte_lab.sweep.sweepdir as sweepdir
+from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError, LatteError
 from latte_lab.models.keys import redact
@@ -60,11 +61,11 @@ def run_attempt(cfg: TrialConfig, out: Path) -> dict:
     ``error``), then is raised. One that arrives once the trial has ended (its record complete)
     waits until the trial is in place, then raises :class:`Interrupted` carrying the finished trial's row.
     """
-    from latte_lab.fork import run_config
+    from latte_lab.trial import run_trial
 
     running = sweepdir.running_dir(out)
     try:
-        res = run_config(cfg, runs_dir=running, run_name=cfg.trial_id)  # a trial, or a fork (latte_lab.fork)
+        res = run_trial(cfg, runs_dir=running, run_name=cfg.trial_id)  # a trial, or a fork (latte_lab.forking)
         with _stops_held():  # the rename and the row's new run_dir, both or neither
             final = sweepdir.finish_attempt(res.run_dir, out, cfg.trial_id)
     except KeyboardInterrupt as exc:

@@ -35,6 +35,7 @@ class EvalResult:
     public_confirmed: bool | None = None  # the task's public tests, as shipped, all passed in the same session
     tampering: tuple[tuple[str, str], ...] = ()  # (what, where) the evaluation refused or undid while it ran
     notes: tuple[str, ...] = ()  # what the evaluation left out of its copy (conftest.py, links, FIFOs), and why
+    failed_tests: tuple[str, ...] = ()  # "Class::test" of each hidden test that ran and did not pass
 
     @property
     def total(self) -> int:
@@ -175,5 +176,6 @@ def score(totals: Mapping[str, int], outcomes: Mapping[str, Mapping[str, str]], 
         passed += n_passed
         failed += n_failed
         errors += total - n_passed - n_failed
+    not_passed = tuple(f"{cls}::{name}" for cls in totals for name, o in outcomes.get(cls, {}).items() if o != "passed")
     return EvalResult(passed=passed, failed=failed, errors=errors, per_class=per_class,
-                      missing_outputs=tuple(missing), output=output)
+                      missing_outputs=tuple(missing), output=output, failed_tests=not_passed)

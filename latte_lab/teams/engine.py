@@ -19,9 +19,10 @@ from latte_lab import prompts
 from latte_lab.errors import LatteError, WorkspaceError
 from latte_lab.events import REPLY_LOG_CHARS, EventLog
 from latte_lab.graph import SYSTEM_AGENT
-from latte_lab.history import GraphHistory
+from latte_lab.graph.history import GraphHistory
 from latte_lab.models.base import AgentView, Message, ModelRequest, ModelResponse, Scope
 from latte_lab.models.view import note_reply
+from latte_lab.teams.clock import VIRTUAL_SCRIPT_SECONDS, VIRTUAL_TEST_SECONDS, VirtualClock
 from latte_lab.teams.replies import (
     EVENT_OUTPUT_TAIL,
     PLANNING_TESTS_TAIL,
@@ -43,10 +44,6 @@ LEAD_WINDOW = 10  # Lead's history window during execution, in messages (paper A
 WORKER_WINDOW = 20  # every other agent's history window, in messages (paper A4.1)
 PLANNING_WINDOW = 20  # the Lead's window while planning (released code)
 READY_PREVIEW_CHARS = 600  # description characters shown per ready task (reference §6)
-# The virtual clock charges tools a nominal cost so that it stays deterministic across replays and
-# machines; measured seconds are recorded separately as real_seconds.
-VIRTUAL_TEST_SECONDS = 2.0
-VIRTUAL_SCRIPT_SECONDS = 1.0
 
 
 @dataclass
@@ -144,6 +141,12 @@ class Team:
     ``progress() -> tuple[int, int]``
         Called once after the last round. Pure. Returns (tasks_done, total_tasks) in the released
         results.csv sense; the default counts passed/total public tests of the last run.
+
+    State: at each round's end the trial saves the team's :meth:`state` (every attribute but those of
+    :data:`WIRING`), so that a fork restores it (:meth:`restore`, then :meth:`rebind` to the fork's config)
+    instead of running the rounds again. A subclass's own attributes are saved with it when they hold plain
+    data (numbers, strings, lists, tuples, dicts, sets) and latte_lab's own records (agents, messages, test
+    runs, the graph); a team holding anything else saves no state, and its forks replay their parent's rounds.
     """
 
     name = ""  # the registered name (set by ``register``)
@@ -160,10 +163,7 @@ class Team:
         self.agents: dict[str, Agent] = {}
         self.graph = None
         self.round = 0
-        self.vclock = 0.0
-        self._round_tool_time = 0.0  # every tool second of the round (the "summed" reading)
-        self._steps: list[dict[str, list[float]]] = []  # the round's steps: agent -> [call latency, its tool time]
-        self._serial_tool_time = 0.0  # tool time of no agent's step (the orchestrator's test runs)
+        self.clock = VirtualClock(config.tool_time)  # model latency and tool time (teams/clock.py)
         self.input_tokens = 0
         self.output_tokens = 0
         self.n_calls = 0
@@ -178,6 +178,34 @@ class Team:
         self._provider = config.model.partition("/")[0]
         self._calls_wait = calls_wait(model)
         self._roots: tuple | None = None
+
+    # ----- state at a round's end -----
+    # What a team is wired to rather than what it holds: given anew to a team that is restored.
+    WIRING = ("config", "task", "ws", "model", "log", "seed", "trial_id", "ledger", "snapshots", "clock", "_pool",
+              "_provider", "_calls_wait", "_roots")
+
+    def state(self) -> dict:
+        """What the team holds at a round's end (its agents, graph, counters, outcome, and a subclass's own
+        attributes), its clock's reading and where its graph's history stands: the live objects, not copies (the
+        caller encodes them before the next round changes them; :mod:`latte_lab.teams.state`). Everything the
+        team is wired to (:data:`WIRING`: config, task, workspace, model, log, ledger, ...) is left out."""
+        held = {name: value for name, value in vars(self).items() if name not in self.WIRING}
+        return {"attributes": held, "clock": self.clock.state(), "history": self.snapshots.recording_state()}
+
+    def restore(self, state: dict, records: list[dict]) -> None:
+        """Become the team whose :meth:`state` was ``state`` (decoded), on a team built with the same team, task
+        and size but not set up; ``records`` are the graph's history records up to that point. The workspace
+        and the ledger are restored by their owners."""
+        vars(self).update(state["attributes"])
+        self.clock.restore(state["clock"])
+        self.snapshots = GraphHistory.resume(records, self.graph, state["history"])
+
+    def rebind(self, config: TrialConfig) -> None:
+        """From the next call on, the team runs under ``config`` (a fork's, at its fork point): its model, seed,
+        switches and round budget; the team, task and size stay."""
+        self.config, self.seed, self.trial_id = config, config.seed, config.trial_id
+        self._provider = config.model.partition("/")[0]
+        self.clock.reading = config.tool_time
 
     # ----- hooks for subclasses (contracts in the class docstring) -----
     def setup(self) -> None:
@@ -285,7 +313,6 @@ class Team:
                 except Exception as exc:  # noqa: BLE001 - raised below, after the recording
                     failure = failure or exc
         out = []
-        latency = 0.0
         for (agent, req, new_text), resp in answered:
             agent.history.append(Message("user", new_text))
             agent.history.append(Message("assistant", resp.text))
@@ -296,7 +323,6 @@ class Team:
             self.output_tokens += resp.usage.output_tokens
             self.n_calls += 1
             self.ledger.record(agent.name, self.round, resp, provider=self._provider)
-            latency = max(latency, resp.latency_s)
             self.log.emit(
                 "agent_reply", agent=agent.name, role=agent.role, text=resp.text, n_chars=len(resp.text),
                 n_chars_logged=min(len(resp.text), REPLY_LOG_CHARS), input_tokens=resp.usage.input_tokens,
@@ -304,8 +330,7 @@ class Team:
                 call_index=req.scope.call_index,
             )
             out.append((agent, resp))
-        self.vclock += latency
-        self._steps.append({agent.name: [resp.latency_s, 0.0] for agent, resp in out})
+        self.clock.step({agent.name: resp.latency_s for agent, resp in out})
         if failure is not None:
             raise failure
         return out
@@ -404,7 +429,7 @@ class Team:
             agent.receive(prompts.render_script_error(action.path, str(exc)))
             self.log.emit("run_script", agent=agent.name, path=action.path, returncode=None, error=str(exc))
             return
-        self._tool_ran(agent.name, VIRTUAL_SCRIPT_SECONDS)
+        self.clock.tool_ran(agent.name, VIRTUAL_SCRIPT_SECONDS)
         agent.last_activity_round = self.round
         self.log.emit("run_script", agent=agent.name, path=action.path, returncode=run.returncode,
                       timed_out=run.timed_out, real_seconds=run.seconds,
@@ -415,7 +440,7 @@ class Team:
     def run_tests(self, by: str = SYSTEM_AGENT) -> TestRun:
         """Runs the public tests (memoised on identical workspace contents) and logs the run."""
         run = self.ws.run_tests()
-        self._tool_ran(by, VIRTUAL_TEST_SECONDS)
+        self.clock.tool_ran(by, VIRTUAL_TEST_SECONDS)
         self.last_tests = run
         from latte_lab.sandbox.pytest import infrastructure_error
 
@@ -455,53 +480,16 @@ class Team:
         self.round = r
         self.log.round = r
         self.written_this_round = {}
-        self._reset_tool_time()
+        self.clock.begin_round()
         self.log.emit("round_start")
 
     def end_round(self) -> None:
-        self.vclock += self.tool_seconds()
-        self._reset_tool_time()
+        self.clock.end_round()
 
-    # ----- the virtual clock's tool time (TrialConfig.tool_time) -----
-    def _reset_tool_time(self) -> None:
-        self._round_tool_time = 0.0
-        self._steps = []
-        self._serial_tool_time = 0.0
-
-    def _tool_ran(self, who: str, seconds: float) -> None:
-        """Charges a tool run to the latest step in which ``who`` was called (else to the orchestrator)."""
-        self._round_tool_time += seconds
-        step = next((s for s in reversed(self._steps) if who in s), None)
-        if step is None:
-            self._serial_tool_time += seconds
-        else:
-            step[who][1] += seconds
-
-    def tool_seconds(self) -> float:
-        """The round's tool time beyond the calls' latencies already on the clock, by the config's reading.
-
-        >>> e = Team.__new__(Team); e._reset_tool_time()
-        >>> e._steps = [{"Dev1": [3.0, 2.0], "Dev2": [4.0, 2.0]}]; e._round_tool_time = 4.0
-        >>> [e.tool_seconds_as(r) for r in ("parallel", "event_loop", "summed")]
-        [2.0, 3.0, 4.0]
-        """
-        return self.tool_seconds_as(self.config.tool_time)
-
-    def tool_seconds_as(self, reading: str) -> float:
-        if reading == "summed":
-            return self._round_tool_time
-        extra = self._serial_tool_time
-        for step in self._steps:
-            longest = max(lat for lat, _ in step.values())
-            if reading == "parallel":
-                end = max(lat + tools for lat, tools in step.values())
-            else:  # event_loop: replies processed one at a time, in order of arrival (ties: team order)
-                end = 0.0
-                for lat, tools in sorted(step.values(), key=lambda v: v[0]):
-                    end = max(end, lat) + tools
-                end = max(end, longest)
-            extra += end - longest
-        return extra
+    @property
+    def vclock(self) -> float:
+        """The virtual clock's reading (seconds): model latency and tool time so far."""
+        return self.clock.now
 
     def record_snapshot(self) -> dict | None:
         if self.graph is None:

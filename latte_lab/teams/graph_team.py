@@ -178,18 +178,23 @@ class GraphTeam(Team):
         self._seen_state[agent.name] = self._task_state(agent)
 
     def _task_state(self, agent: Agent) -> tuple | None:
-        """The worker's task as G_t shows it: id, status, owner, dependencies."""
+        """The worker's task as G_t shows it: id, status, owner, dependencies, and which of its
+        predecessors are finished (its context per D4 includes its predecessors)."""
         nid = agent.current_task
         if nid is None or nid not in self.graph:
             return None
         node = self.graph.node(nid)
-        return (nid, str(node["status"]), node["agent"], tuple(node["deps"]))
+        deps = tuple(node["deps"])
+        finished = tuple(d for d in deps if d in self.graph and str(self.graph.status(d)) in ("done", "verified"))
+        return (nid, str(node["status"]), node["agent"], deps, finished)
 
     def _task_update(self, agent: Agent) -> str:
-        nid, status, _, deps = self._task_state(agent)
+        nid, status, _, deps, finished = self._task_state(agent)
         seen = self._seen_state.get(agent.name)
-        new_deps = [d for d in deps if seen is None or seen[0] != nid or d not in seen[3]]
-        return prompts.render_task_update(nid, status, new_deps)
+        same = seen is not None and seen[0] == nid
+        new_deps = [d for d in deps if not same or d not in seen[3]]
+        newly_done = [d for d in finished if not same or d not in seen[4]]
+        return prompts.render_task_update(nid, status, new_deps, newly_done)
 
     def predecessors(self, nid: str) -> list[dict]:
         """The direct predecessors of a node as its worker sees them (D4): what they were and produced."""

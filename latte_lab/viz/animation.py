@@ -272,7 +272,7 @@ def _graph_animation(snaps: list[dict], events: list[dict], interval_ms: int) ->
         scene.show(snap, new=new)
         branch = ""
         if fork is not None:
-            branch = (" · the parent's, replayed" if rounds[i] <= fork["fork_round"] else
+            branch = (" · the parent's" if rounds[i] <= fork["fork_round"] else
                       f" · forked after round {fork['fork_round']}")
         title.set_text(graphmod.round_title(snap) + branch)
         lines.show(flowmod.round_lines(events, rounds[i], short=plan.short))

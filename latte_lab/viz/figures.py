@@ -4,8 +4,8 @@ Each ``figure*`` function returns a matplotlib Figure; the numbers behind Figure
 functions of :mod:`latte_lab.analysis.stats` (``expected_cost_per_success``, ``pareto_points``), so they can
 be tested and tabulated without drawing. The figures are drawn with matplotlib alone (no seaborn), imported
 inside the functions so that importing this module stays light. Constructions follow the released notebook
-(reference §10). ``ll.viz.figure2a`` ... ``ll.viz.figure4`` are these functions; ``ll.analysis.figure2a`` ...
-``ll.analysis.figure4`` name them too, where the analysis pages document them.
+(reference §10). ``ll.viz.figure2a`` ... ``ll.viz.figure4`` are these functions (``ll.analysis.figure2a`` ... are
+their deprecated old names).
 """
 
 from __future__ import annotations

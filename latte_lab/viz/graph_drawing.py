@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import latte_lab.viz.style as style
-from latte_lab import dag
+from latte_lab.graph import dag
 
 LABELS_MAX_NODES = 40  # beyond this many nodes, titles would not fit a screen: nodes go unlabelled
 LABEL_PT = style.MIN_FONT_PT

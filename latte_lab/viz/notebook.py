@@ -1,6 +1,6 @@
 """How a latte_lab picture appears in a notebook: once, below the cell that drew it, whatever the cell ends with.
 
-The convention of every drawing function of :mod:`latte_lab.viz` (and ``ll.analysis.figure2a`` ...):
+The convention of every drawing function of :mod:`latte_lab.viz`:
 
 - A function that draws on an Axes returns the Axes (``draw_graph``, ``gantt``, ``flow``, the scheduling
   plots). Its figure stays open in pyplot, so the notebook's inline backend shows it when the cell ends, and

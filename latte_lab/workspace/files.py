@@ -34,8 +34,8 @@ from latte_lab.sandbox.pytest import (
     memo_storable,
     run_pytest,
 )
+from latte_lab.sandbox.request import RunRequest
 from latte_lab.sandbox.run import OUTSIDE_WORKSPACE, RunResult, resolve_sandbox, run_sandboxed
-from latte_lab.sandbox.stage import run_staged
 from latte_lab.workspace.symbols import changed_symbols
 
 SNAPSHOT_MAX_FILE_BYTES = 4 * 2**20  # snapshot_files skips larger files (data dumps, not deliverables)
@@ -280,6 +280,69 @@ class Workspace:
                 continue
         return snapshot
 
+    # ---- state at a round's end -----------------------------------------------------------------
+
+    def state(self) -> dict | None:
+        """The workspace's files (``{relative path: bytes}``; a directory as None, a link as ``("link", target)``),
+        their modes (``{path: mode}`` where not 0o644 or 0o755 for a directory) and the write log; None when it holds
+        what cannot be restored (a FIFO, a socket, a device, an unreadable entry)."""
+        files: dict[str, bytes | tuple | None] = {}
+        modes: dict[str, int] = {}
+        stack = [(self.root, "")]
+        while stack:
+            directory, prefix = stack.pop()
+            try:
+                entries = sorted(os.scandir(directory), key=lambda e: e.name)
+            except OSError:
+                return None
+            for entry in entries:
+                rel = prefix + entry.name
+                try:
+                    st = entry.stat(follow_symlinks=False)
+                    if stat.S_ISLNK(st.st_mode):
+                        files[rel] = ("link", os.readlink(entry.path))
+                        continue
+                    if stat.S_ISDIR(st.st_mode):
+                        files[rel] = None
+                        stack.append((Path(entry.path), rel + "/"))
+                    elif stat.S_ISREG(st.st_mode):
+                        with open(entry.path, "rb") as fh:
+                            files[rel] = fh.read()
+                    else:
+                        return None
+                except OSError:
+                    return None
+                mode = stat.S_IMODE(st.st_mode)
+                if mode != (0o755 if stat.S_ISDIR(st.st_mode) else 0o644):
+                    modes[rel] = mode
+        return {"files": files, "modes": modes, "writes": list(self.writes)}
+
+    def restore(self, state: dict) -> None:
+        """Make the workspace hold exactly what :meth:`state` described (files, links, directories, modes) and take
+        its write log; what the task set up and the state lacks is removed."""
+        files, modes = state["files"], state["modes"]
+        for dirpath, dirnames, filenames in os.walk(self.root, topdown=False):
+            for name in dirnames + filenames:
+                full = Path(dirpath) / name
+                rel = full.relative_to(self.root).as_posix()
+                kind = files.get(rel, False)
+                is_dir = full.is_dir() and not full.is_symlink()
+                if kind is False or (kind is None) != is_dir or isinstance(kind, tuple) != full.is_symlink():
+                    shutil.rmtree(full) if is_dir else full.unlink()
+        for rel in sorted(files):  # parents before what they hold
+            content, full = files[rel], self.root / rel
+            if content is None:
+                full.mkdir(exist_ok=True)
+            elif isinstance(content, tuple):
+                if not full.is_symlink() or os.readlink(full) != content[1]:
+                    full.unlink(missing_ok=True)
+                    os.symlink(content[1], full)
+                continue
+            elif not full.exists() or full.read_bytes() != content:
+                full.write_bytes(content)
+            os.chmod(full, modes.get(rel, 0o755 if content is None else 0o644))
+        self.writes = list(state["writes"])
+
     # ---- running -------------------------------------------------------------------------------
 
     def _with_restore_note(self, run: RunResult) -> RunResult:
@@ -299,11 +362,9 @@ class Workspace:
                 f"script {rel!r} does not exist in the workspace; near names: {self._near_names(rel)}"
             )
         _refuse(st, rel, "run")
-        # On bubblewrap with warm sandboxes the script runs in the process's public stage, as the test runs do,
-        # so that one kept sandbox serves the scripts of every workspace of the process (not one each)
-        run = run_staged(self.root, self.backend, lambda where, staged: run_sandboxed(
-            [sys.executable, rel], where, timeout=timeout, limits=self.limits, sandbox=self.backend,
-            keep_sandbox=staged))
+        # the workspace is a directory its runs come back to (reuse): a backend may serve them from what it keeps
+        run = run_sandboxed(RunRequest([sys.executable, rel], self.root, timeout=timeout, limits=self.limits,
+                                       reuse=True), sandbox=self.backend)
         return self._with_restore_note(run)
 
     @slots.bounded

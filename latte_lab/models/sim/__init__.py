@@ -4,9 +4,11 @@
 (``profiles.py``). Internals: what one call knows from its prompt (``turn.py``), the work on units and
 the evidence behind a patch (``work.py``), the role policies (``policy.py`` for graph workers and the
 dispatch, ``lead.py``, ``flat.py``, ``documents.py``, graph nodes in ``nodes.py``), the units an agent
-builds from its prompt (``skill.py``), the fix book that holds what correct code looks like and is the
-only module reading task internals (``fixbook.py``), source splicing (``source.py``), generic slips (``mutate.py``) and reply text
-(``text.py``).
+builds from its prompt's text (``units.py``) and what it makes of them (``skill.py``), the examples and check
+scripts it writes (``examples.py``), what it may write about a project's data (``evidence.py``) and the
+analysis it runs to write a report about data (``analysis.py``), the fix book that holds what correct code
+looks like and is the only module reading task internals (``fixbook.py``), source splicing (``source.py``),
+generic slips (``mutate.py``) and reply text (``text.py``).
 
 >>> from latte_lab.models.sim import PROFILES, SimulatedModel
 >>> sorted(PROFILES), SimulatedModel().profile.name

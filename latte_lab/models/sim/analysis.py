@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 
 ANALYSIS_PREFIX = "analyze_"  # the script's file name: analyze_<data file stem>.py, shared by the team
 ANALYSIS_MARK = "Analysis of "  # the report's first line: "Analysis of <file>: <n> rows, <k> columns"
-END_MARK = "End of analysis"  # the report's last line: "End of analysis: <n> facts" (a report cut short has none)
+END_MARK = "End of analysis"  # the report's last line: "End of analysis of <file>: <n> rows, <k> columns, <m> facts"
 SCHEMA_MODULE = "config"  # the team's shared schema module the script imports from the workspace
 SCHEMA_NAMES = ("COLUMN_MAP", "TARGET", "NUMERIC_FEATURES", "CATEGORICAL_FEATURES", "MISSING_VALUES")  # what it reads
 HIST_BINS = 12  # histogram bins for the shape: enough to show two humps in a few hundred rows, few enough to be smooth
@@ -116,18 +116,36 @@ def fmt(value):
             return "nan"
         if value.is_integer() and abs(value) < 1e15:
             return str(int(value))
-        return format(value, ".8g")
+        if 1e4 <= abs(value) < 1e15:
+            return str(round(value))  # five digits and more before the point: the fraction says nothing
+        return format(value, ".3g")  # three significant digits: the report fits a script's shown output
     text = clean(value)
     return text if WORD.fullmatch(text) else json.dumps(text)
 
 
+LAST = ("config", "schema", "lacking", "placeholder", "empty", "cells", "target")  # printed last: see below
+deferred = []
+
+
 def say(kind, label, **fields):
-    """One fact: '<kind>: <label>: key=value ...' (numbers bare, text as a JSON string)."""
+    """One fact: '<kind>: <label>: key=value ...' (numbers bare, text as a JSON string). The facts about the
+    whole table (schema, missing values, target) are printed last, just above the end line: a run's shown
+    output keeps its end, so they are the last to be cut."""
     global facts
     body = " ".join(f"{k}={fmt(v)}" for k, v in fields.items() if v is not None)
     if body:
         facts += 1
-        print(f"{kind}: {clean(label)}: {body}")
+        line = f"{kind}: {clean(label)}: {body}"
+        if kind in LAST:
+            deferred.append(line)
+        else:
+            print(line)
+
+
+def finish(n_rows, n_columns):
+    for line in deferred:
+        print(line)
+    print(f"{END} of {PATH}: {n_rows} rows, {n_columns} columns, {facts} facts")
 
 
 def number(cell):
@@ -155,7 +173,7 @@ try:
 except (OSError, UnicodeDecodeError, csv.Error) as exc:
     print(f"{MARK}{PATH}: 0 rows, 0 columns")
     say("lacking", PATH, data=f"{type(exc).__name__}: {exc}"[:200])
-    print(f"{END}: {facts} facts")
+    finish(0, 0)
     sys.exit(0)
 header = [clean(h) for h in (table[0] if table else [])]
 rows = [r for r in table[1:] if any(c.strip() for c in r)]
@@ -310,8 +328,9 @@ for name in ("NUMERIC_FEATURES", "CATEGORICAL_FEATURES"):
     features[name] = cols
     inferred[name] = {"inferred": ",".join(label(c) for c in cols) or "none", "identifiers": ",".join(skipped) or None}
 
-for name in NAMES:
-    say("schema", name, state=state[name], **notes.get(name, {}), **inferred.get(name, {}))
+for name in NAMES:  # a name read as it should be goes without a line (the report must fit a script's shown output)
+    if state[name] != "ok" or notes.get(name, {}).get("entries"):
+        say("schema", name, state=state[name], **notes.get(name, {}), **inferred.get(name, {}))
 lacking = [n for n in NAMES if state[n] in ("missing", "invalid")]
 if lacking or status != "imported":
     say("lacking", MODULE + ".py", names=",".join(lacking) or None, reason=None if status == "imported" else status)
@@ -421,7 +440,7 @@ for col in features.get("NUMERIC_FEATURES", []):
     m2 = math.fsum((x - mean) ** 2 for x in xs) / n
     m3 = math.fsum((x - mean) ** 3 for x in xs) / n
     m4 = math.fsum((x - mean) ** 4 for x in xs) / n
-    say("numeric", lab, n=n, missing=gaps, unparsed=bad, distinct=len(set(xs)), mean=mean, median=statistics.median(xs),
+    say("numeric", lab, n=n, missing=gaps or None, unparsed=bad or None, distinct=len(set(xs)), mean=mean, median=statistics.median(xs),
         sd=math.sqrt(m2), min=xs[0], max=xs[-1], skew=m3 / m2 ** 1.5 if m2 > 0 else 0.0,
         kurtosis=m4 / m2 ** 2 - 3 if m2 > 0 else 0.0)
     if n >= MIN_SHAPE_VALUES and xs[-1] > xs[0]:
@@ -429,15 +448,15 @@ for col in features.get("NUMERIC_FEATURES", []):
         modes = two_modes(counts, n)
         if modes:
             left, trough, right = modes
-            say("shape", lab, bins=len(counts), width=width, hist=",".join(map(str, counts)), bimodal=True,
+            say("shape", lab, width=width, hist=",".join(map(str, counts)), bimodal=True,
                 mode1=centers[left], mode2=centers[right], trough=centers[trough],
                 below_trough=sum(counts[:trough]) / n)
         else:
-            say("shape", lab, bins=len(counts), width=width, hist=",".join(map(str, counts)), bimodal=False)
+            say("shape", lab, width=width, hist=",".join(map(str, counts)), bimodal=False)
     q1, _, q3 = statistics.quantiles(xs, n=4, method="inclusive") if n > 1 else (xs[0],) * 3
     low, high = q1 - IQR_FENCE * (q3 - q1), q3 + IQR_FENCE * (q3 - q1)
     say("outliers", lab, iqr_outliers=sum(1 for x in xs if x < low or x > high), q1=q1, q3=q3, low_fence=low,
-        high_fence=high, at_min=xs.count(xs[0]), at_max=xs.count(xs[-1]), min=xs[0], max=xs[-1])
+        high_fence=high, at_min=xs.count(xs[0]), at_max=xs.count(xs[-1]))  # the bounds: on the numeric line
     if target is None or col == target:
         continue
     pairs = sorted((values[i], outcome[i]) for i in values if i in outcome)
@@ -473,7 +492,7 @@ for col in features.get("CATEGORICAL_FEATURES", []):
     for g in shown:
         say("group", lab, value=g, n=len(groups[g]), **({rate_key: stats[g]} if target is not None else {}))
 
-print(f"{END}: {facts} facts")
+finish(len(rows), len(columns))
 ''')
 
 
@@ -497,6 +516,7 @@ _FIELD = r'[a-z_0-9]+=(?:"(?:[^"\\]|\\.)*"|[^\s"]+)'
 _FIELDS = re.compile(rf"{_FIELD}(?: {_FIELD})*")
 _PAIR = re.compile(r'([a-z_0-9]+)=("(?:[^"\\]|\\.)*"|[^\s"]+)')
 _HEADER = re.compile(rf"{re.escape(ANALYSIS_MARK)}(?P<file>.+): (?P<rows>\d+) rows, (?P<columns>\d+) columns")
+_END = re.compile(rf"{re.escape(END_MARK)} of (?P<file>.+): (?P<rows>\d+) rows, (?P<columns>\d+) columns, \d+ facts")
 _LABEL = re.compile(r"(?P<name>.+?) \((?P<opaque>[^()]+)\)")
 
 
@@ -585,27 +605,37 @@ def _fact(line: str) -> Fact | None:
 def parse_report(text: str) -> Report | None:
     """The last report in a text (a prompt may show several runs: the latest counts), or None.
 
-    Lines are read from the last header on; a line that is no fact is skipped, and a last line that may be cut
-    short (no line end after it; not the end line or a whole header) is dropped rather than read with a truncated
-    number.
+    Lines are read from the last header on, or, when a run's shown output kept only the report's end (its
+    head cut off), from the end line back to the first line that is no fact (the first line left, possibly cut
+    short, is not read). A line that is no fact is skipped, and a last line that may be cut short (no line end
+    after it; not the end line or a whole header) is dropped rather than read with a truncated number.
     """
-    if not isinstance(text, str) or ANALYSIS_MARK not in text:
+    if not isinstance(text, str) or (ANALYSIS_MARK not in text and END_MARK not in text):
         return None
     lines = text.splitlines()
     last = lines[-1].strip() if lines else ""
     if lines and not text.endswith(("\n", "\r")) and not last.startswith(END_MARK) and not _HEADER.fullmatch(last):
         lines = lines[:-1]  # cut short: "r=-0.35" may be what is left of "r=-0.351"
-    start = None
-    for i in range(len(lines) - 1, -1, -1):
-        m = _HEADER.fullmatch(lines[i].strip())
-        if m:
-            start = i
-            break
-    if start is None:
+    head = next((i for i in range(len(lines) - 1, -1, -1) if _HEADER.fullmatch(lines[i].strip())), None)
+    ends = [i for i, line in enumerate(lines) if _END.fullmatch(line.strip())]
+    end = ends[-1] if ends else None
+    # the last report's head was cut off: its end has no head before it (none at all, or only an earlier
+    # report's, whose own end lies between); a head after the last end is a report cut short at its tail
+    cut = end is not None and (head is None or any(head < e < end for e in ends[:-1]))
+    if cut:
+        m = _END.fullmatch(lines[end].strip())
+        start = end
+        while start > 0 and _fact(lines[start - 1].strip()) is not None:
+            start -= 1
+        report = Report(file=m.group("file"), rows=int(m.group("rows")), columns=int(m.group("columns")))
+        body = lines[start + 1:end + 1]  # the first line left may be a fact cut short at its start
+    elif head is not None:
+        m = _HEADER.fullmatch(lines[head].strip())
+        report = Report(file=m.group("file"), rows=int(m.group("rows")), columns=int(m.group("columns")))
+        body = lines[head + 1:]
+    else:
         return None
-    m = _HEADER.fullmatch(lines[start].strip())
-    report = Report(file=m.group("file"), rows=int(m.group("rows")), columns=int(m.group("columns")))
-    for raw in lines[start + 1:]:
+    for raw in body:
         line = raw.strip()
         if line.startswith(END_MARK):
             report.complete = True
@@ -729,7 +759,8 @@ class _Composer:
                 stats.append(f"range {_val(num.num('min'))} to {_val(num.num('max'))}")
         if sh is not None and sh.flag("bimodal") and None not in (sh.num("mode1"), sh.num("mode2"), sh.num("trough")):
             hist = sh.text("hist")
-            evidence = f"{sh.num('bins'):.0f}-bin histogram" if sh.num("bins") is not None else "histogram"
+            bins = len(sh.text("hist").split(",")) if sh.text("hist") else 0
+            evidence = f"{bins}-bin histogram" if bins else "histogram"
             evidence += f" ({hist})" if hist else ""
             evidence += f" with peaks at bins centred on {_stat(sh.num('mode1'))} and {_stat(sh.num('mode2'))}"
             if sh.num("below_trough") is not None:
@@ -781,7 +812,7 @@ class _Composer:
         typical = num.num("n") / num.num("distinct")
         found = []
         for side, key, bound in (("minimum", "at_min", "min"), ("maximum", "at_max", "max")):
-            rows, value = out.num(key), out.num(bound)
+            rows, value = out.num(key), num.num(bound)
             if rows is not None and value is not None and rows >= PILEUP_MIN_ROWS and rows >= PILEUP_FACTOR * typical:
                 found.append((side, int(rows), value))
         return found

@@ -24,6 +24,8 @@ import functools
 import re
 
 from latte_lab.models.sim import source as S
+from latte_lab.models.sim.analysis import ANALYSIS_MARK
+from latte_lab.workspace.symbols import AST_LOCK
 
 PROFILE_PREFIX = "profile_"
 PROFILE_MARK = "Profile of "  # the first line of a profile's output: "Profile of <file>: <n> rows"
@@ -50,6 +52,31 @@ def number_token(value: float | int | str) -> str:
 def data_tokens(text: str) -> frozenset[str]:
     """The headers, words and numbers (as :func:`number_token`) of a data file's text."""
     return frozenset(number_token(t) if t[0].isdigit() else t for t in _TOKEN.findall(text))
+
+
+_REPORT_MARKS = (PROFILE_MARK, ANALYSIS_MARK)  # the first lines of a profile's and of an analysis's output
+
+
+def data_evidence(text: str, shown_files: dict[str, str], data_files: tuple[str, ...]) -> str:
+    """What a prompt shows about a project's data, and nothing else: the data files it shows, and the reports
+    of profiles and analyses it ran (from a report's first line to the first blank line). A number the
+    description or a test id happens to hold is no evidence about the data.
+
+    >>> data_evidence("Plan: 99 problems\\nProfile of d.csv: 3 rows\\nx: numeric, 1 to 99\\n\\nlater", {}, ("d.csv",))
+    'Profile of d.csv: 3 rows\\nx: numeric, 1 to 99'
+    """
+    blocks = [shown_files[f] for f in data_files if f in shown_files]
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        if lines[i].startswith(_REPORT_MARKS):
+            j = i
+            while j < len(lines) and lines[j].strip():
+                j += 1
+            blocks.append("\n".join(lines[i:j]))
+            i = j
+        i += 1
+    return "\n".join(blocks)
 
 
 def shown(token: str, text: str) -> bool:
@@ -84,7 +111,8 @@ def gate_constant(text: str, data: frozenset[str], evidence: str) -> str | None:
     "COLUMNS = {'var_01': 'a'}"
     """
     try:
-        tree = ast.parse(text)
+        with AST_LOCK:
+            tree = ast.parse(text)
     except SyntaxError:
         return text
     if len(tree.body) != 1 or not isinstance(tree.body[0], (ast.Assign, ast.AnnAssign)) or tree.body[0].value is None:
@@ -106,13 +134,15 @@ def gate_constant(text: str, data: frozenset[str], evidence: str) -> str | None:
             ast.List(elts=elts, ctx=ast.Load()) if isinstance(value, ast.List) or not elts else ast.Set(elts=elts)
     else:
         return None
-    return ast.unparse(ast.fix_missing_locations(tree))
+    with AST_LOCK:
+        return ast.unparse(ast.fix_missing_locations(tree))
 
 
 def data_literals(text: str, data: frozenset[str]) -> set[str]:
     """The literals of a constant's text that are data tokens."""
     try:
-        tree = ast.parse(text)
+        with AST_LOCK:
+            tree = ast.parse(text)
     except SyntaxError:
         return set()
     return {tok for n in ast.walk(tree) if (tok := _literal(n)) is not None and tok in data}

@@ -17,7 +17,6 @@ from latte_lab.models.sim.skill import WorkUnit
 from latte_lab.models.sim.turn import Turn
 from latte_lab.models.sim.work import blamed, files_of, uniq
 
-VERIFY_MIN_SUCCESSORS = 3  # a finished task that this many waiting tasks build on is worth a review
 EXPLORE = ("run_tests", "read_file", "run_script")
 GREEN_NOTE = "Tests are green."  # the flat Lead's note to itself that it has seen a green run
 _DONE = re.compile(r"Done: ([\w\-]+)")
@@ -115,7 +114,7 @@ def _verify(t: Turn, shown: dict, done: set[str]) -> set[str]:
                       and len(n.get("deps") or ()) <= max(3, len(shown) // 2))
         u = t.skill.unit(nid)
         troubled = bool(fails) and u is not None and waiting > 0 and t.skill.unit_failing(u, fails)
-        if waiting >= VERIFY_MIN_SUCCESSORS or troubled:
+        if waiting >= t.profile.verify_min_successors or troubled:
             t.add("verify_task", id=nid)
             t.note(f"{nid} {'fails its tests' if troubled else 'is upstream of several tasks'} and work builds on "
                    "it; asking for a review pass.")
@@ -147,8 +146,12 @@ def _fix_tasks(t: Turn, shown: dict, done: set[str], verifying: set[str]) -> Non
 
 
 def plan(t: Turn) -> None:
-    """Planning: explore, then add a task for each unit the description and the exploration reveal
-    (one by one, or the whole plan at once when the prompt asks for it)."""
+    """Planning: explore, then add tasks for the units the description and the exploration reveal. A final plan
+    (the prompt asks for the whole plan at once: the static graph) has a task per unit; a first decomposition of a
+    graph that workers extend (LATTE) groups them into a few coarse tasks (the profile's ``seed_nodes``), whose
+    parts workers split off and discover as they go (paper §3.3: "ℓ ... initializes G_0 by proposing an initial
+    decomposition"; A4.3: workers "use <discover_task> whenever you uncover work that isn't already in the task
+    list")."""
     sk = t.skill
     existing = {n["id"] for n in t.view.graph}
     explore = any(t.allows(a) for a in EXPLORE)
@@ -161,16 +164,64 @@ def plan(t: Turn) -> None:
         t.note("Exploring first: running the tests and reading the code.")
         return
     units = [u for u in sk.order(sk.visible_units()) if u.id not in existing]
-    ids = {u.id for u in units} | existing
     tag = "plan_task" if whole_plan else "discover_task"
-    for u in units:
-        deps = ",".join(d for d in u.deps if d in ids)
-        fails = [f for f in t.failures() if sk.unit_failing(u, [f])][:4]
-        body = f"{u.description}\nFiles: {', '.join(u.files) or 'none (run the checks)'}."
-        body += "".join(f"\nFAILED {f}" for f in fails)
-        t.add(tag, body, id=u.id, title=u.title, dependencies=deps)
-    t.note(f"Planning {len(units)} tasks" + (" (the complete plan)." if whole_plan else
-                                              "; only real ordering becomes a dependency."))
+    if whole_plan:
+        groups = [[u] for u in units]
+    else:
+        groups = _groups(units, _seed_count(t, len(units)))
+    ids = [g[0].id if len(g) == 1 else f"task-{i}" for i, g in enumerate(groups, 1)]
+    node_of = {u.id: nid for nid, g in zip(ids, groups) for u in g}
+    for nid, g in zip(ids, groups):
+        deps = list(dict.fromkeys(node_of[d] for u in g for d in u.deps if d in node_of and node_of[d] != nid))
+        deps += [d for u in g for d in u.deps if d in existing and d not in deps]
+        t.add(tag, _plan_text(t, g), id=nid, title=g[0].title if len(g) == 1 else "; ".join(u.title for u in g)[:120],
+              dependencies=",".join(deps))
+    t.note(f"Planning {len(groups)} tasks for {len(units)} parts of the work" + (" (the complete plan)." if whole_plan else
+                                                                               "; the team will split them further."))
+
+
+def _seed_count(t: Turn, n_units: int) -> int:
+    """How many tasks a first decomposition has: 1 + Poisson(``seed_nodes`` - 1), at most one per unit (the same
+    draw on every planning turn of a trial)."""
+    import math
+
+    rng = t.stable("seed-nodes")
+    mean, k, p = max(t.profile.seed_nodes - 1.0, 0.0), 0, 1.0
+    limit = math.exp(-mean)
+    while True:  # Knuth's method: the number of uniform draws whose product stays above exp(-mean)
+        p *= rng.random()
+        if p <= limit:
+            break
+        k += 1
+    return max(1, min(n_units, 1 + k))
+
+
+def _groups(units: list[WorkUnit], k: int) -> list[list[WorkUnit]]:
+    """``units`` (in dependency order) cut into ``k`` groups of near-equal size, taken level by level (a unit's
+    level: the longest chain of the units it builds on), so that groups of one level do not wait for each other:
+    a wide graph, not a chain (A4.2: "build a wide graph, not a deep one")."""
+    ids = {u.id: u for u in units}
+    level: dict[str, int] = {}
+    for u in units:  # dependency order: what a unit builds on comes first
+        level[u.id] = 1 + max((level[d] for d in u.deps if d in ids and d in level), default=-1)
+    units = sorted(units, key=lambda u: level[u.id])  # stable: the description's order within a level
+    groups, start = [], 0
+    for i in range(k):
+        size = (len(units) - start) // (k - i)
+        groups.append(units[start:start + size])
+        start += size
+    return [g for g in groups if g]
+
+
+def _plan_text(t: Turn, group: list[WorkUnit]) -> str:
+    """A task's description: the parts it covers (``Parts: a, b``), each with its description, and the failures
+    seen that point at them."""
+    sk = t.skill
+    lines = [f"Parts: {', '.join(u.id for u in group)}"] if len(group) > 1 else []
+    for u in group:
+        lines.append(f"{u.id}: {u.description}\nFiles: {', '.join(u.files) or 'none (run the checks)'}.")
+        lines += [f"FAILED {f}" for f in [f for f in t.failures() if sk.unit_failing(u, [f])][:4]]
+    return "\n".join(lines)
 
 
 # ================================================================================= flat lead ====

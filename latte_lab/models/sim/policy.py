@@ -20,7 +20,19 @@ from latte_lab.models.sim import documents, flat, lead
 from latte_lab.models.sim.nodes import FIX_SUFFIX, discover, discover_fix, node_targets
 from latte_lab.models.sim.skill import WorkUnit
 from latte_lab.models.sim.turn import Turn, stable_seed
-from latte_lab.models.sim.work import BLOCKED, FINISHED, WORKING, blamed, files_of, revealed, stalled, upstream, work
+from latte_lab.models.sim.work import (
+    BLOCKED,
+    FINISHED,
+    WORKING,
+    blamed,
+    can_observe,
+    files_of,
+    observe,
+    revealed,
+    stalled,
+    upstream,
+    work,
+)
 
 __all__ = ["Turn", "decide", "stable_seed"]
 
@@ -44,21 +56,13 @@ def graph_worker(t: Turn) -> None:
         return
     if node.get("status") == "assigned" and t.allows("claim_task") and not claimed:
         t.add("claim_task", id=nid)
-        reads = [f for f in files_of(t, targets + upstream(t, targets)) if t.seen(f) is None
-                 and (f in t.skill.start or f in t.skill.solution)]
-        for f in reads:
-            t.add("read_file", path=f)
-        t.note("Claiming it to start" + (f" and reading {', '.join(reads)}." if reads else "."))
+        start_work(t, nid, targets)
         return
     if stalled(t, nid):
         return
     if len(targets) > 1 and not review and t.skill.unit(nid) is None and t.allows("discover_task") \
-            and not t.history_on(nid, "<discover_task"):
-        # a broad fix task: keep the first failure, split the rest into tasks others can take in parallel
-        for u in targets[1:]:
-            discover(t, u, f"{u.id}{FIX_SUFFIX}", f"{u.title} (checks failing again)")
-        t.note(f"This covers {len(targets)} units; splitting off {', '.join(u.id for u in targets[1:])} "
-               "as separate tasks and fixing the first myself.")
+            and not t.history_on(nid, "<discover_task") and t.stable("split", nid).random() < t.profile.p_split:
+        split(t, nid, targets)
     if t.skill.unit(nid) is None and not review and t.history_on(nid, "<discover_task"):
         targets = targets[:1]
     targets = targets + _unplanned(t, nid, targets)
@@ -89,6 +93,44 @@ def graph_worker(t: Turn) -> None:
     t.note(f"{nid} is done; marking it complete.")
     if t.allows("broadcast") and t.rng.random() < t.profile.chattiness:
         t.add("broadcast", f"Finished {nid}.")
+
+
+def start_work(t: Turn, nid: str, targets: list[WorkUnit]) -> None:
+    """The rest of a reply that claims a task (paper A4.3: a reply carries several actions). With every file the
+    work needs already in its prompt and a fresh observation pointing at the work, it patches at once (and runs
+    the tests, and may report the task done: a small task can take one turn). Otherwise it reads the files the
+    work needs and, as it usually does before its first patch (``p_observe_first``), runs the tests or the checks
+    in the same reply, so that its next turn can patch."""
+    needed = files_of(t, targets + upstream(t, targets))
+    ready = targets and all(t.seen(f) is not None for f in needed if f in t.skill.start) and t.observed_last() \
+        and any(t.points_at(u) for u in targets)
+    if ready:
+        status = work(t, targets, nid)
+        if status == FINISHED and t.allows("complete_task"):
+            t.add("complete_task", id=nid)
+            t.note(f"{nid} is done; marking it complete.")
+        return
+    reads = [f for f in needed if t.seen(f) is None and f in t.skill.start]
+    for f in reads:
+        t.add("read_file", path=f)
+    observed = can_observe(t, targets) and t.stable("observe", nid).random() < t.profile.p_observe_first \
+        and observe(t, targets)
+    t.note("Claiming it" + (f", reading {', '.join(reads)}" if reads else "") +
+           (" and running the checks to see what fails." if observed else "."))
+
+
+def split(t: Turn, nid: str, targets: list[WorkUnit]) -> None:
+    """Keep the first unit of a task that covers several, and add the others as tasks of their own (Discover),
+    depending only on what they really build on, so that idle teammates can take them in parallel."""
+    kept, rest = targets[0], targets[1:]
+    fix = nid.endswith(FIX_SUFFIX) or FIX_SUFFIX + "-" in nid or t.skill.unit(nid.split(FIX_SUFFIX)[0]) is not None
+    ids = {u.id: (f"{u.id}{FIX_SUFFIX}" if fix else u.id) for u in rest}
+    ids[kept.id] = nid
+    for u in rest:
+        deps = tuple(dict.fromkeys(ids[d] for d in u.deps if d in ids and ids[d] != ids[u.id]))
+        discover(t, u, ids[u.id], f"{u.title} (checks failing again)" if fix else u.title, deps=deps)
+    t.note(f"This covers {len(targets)} parts; splitting off {', '.join(u.id for u in rest)} as tasks of their own "
+           f"and doing {kept.id} myself.")
 
 
 def _remembered_task(t: Turn) -> dict | None:
@@ -124,12 +166,12 @@ def _unplanned(t: Turn, nid: str, targets: list[WorkUnit]) -> list[WorkUnit]:
     for u in revealed(t):
         if u.id in known:
             continue
-        if t.allows("discover_task"):
+        if own_tests & set(u.tests):  # its failure is this task's own test failing: the task is to fix it
+            take.append(u)
+            t.note(f"{u.id} is not in the plan but its failure is my task's own; fixing it here.")
+        elif t.allows("discover_task"):
             if not t.history_on(nid, f'id="{u.id}"') and discover(t, u):
                 t.note(f"The checks show work nobody planned: {u.id}. Adding it to the graph.")
-        elif own_tests & set(u.tests):
-            take.append(u)
-            t.note(f"{u.id} is not in the plan but blocks my task; fixing it here.")
         elif t.allows("broadcast") and not t.history_on(nid, f"Found: {u.id}"):
             t.add("broadcast", f"Found: {u.id} ({u.title}) needs work and is not in the plan.")
     return take
@@ -143,13 +185,10 @@ def idle_graph_worker(t: Turn) -> None:
         pick = preferred(t, options)
         targets, _ = node_targets(t, pick)
         t.add("claim_task", id=pick["id"])
-        reads = [f for f in files_of(t, targets + upstream(t, targets)) if t.seen(f) is None
-                 and (f in t.skill.start or f in t.skill.solution)]
-        for f in reads:
-            t.add("read_file", path=f)
         t.mark(pick["id"], pick.get("title", ""))
-        t.note(f"{pick['id']} is ready and nobody has it; claiming it." +
+        t.note(f"{pick['id']} is ready and nobody has it." +
                (" My earlier claim was taken, so I picked another." if lost else ""))
+        start_work(t, pick["id"], targets)
         return
     t.note("Nothing is assigned to me yet; waiting for a task.")
 

@@ -33,7 +33,8 @@ from latte_lab.config import DEFAULT_SIMULATED_PROFILE
 from latte_lab.errors import ConfigError
 
 PROBABILITIES = ("p_correct_patch", "blind_factor", "unguided_factor", "upstream_factor", "p_observe_first",
-                 "p_delegate", "p_straggler", "p_reread", "p_forget_complete", "chattiness")
+                 "p_delegate", "p_straggler", "p_reread", "p_forget_complete", "chattiness", "p_split",
+                 "p_complete_with_patch")
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,11 @@ class Profile:
     """Chance of re-reading a file right before patching it again (fewer lost updates, one more turn).
     Range 0-1. Default: an even chance: models re-read when they suspect the file moved, but often
     trust the copy in their context."""
+    p_complete_with_patch: float = 0.25
+    """Chance that an agent marks its task complete in the same reply that patches it and runs the tests, before
+    it has seen them pass (A4.3: a reply carries several actions). Range 0-1. Default: the paper's worker prompt
+    asks agents to run the tests before they mark a task complete, and models mostly wait for the result, but a
+    confident model often reports the task done in the reply that makes the change."""
     p_forget_complete: float = 0.05
     """Chance of finishing a task without emitting complete_task (the work is in, the report is not).
     Range 0-1. Default: a small rate of dropped protocol steps, as seen in multi-step tool use."""
@@ -87,6 +93,32 @@ class Profile:
     straggler_turns: tuple[int, int] = (2, 5)
     """How many of its own turns a stalled agent stays silent, drawn uniformly from (low, high), in turns
     (0 <= low <= high). Default: a stall lasts a few turns before the model picks the thread up again."""
+
+    # --- granularity: how work is cut into tasks ---
+    seed_nodes: float = 4.0
+    """How many tasks a Lead seeds while planning when its prompt presents the graph as a living document that
+    workers extend ("propose an initial decomposition"; workers Discover the rest): the plan's units are grouped
+    into about this many tasks (1 + a Poisson draw of mean ``seed_nodes - 1``, at most one per unit). A Lead told
+    that the plan is final (the whole plan at once) writes one task per unit instead. Range 1-20, in tasks.
+    Default: asked for an initial decomposition of a description of a few numbered parts, a model writes a
+    handful of coarse tasks, one per part or group of parts, rather than one per function (the paper's Lead
+    prompt: "build a wide graph, not a deep one")."""
+    p_split: float = 0.5
+    """Chance that a worker whose task covers several units splits the others off as new tasks (Discover, with
+    only real ordering as dependencies) and keeps the first for itself, so that idle teammates can take them;
+    otherwise it works through them all. Range 0-1. Default: the worker prompt asks for Discover "whenever you
+    uncover work that isn't already in the task list" and for a wide graph; a model does so about half the time
+    it holds a task of several parts."""
+    max_patches: int = 3
+    """Patches of the same units within one task before an agent decides the fault lies elsewhere (and reports
+    it, or adds a fix task). Range 1-10, in patches. Default: a developer tries a couple of variations before
+    suspecting another part of the code."""
+    max_fix_attempts: int = 5
+    """Follow-up fix tasks an agent adds for one unit whose checks keep failing (``<unit>-fix``, ``-fix-2``, ...).
+    Range 1-10, in tasks. Default: after a handful of failed fix tasks a team stops filing new ones."""
+    verify_min_successors: int = 3
+    """Waiting tasks that must build on a finished task before a Lead asks for a review of it (Verify): the paper's
+    Lead prompt asks for one when a task "is upstream of many other tasks". Range 1-10, in tasks. Default: a few."""
 
     # --- self-scheduling ---
     p_delegate: float = 0.5
@@ -136,6 +168,12 @@ class Profile:
         if a < 0 or b < a:
             raise ConfigError(f"Profile.straggler_turns must be (low, high) with 0 <= low <= high, got "
                               f"{self.straggler_turns!r}")
+        if not 1.0 <= self.seed_nodes <= 20.0:
+            raise ConfigError(f"Profile.seed_nodes must be in [1, 20], got {self.seed_nodes!r}")
+        for name in ("max_patches", "max_fix_attempts", "verify_min_successors"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or not 1 <= v <= 10:
+                raise ConfigError(f"Profile.{name} must be a whole number in [1, 10], got {v!r}")
         if self.claim_noise < 0 or self.verbosity < 0 or self.base_latency_s < 0:
             raise ConfigError("Profile.claim_noise, verbosity and base_latency_s must be >= 0")
         if self.prefill_tokens_per_s <= 0 or self.decode_tokens_per_s <= 0:

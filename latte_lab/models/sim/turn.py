@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 
 from latte_lab.models.base import AgentView, ModelRequest
+from latte_lab.models.sim.analysis import ANALYSIS_MARK
 from latte_lab.models.sim.evidence import PROFILE_MARK
 from latte_lab.models.sim.fixbook import FixBook
 from latte_lab.models.sim.profiles import Profile
@@ -33,13 +34,26 @@ def stable_seed(*parts) -> int:
     return int.from_bytes(digest[:8], "big")
 
 
+def _patched(reply: str, unit_id: str) -> bool:
+    """Whether one of the agent's replies patched the unit (its note names it and the reply edits a file)."""
+    head, _, _ = reply.partition("<edit_file")
+    return bool(_) and re.search(rf"Patching [^.]*(?<![\w-]){re.escape(unit_id)}(?![\w-])", head) is not None
+
+
+def _node_text(node: dict) -> str:
+    """A task as its prompt showed it, one paragraph per field: its id and title, its description, and its
+    predecessors' (D4)."""
+    out = [f"{node.get('id', '')}: {node.get('title', '')}", str(node.get("description") or "")]
+    out += [_node_text(p) for p in node.get("predecessors") or ()]
+    return "\n\n".join(x for x in out if x.strip())
+
+
 def view_text(view: AgentView) -> str:
     """The view's fields as text (read from the prompt, so nothing new; a view built by hand has only these)."""
-    import json
-
-    parts = [json.dumps(x, sort_keys=True, default=str) for x in (view.current_task, view.frontier, view.graph)
-             if x] + [view.test_output or "", *view.script_output, *map(str, (view.extra.get("documents") or {}).values())]
-    return "\n".join(p for p in parts if p)
+    nodes = ([view.current_task] if view.current_task else []) + list(view.frontier or ()) + list(view.graph or ())
+    parts = [_node_text(n) for n in nodes if isinstance(n, dict)]
+    parts += [view.test_output or "", *view.script_output, *map(str, (view.extra.get("documents") or {}).values())]
+    return "\n\n".join(p for p in parts if p)
 
 
 @dataclass
@@ -70,9 +84,8 @@ class Turn:
         self.reported = tuple(dict.fromkeys(f for text in reported for f in failures_in(text)))
         # what work exists, and where: only from the prompt's text (and the files it shows)
         parts = [self.request.system, *(m.content for m in self.request.messages), view_text(self.view)]
-        text = "\n".join(parts)
         project = self.book.project_for(self.view.files_read, parts)
-        self.skill = Skill(project, text, self.observations())
+        self.skill = Skill(project, parts, self.observations(), self.view.files_read)
 
     # ----- the reply -----
     def allows(self, tag: str) -> bool:
@@ -153,30 +166,27 @@ class Turn:
         return self.skill.unit_failing(unit, self.observations())
 
     def data_shown(self) -> bool:
-        """Whether the prompt shows the project's data: a profile's output, or a data file read."""
-        return any(self.seen(f) is not None or any(f"{PROFILE_MARK}{f}:" in out for out in self.view.script_output)
+        """Whether the prompt shows the project's data: a profile's or an analysis's output, or a data file read."""
+        return any(self.seen(f) is not None or any(f"{PROFILE_MARK}{f}:" in out or f"{ANALYSIS_MARK}{f}:" in out
+                                                   for out in self.view.script_output)
                    for f in self.skill.data_files)
 
     def seen(self, path: str) -> str | None:
         """The file as its prompt shows it (read or written in the window), None when not there."""
         return self.view.files_read.get(path)
 
-    def state(self, unit: WorkUnit) -> str:
-        """How the unit looks in the files its prompt shows: start, solution or other."""
-        states = [self.skill.state(unit, f, self.seen(f)) for f in self.skill.unit_files(unit)]
-        if not states or all(s == "solution" for s in states):
-            return "solution"
-        if all(s == "start" for s in states):
-            return "start"
-        return "other"
-
     def stale(self, unit: WorkUnit) -> bool:
         """Whether the unit, written, lacks facts about the data its prompt now shows (:meth:`Skill.stale`)."""
         return any(self.skill.stale(unit, f, self.seen(f)) for f in self.skill.unit_files(unit))
 
     def written(self, unit: WorkUnit) -> bool:
-        """Whether the unit's code has been written (its prompt shows it changed from the start)."""
-        return self.skill.patchable(unit) and self.state(unit) != "start"
+        """Whether the unit's code has been written: its prompt shows it changed from the start, or the agent's
+        own replies patched it (a patch that left the code as it was, the code being right already)."""
+        if not self.skill.patchable(unit):
+            return False
+        if any(self.skill.changed(unit, f, self.seen(f)) for f in self.skill.unit_files(unit)):
+            return True
+        return any(_patched(h, unit.id) for h in self.history)
 
     def heard_units(self) -> list[WorkUnit]:
         """Units named in what others told it (directions, announcements, reports), first mention first."""

@@ -22,7 +22,6 @@ from latte_lab.models.sim.text import marked_task
 from latte_lab.models.sim.turn import OBSERVE_TAGS, Turn
 
 WORKING, FINISHED, BLOCKED = "working", "finished", "blocked"
-MAX_PATCHES = 3  # patches of the same units in one subtask before an agent decides the fault lies elsewhere
 
 
 def uniq(units: list[WorkUnit]) -> list[WorkUnit]:
@@ -54,15 +53,16 @@ def upstream(t: Turn, units: list[WorkUnit]) -> list[WorkUnit]:
 # ============================================================================== evidence ====
 
 def upstream_ok(t: Turn, unit: WorkUnit) -> bool:
-    """Whether every unit this one builds on is correct in the files the prompt shows. Work the
-    description does not reveal counts as in place once the agent has seen what it is about (knowing
-    the problem is what the dependency carries); a check-only unit has nothing to be wrong."""
+    """Whether every unit this one builds on looks in place to the agent: written in the files its prompt
+    shows and not failing in its observations. Work the description does not reveal counts once the agent
+    has seen what it is about (knowing the problem is what the dependency carries); a check-only unit has
+    nothing to be wrong."""
     for dep in upstream(t, [unit]):
         if not t.skill.patchable(dep):
             continue
-        if t.state(dep) == "solution":
-            continue
         if not dep.visible and t.points_at(dep):
+            continue
+        if t.written(dep) and not t.failing(dep):
             continue
         return False
     return True
@@ -79,8 +79,8 @@ def p_correct(t: Turn, unit: WorkUnit) -> float:
     chance = p.p_correct_patch
     if not file_ok(t, unit):
         chance *= p.blind_factor
-    if t.skill.observable(unit) and not t.points_at(unit):
-        chance *= p.unguided_factor
+    if t.skill.observable(unit) and not t.points_at(unit) and not t.skill.about_data(unit):
+        chance *= p.unguided_factor  # (a report about the data is guided by the analysis it is computed from)
     if not upstream_ok(t, unit):
         chance *= p.upstream_factor
     if t.skill.data_files and not t.data_shown():
@@ -89,26 +89,23 @@ def p_correct(t: Turn, unit: WorkUnit) -> float:
 
 
 def in_place(t: Turn, unit: WorkUnit) -> bool:
-    """Whether the agent can tell the unit is done: correct in the files it has seen, or written and
-    passing the checks it has seen."""
-    if t.state(unit) == "solution":
-        return True
-    informed = t.tests_known() or bool(t.reported)  # its own test runs, or a report of someone else's
+    """Whether the agent can tell the unit is done: written, and passing the tests or checks it has seen run
+    (its own runs, or a report of someone else's). Nothing but an observation says so: a unit whose code is
+    right but that nobody has checked is not known to be in place."""
+    informed = t.tests_known() or bool(t.reported)
     return (t.written(unit) and t.skill.observable(unit) and informed
             and not t.skill.unit_failing(unit, t.failures() + t.reported))
 
 
 def revealed(t: Turn) -> list[WorkUnit]:
-    """Units the description does not reveal that the agent's observations now point at: a check of
-    theirs fails while every unit they build on is in place and their code, as far as the prompt shows
-    it, is not already right."""
+    """Units the description does not reveal that the agent's observations now point at: a check of theirs
+    fails while every unit they build on is in place as far as its observations tell. The diagnosis is the
+    agent's own: a failure that comes from elsewhere can be pinned on the wrong unit."""
     out = []
     fails = t.failures() + t.reported
     for u in t.skill.units:
         if u.visible or not t.skill.unit_failing(u, fails):
             continue
-        if t.skill.patchable(u) and t.state(u) == "solution":
-            continue  # its code, as the prompt shows it, has nothing wrong: the failure comes from elsewhere
         if all(in_place(t, d) for d in upstream(t, [u]) if t.skill.patchable(d)):
             out.append(u)
     return out
@@ -123,16 +120,20 @@ def blamed(t: Turn, failures) -> list[WorkUnit]:
 
 # ============================================================================= observing ====
 
+def _scripted(t: Turn, units: list[WorkUnit]) -> bool:
+    return t.allows("run_script") and t.allows("edit_file") and any(t.skill.probe(u) for u in units)
+
+
 def can_observe(t: Turn, units: list[WorkUnit]) -> bool:
-    return any((t.skill.covered.get(u.id) and t.allows("run_tests")) or (t.skill.probe(u) and t.allows("run_script")
-               and t.allows("edit_file")) for u in units)
+    return bool(units) and (t.allows("run_tests") or _scripted(t, units))
 
 
 def observe(t: Turn, units: list[WorkUnit]) -> bool:
-    """Adds the actions that observe the units: the tests when they cover one, each unit's check script
-    (written first when its prompt does not show it). Returns whether anything was added."""
+    """Adds the actions that observe the units: the tests when they cover one, or when the agent has no check of
+    its own for them (it cannot know what the tests cover before it has seen them run), and each unit's check
+    script (written first when its prompt does not show it). Returns whether anything was added."""
     added = False
-    if any(t.skill.covered.get(u.id) for u in units) and t.allows("run_tests"):
+    if t.allows("run_tests") and units and (any(t.skill.covered.get(u.id) for u in units) or not _scripted(t, units)):
         added = t.add("run_tests") or added
     if t.allows("run_script") and t.allows("edit_file"):
         scripts = dict(p for p in (t.skill.probe(u) for u in units) if p)
@@ -158,8 +159,7 @@ def work(t: Turn, targets: list[WorkUnit], key: str) -> str:
                     and (t.stable("observe", key).random() < p.p_observe_first or not units))
     # 1. read what the change needs: its files and the files of what it builds on
     wanted = files_of(t, units) + files_of(t, upstream(t, targets))
-    unread = [f for f in dict.fromkeys(wanted) if t.seen(f) is None and not t.tried_read(key, f)
-              and (f in sk.start or f in sk.solution)]
+    unread = [f for f in dict.fromkeys(wanted) if t.seen(f) is None and not t.tried_read(key, f) and f in sk.start]
     if unread and t.allows("read_file"):
         for f in unread:
             t.add("read_file", path=f)
@@ -177,23 +177,40 @@ def work(t: Turn, targets: list[WorkUnit], key: str) -> str:
     patches = sum(1 for h in t.history if marked_task(h) == key and "<edit_file" in h)
     for u in units:
         # unwritten, or written before the data showed what it lacks
-        if not t.written(u) or (t.stale(u) and patches < MAX_PATCHES):
+        if not t.written(u) or (t.stale(u) and patches < p.max_patches):
             todo.append(u)
         elif fresh and t.failing(u):
             ups = [d for d in upstream(t, [u]) if t.failing(d) and d not in targets]
-            (blocked if ups or patches >= MAX_PATCHES else todo).append(u)
+            (blocked if ups or patches >= p.max_patches else todo).append(u)
+    waiting = [u for u in todo if sk.needs_report(u)]
+    if waiting and can_observe(t, waiting) and not fresh:
+        # a report about the data is written from an analysis the agent ran: run it first
+        observe(t, waiting)
+        t.note(f"Analysing the data before writing {', '.join(files_of(t, waiting))}.")
+        return WORKING
+    # a report about the data waits for what its analysis builds on when that is being written in this reply
+    # (the analysis then runs after the edit, and the next turn writes the report from it)
+    ids = {u.id for u in todo}
+    todo = [u for u in todo if not sk.needs_report(u) and not (sk.about_data(u) and ids & set(u.deps))]
     if todo:
-        edited = t.history_on(key, "<edit_file")
-        existing = [f for f in files_of(t, todo) if t.seen(f) is not None and f in sk.start]
-        if edited and existing and not all(t.last_had("read_file", path=f) for f in existing) \
-                and t.allows("read_file") and t.rng.random() < p.p_reread:
-            for f in existing:
+        # a copy older than its last reply may have been changed by a teammate since: re-read it first, now and
+        # then (else the patch is spliced into the old copy, and a teammate's change to another function is lost)
+        old = [f for f in files_of(t, todo) if t.seen(f) is not None and f in sk.start
+               and not t.last_had("read_file", path=f) and not t.last_had("edit_file", path=f)]
+        if old and t.allows("read_file") and t.rng.random() < p.p_reread:
+            for f in old:
                 t.add("read_file", path=f)
-            t.note(f"Re-reading {', '.join(existing)} before patching {', '.join(u.id for u in todo)} again.")
+            t.note(f"Re-reading {', '.join(old)} before patching {', '.join(u.id for u in todo)}.")
             return WORKING
         write(t, todo)
-        observe(t, targets)
-        return WORKING
+        if observe(t, targets):
+            if t.stable("complete-with-patch", key, patches).random() < p.p_complete_with_patch:
+                return FINISHED  # it reports the task done in the reply that makes the change
+            return WORKING
+        # nothing it can run says anything about these units: it trusts the patch and, in the same reply
+        # (A4.3: a reply carries several actions), reports the work done; a reply with edits alone would leave
+        # it waiting for context that never comes (a busy worker is re-engaged only on new context)
+        return FINISHED
     # 4. check what is written
     if not fresh and can_observe(t, targets):
         observe(t, targets)
@@ -218,12 +235,16 @@ def write(t: Turn, todo: list[WorkUnit]) -> None:
             if f not in sk.unit_files(u):
                 continue
             v = sk.version(u, f, draws[u.id], t.rng)
+            if v is None:
+                continue
             if isinstance(v, str):
                 whole = v
             else:
                 merged.update(v)
         if whole is not None:
             content = sk.patch(whole, f, merged) if merged else whole
+        elif not merged and f not in sk.start:
+            continue  # nothing to write it from yet
         else:
             content = sk.patch(base if base is not None else ("" if f in sk.start else None), f, merged)
         t.add("edit_file", content, path=f)

@@ -1,17 +1,27 @@
-"""What if: fork a recorded trial at round k and let it run on under a change.
+"""What if: a recorded trial forked at round k, running on under a change.
 
-:func:`fork` replays a recorded trial to the end of round ``k`` from its cassette, with no model call: the
-graph, the workspace, every agent's history, the memo, the ledger and the clocks are what the parent's were
-there, because the same calls get the same replies and every tool runs again on the same files. From the
-next round on it is a new trial, in its own run directory, under the changes: another model or profile (a
-real model can take over a simulated trial, and the reverse), another seed for what follows, any protocol
-switch of ``TrialConfig.switches()``, another round budget. What the parent did before round ``k`` is shared
-by every fork of it, so a difference between forks is the change's (and chance's after ``k``), never the
-past's. Changes that cannot apply mid-trial (another team, task or team size) are refused in one line.
+A fork is a :class:`~latte_lab.config.TrialConfig` with a ``parent`` (its parent's run directory), a
+``fork_round`` and its changes (:func:`fork_config`); :func:`latte_lab.trial.run_trial` runs it like any other
+trial (``ll.fork`` makes one and runs it). It starts where its parent stood at the end of round ``k``: the graph,
+the workspace, every agent's history, the ledger and the clocks are the parent's, restored from the state the
+parent saved then (``state.jsonl``, :mod:`latte_lab.teams.state`), with no model call and no tool run; a parent
+that saved none (a run directory of an older latte_lab, or a team holding what its state cannot hold) has its
+rounds replayed from its cassette instead, which gives the same start. From the next round on it is a new
+trial, in its own run directory, under the changes: another model or profile (a real model can take over a
+simulated trial, and the reverse), another seed for what follows, any protocol switch of
+``TrialConfig.switches()``, another round budget. What the parent did before round ``k`` is shared by every fork
+of it, so a difference between forks is the change's (and chance's after ``k``), never the past's. Changes that
+cannot apply mid-trial (another team, task or team size) are refused in one line.
 
->>> fork("runs/debug-latte-s0-033bd68aea", at_round=20, seed=7)          # doctest: +SKIP
->>> fork("runs/debug-latte-s0-033bd68aea", at_round=20, heartbeat_rule="released")   # doctest: +SKIP
->>> fork("runs/debug-latte-s0-033bd68aea", at_round=10, model="simulated/careful")   # doctest: +SKIP
+This module (``latte_lab.fork`` before: the package's ``fork`` is the function ``ll.fork``) holds what makes a
+trial a fork: the changes it may make (:func:`changeable`, :func:`fork_config`,
+:func:`check_intervention`), how it starts (:class:`ForkStart`: the saved state, or the model wrapper that
+replays the parent's calls, :class:`ForkModel`) and its round hook (:meth:`ForkStart.after_round`: the fork
+point).
+
+>>> ll.fork("runs/debug-latte-s0-033bd68aea", at_round=20, seed=7)          # doctest: +SKIP
+>>> ll.fork("runs/debug-latte-s0-033bd68aea", at_round=20, heartbeat_rule="released")   # doctest: +SKIP
+>>> ll.fork("runs/debug-latte-s0-033bd68aea", at_round=10, model="simulated/careful")   # doctest: +SKIP
 
 A fork's ``config.json`` names its parent, the round and the changes (``parent``, ``fork_round``,
 ``fork_changes``); its events hold a ``fork_point`` event; its results row has ``parent`` and
@@ -20,12 +30,12 @@ A fork's ``config.json`` names its parent, the round and the changes (``parent``
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from latte_lab import rundir
 from latte_lab.config import TrialConfig
 from latte_lab.errors import ConfigError, DataError
+from latte_lab.teams.state import Codec, SavedState, read_state, restore_team
 
 # What may change at a fork point: what the agents are (the model and its sampling), the randomness of what
 # follows, the protocol's switches and the round budget. Everything else is the trial's identity.
@@ -109,74 +119,6 @@ def fork_config(parent: TrialConfig, at_round: int, parent_dir: str | Path, **ch
     return TrialConfig(**values)
 
 
-def fork(run_dir: str | Path, at_round: int, *, model_override=None, runs_dir: str | Path | None = None,
-         progress: bool | Callable[[dict], None] | None = False, run_name: str | None = None, **changes):
-    """Fork the recorded trial in ``run_dir`` at the end of round ``at_round`` under ``changes`` (fields of
-    :class:`~latte_lab.config.TrialConfig`: see :func:`changeable`); a :class:`~latte_lab.rundir.TrialResult`.
-
-    ``model="simulated/careful"`` (a model spec, like every other change a field of the config) gives the
-    rounds after the fork point another model or profile; it is recorded in the fork's ``config.json``.
-
-    ``intervene``: the Lead's operators to apply at the fork point, as action text
-    (``'<release_task id="fix-rms" />'``, or a list of such): checked first against the parent's graph at
-    that round with the operators' own preconditions, then applied through the team as the Lead's own
-    reply would be.
-
-    ``model_override``: a model object to use instead of the one built from the fork's config for the rounds
-    after the fork point (a scripted one, in tests). No call reaches it, or any model, before then: those
-    replies come from the parent's cassette. The fork's run directory goes beside the parent's, in
-    ``forks/`` (or ``runs_dir``).
-    """
-
-    if "model" in changes and not isinstance(changes["model"], str):
-        raise ConfigError(f"model= is the fork's model spec, a string such as 'simulated/careful' (got a "
-                          f"{type(changes['model']).__name__}); pass a model object as model_override=")
-    run_dir = Path(run_dir)
-    parent = parent_config(run_dir)
-    recorded = recorded_rounds(run_dir)
-    if recorded is not None and at_round > recorded:
-        raise ConfigError(f"cannot fork {run_dir.name} at round {at_round}: it ended after round {recorded}")
-    if changes.get("intervene") is not None:
-        changes["intervene"] = check_intervention(run_dir, at_round, changes["intervene"])
-    config = fork_config(parent, at_round, run_dir, **changes)
-    target = Path(runs_dir) if runs_dir is not None else run_dir.parent / "forks"
-    name = run_name or f"{run_dir.name}-fork{at_round}-{config.trial_id.rsplit('-', 1)[-1]}"
-    return run_fork(config, model=model_override, runs_dir=target, run_name=name, progress=progress)
-
-
-def run_config(config: TrialConfig, **options):
-    """Run ``config``: a fork (it names a ``parent``) with :func:`run_fork`, any other with
-    :func:`~latte_lab.trial.run_trial` (the sweeps' workers run every trial through this)."""
-    from latte_lab.trial import run_trial
-
-    return (run_fork if config.parent is not None else run_trial)(config, **options)
-
-
-def run_fork(config: TrialConfig, *, model=None, runs_dir: str | Path | None = None, run_name: str | None = None,
-             progress: bool | Callable[[dict], None] | None = False):
-    """Run the fork ``config`` describes (its ``parent``, ``fork_round`` and changes, as :func:`fork_config`
-    makes them). A sweep runs such configs like any other (exactly once, resumable, local or Ray;
-    :func:`run_config`); on Ray the parent's run directory must be readable where the fork runs."""
-    from latte_lab import tasks
-    from latte_lab.sandbox.pytest import runner_missing
-    from latte_lab.trial import TrialRecorder, _default_model, play_rounds
-
-    missing = runner_missing()
-    if missing:
-        raise ConfigError(missing)
-    run_dir = Path(config.parent)
-    parent = parent_config(run_dir)
-    task = tasks.get(config.task)
-    after = model if model is not None else _default_model(config)
-    forked = ForkModel(_cassette(run_dir / rundir.CALLS_FILE), config.fork_round, after)
-    recorder = TrialRecorder(config, task, forked, runs_dir=runs_dir, run_name=run_name, progress=progress,
-                             replayed=parent)
-    with recorder:
-        team = recorder.start_team()
-        play_rounds(team, recorder)
-    return recorder.result
-
-
 _CASSETTES: dict[tuple[str, float], object] = {}
 
 
@@ -207,6 +149,61 @@ def recorded_rounds(run_dir: Path) -> int | None:
         return None  # no result (an interrupted parent): the cassette says how far it can go
 
 
+class ForkStart:
+    """How the fork ``config`` starts: from the state its parent saved at the end of round ``config.fork_round``
+    (:attr:`saved`), or, where the parent saved none, by replaying the parent's rounds from its cassette under the
+    parent's config (:attr:`first_config`, :meth:`model`) until the fork point (:meth:`after_round`)."""
+
+    def __init__(self, config: TrialConfig):
+        self.config = config
+        self.parent_dir = Path(config.parent)
+        self.parent = parent_config(self.parent_dir)
+        self.codec = Codec()
+        self.saved: SavedState | None = read_state(self.parent_dir, config.fork_round, self.codec)
+        # a replayed fork runs under its parent's config until the fork point: the calls replayed from the
+        # parent's cassette must be the very calls it made
+        self.first_config = config if self.saved is not None else self.parent
+        self.taken_over = False
+
+    def model(self, after):
+        """The fork's model: ``after`` (built from the fork's config) itself when the fork is restored; else one
+        that answers from the parent's cassette up to the fork point and from ``after`` beyond."""
+        if self.saved is not None:
+            return after
+        return ForkModel(_cassette(self.parent_dir / rundir.CALLS_FILE), self.config.fork_round, after)
+
+    def restore(self, team, recorder) -> None:
+        """Make ``team`` (built for the fork, not set up) and the recorder's run directory what the parent's were
+        at the end of the fork round: the parent's events (after its ``run_start``), calls, graph records and saved
+        states up to then are copied, and the team, its workspace and ledger restored."""
+        saved, parent = self.saved, self.parent_dir
+        counts = saved.counts
+        events = rundir.read_jsonl(parent / rundir.EVENTS_FILE)[:counts["events"]]
+        records = rundir.read_snapshots(parent).records[:counts["snapshots"]]
+        if len(events) != counts["events"] or len(records) != counts["snapshots"]:
+            raise DataError(f"{parent} holds fewer events or graph records than its saved state counts")
+        recorder.cassette.copy_lines(parent / rundir.CALLS_FILE, counts["calls"])
+        recorder.copy_events(events[1:])  # the fork's own run_start stands in for its parent's
+        recorder.log.round = counts["log_round"]
+        restore_team(team, saved, records)
+        recorder.states.resume(saved, self.codec, parent)
+
+    def after_round(self, team, log, r: int | None) -> None:
+        """The round hook: at the end of the fork round, the fork point. From the next call on the team runs under
+        the fork's own config (:meth:`~latte_lab.teams.engine.Team.rebind`), and the Lead's intervention, if any,
+        applies as its own reply's would."""
+        if self.taken_over or (r or 0) != self.config.fork_round:
+            return
+        self.taken_over = True
+        config = self.config
+        team.rebind(config)
+        changes = dict(config.fork_changes or {})
+        log.emit("fork_point", parent=config.parent, fork_round=config.fork_round, changes=changes,
+                 restored=self.saved is not None)
+        if changes.get("intervene"):
+            team.apply(team.lead, changes["intervene"])
+
+
 class ForkModel:
     """Replies from the parent's cassette for calls up to the end of round ``at_round``, from ``after`` beyond."""
 
@@ -224,3 +221,16 @@ class ForkModel:
         if frame is not None and frame.round <= self.at_round:
             return self.cassette.generate(request)
         return self.after.generate(request)
+
+
+_MOVED = {  # names this module (latte_lab.fork before) no longer has, and where they are
+    "fork": "latte_lab.trial.fork (ll.fork): it makes a fork's config and runs it with run_trial",
+    "run_fork": "latte_lab.trial.run_trial, which runs a config with a parent as a fork",
+    "run_config": "latte_lab.trial.run_trial, which runs a config with a parent as a fork",
+}
+
+
+def __getattr__(name: str):
+    if name in _MOVED:
+        raise AttributeError(f"latte_lab.forking has no {name!r}: it is {_MOVED[name]}")
+    raise AttributeError(f"module 'latte_lab.forking' has no attribute {name!r}")

@@ -1,4 +1,5 @@
-"""The run directory of a trial: its files, how they are written and read back, and ``load_trial``.
+"""The run directory's files: their names, how they are written (whole lines, whole files, a full disk said in
+one line) and read back (the one JSONL reader).
 
 A run directory ``<runs_dir>/<trial_id>/`` holds:
 
@@ -6,14 +7,14 @@ A run directory ``<runs_dir>/<trial_id>/`` holds:
 - ``events.jsonl``: one event per line, appended as it happens. The event types and their fields are
   declared in :mod:`latte_lab.events` (``latte_lab.events.describe()`` prints them as a table).
 - ``snapshots.jsonl``: the graph per round for graph teams (round 0 = after planning), as keyframes and
-  operation deltas (:mod:`latte_lab.history`).
+  operation deltas (:mod:`latte_lab.graph.history`).
 - ``calls.jsonl``: the cassette, every model call in order, enough to replay the trial offline.
 - ``ledger.csv``: tokens per call with agent and round, billed vs replayed, dollars.
 - ``workspace/``: the shared files as the team left them.
 - ``result.json``: ``{"trial_id", "status", "error", "row", "metrics", "eval"}``; its ``row`` is the
   trial's line in the results schema (:data:`latte_lab.schema.TRIAL_COLUMNS`).
 - ``special_files.json`` (in a sweep directory, when the agents left any): the symlinks and special files
-  of the workspace, which the sweep replaced by what they were (:mod:`latte_lab.sweepdir`).
+  of the workspace, replaced by what they were (:mod:`latte_lab.rundir.special`).
 
 >>> import tempfile
 >>> tmp = tempfile.TemporaryDirectory()
@@ -30,14 +31,13 @@ import errno
 import json
 import os
 import tempfile
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from latte_lab.config import TrialConfig
-from latte_lab.errors import ConfigError, DataError, LatteError
-from latte_lab.history import GraphHistory
+from latte_lab.errors import ConfigError, DataError
+from latte_lab.graph.history import GraphHistory
 
 CONFIG_FILE = "config.json"
 EVENTS_FILE = "events.jsonl"
@@ -45,12 +45,15 @@ SNAPSHOTS_FILE = "snapshots.jsonl"
 CALLS_FILE = "calls.jsonl"
 LEDGER_FILE = "ledger.csv"
 RESULT_FILE = "result.json"
+STATE_FILE = "state.jsonl"  # the trial's state at each round's end, from which a fork starts (latte_lab.teams.state)
 WORKSPACE_DIR = "workspace"
 
 __all__ = [
-    "CALLS_FILE", "CONFIG_FILE", "EVENTS_FILE", "LEDGER_FILE", "RESULT_FILE", "SNAPSHOTS_FILE", "WORKSPACE_DIR",
-    "DiskFullError", "JsonlAppender", "check_writable_dir", "disk_full_message", "is_disk_full", "RunWriter", "TrialResult", "finished_row", "iter_jsonl", "iter_snapshots", "load_trial", "new_run_dir",
-    "promote", "read_config", "read_json", "read_jsonl", "read_result", "read_snapshots",
+    "CALLS_FILE", "CONFIG_FILE", "EVENTS_FILE", "LEDGER_FILE", "RESULT_FILE", "SNAPSHOTS_FILE", "STATE_FILE",
+    "WORKSPACE_DIR",
+    "DiskFullError", "JsonlAppender", "RunWriter", "check_writable_dir", "disk_full_message", "finished_row",
+    "is_disk_full", "iter_jsonl", "iter_snapshots", "new_run_dir", "promote", "read_config", "read_json", "read_jsonl",
+    "read_result", "read_snapshots", "write_json_atomic",
 ]
 
 
@@ -300,6 +303,11 @@ class JsonlAppender:
             self._fd = None
 
 
+def write_json_atomic(path: Path, payload: dict) -> None:
+    """Writes ``payload`` as a JSON file whole or not at all (a temporary file renamed over it)."""
+    _write_atomic(Path(path), json.dumps(payload, indent=2, default=str))
+
+
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     try:
@@ -340,6 +348,7 @@ class RunWriter:
             _reserve(self.path / RESERVE_FILE, RESULT_RESERVE_BYTES)
             self._events = JsonlAppender(self.path / EVENTS_FILE)
             self._snapshots = JsonlAppender(self.path / SNAPSHOTS_FILE)
+            self._state = JsonlAppender(self.path / STATE_FILE)
         except OSError as exc:
             self._give_up(exc)
 
@@ -371,6 +380,14 @@ class RunWriter:
 
     def append_snapshots(self, snapshots: Iterable[dict]) -> None:
         self._append(self._snapshots, "".join(_dumps(r) + "\n" for r in snapshots))
+
+    def append_state(self, line: dict) -> None:
+        """One line of ``state.jsonl`` (the trial's state at a round's end)."""
+        self._append(self._state, _dumps(line) + "\n")
+
+    def append_state_lines(self, text: str) -> None:
+        """Lines of ``state.jsonl`` already serialised (a fork's copy of its parent's)."""
+        self._append(self._state, text)
 
     def write_ledger(self, csv_text: str) -> None:
         """The cost ledger's CSV text (``CostLedger.to_csv``); skipped once the disk is full."""
@@ -410,7 +427,8 @@ class RunWriter:
         return payload
 
     def close(self) -> None:
-        for appender in (getattr(self, "_events", None), getattr(self, "_snapshots", None)):
+        for appender in (getattr(self, "_events", None), getattr(self, "_snapshots", None),
+                         getattr(self, "_state", None)):
             if appender is not None:
                 appender.close()
 
@@ -455,133 +473,3 @@ def promote(tmp: str | Path, final: str | Path) -> Path:
                 if not is_disk_full(exc):
                     raise
     return final
-
-
-# --- a trial read back --------------------------------------------------------------------------------------
-
-REASONS = {
-    "all_tasks_done": "every task of the graph done and the public tests passing",
-    "certified": "an agent declared the work done while the public tests passed",
-    "tests_passed": "the public tests passed",
-    "tests_failed": "the public tests still failed once the planned tasks were done",
-    "planning_failed": "the Lead planned no task",
-    "qa_rounds_exhausted": "the QA rounds ran out with tests failing",
-    "max_rounds": "the round budget ran out first",
-    "interrupted": "stopped by the user or a signal",
-    "budget": "the trial's token or dollar budget ran out",
-    "sweep_budget": "the sweep's token or dollar budget ran out",
-    "error": "the trial failed",
-}
-"""What each ``reason`` (how a trial ended, the results row's column) means, as the summary says it."""
-
-
-def _accuracy_metric(task: str) -> str | None:
-    """The task's accuracy measure (``success`` or ``hidden_pass_rate``), from the task registry; None for a
-    task no longer registered (a run directory read back elsewhere)."""
-    from latte_lab import tasks  # a registry lookup (tests/test_layers.py allows exactly this)
-
-    try:
-        return tasks.get(task).accuracy_metric
-    except LatteError:
-        return None
-
-
-@dataclass
-class TrialResult:
-    """What a trial produced. ``row`` is its line in the tidy results schema (``ll.load_runs``)."""
-
-    config: TrialConfig
-    trial_id: str
-    status: str  # "ok" or "error"
-    error: str | None
-    success: bool
-    accuracy: float | None
-    rounds: int
-    input_tokens: int
-    output_tokens: int
-    virtual_seconds: float
-    real_seconds: float
-    reason: str
-    metrics: dict = field(default_factory=dict)
-    eval: dict = field(default_factory=dict)
-    row: dict = field(default_factory=dict)
-    run_dir: Path | None = None
-    event_list: list[dict] = field(default_factory=list, repr=False)
-    snapshots: Sequence[dict] = field(default_factory=GraphHistory, repr=False)
-    """The graph per round (graph teams): ``snapshots[i]`` is ``{"round", "t", "graph"}``."""
-
-    @property
-    def tokens(self) -> int:
-        return self.input_tokens + self.output_tokens
-
-    @property
-    def events(self):
-        """The event log as a pandas DataFrame (one row per event; ``round`` as integers, <NA> outside rounds)."""
-        import pandas as pd
-
-        df = pd.DataFrame(self.event_list)
-        if "round" in df:
-            df["round"] = df["round"].astype("Int64")  # not 3.0: events before round 0 have none
-        return df
-
-    def summary(self) -> str:
-        """Four lines: the outcome (its first line, short enough for a title), what the outcome means, the
-        figures (accuracy saying what it measures) and the run directory. Success is the team's own verdict
-        (``reason``, worded by :data:`REASONS`) as confirmed by the hidden evaluation's run of the public
-        tests; accuracy is the task's Table 2 measure, which may differ from it."""
-        head = f"{self.trial_id}: {'SUCCESS' if self.success else 'no success'} ({self.reason})"
-        if self.status != "ok":
-            head += f" — ERROR: {self.error}"
-        return (f"{head}\n  {self._outcome_words()}\n  {self._accuracy_words()} · rounds {self.rounds} · "
-                f"tokens {self.tokens:,} (in {self.input_tokens:,} / out {self.output_tokens:,}) · "
-                f"virtual {self.virtual_seconds:.1f} s · real {self.real_seconds:.1f} s\n"
-                f"  run directory: {self.run_dir}")
-
-    def _outcome_words(self) -> str:
-        """``reason: what it means``, and why a claimed success is none when the evaluation contradicted it."""
-        words = f"{self.reason}: {REASONS.get(self.reason, 'how the team reported its end')}"
-        if self.row.get("claimed_success") is True and not self.success and self.status == "ok":
-            words += "; but the public tests as shipped failed in the hidden evaluation, so no success"
-        elif self.success:
-            words += "; the hidden evaluation's run of the public tests confirmed it"
-        return words
-
-    def _accuracy_words(self) -> str:
-        """``accuracy 91% = share of the hidden tests passed (53 of 58)``, or what else the figure measures."""
-        if self.accuracy is None or self.accuracy != self.accuracy:  # None or NaN
-            return "accuracy n/a (the hidden evaluation gave no score)"
-        value = f"accuracy {self.accuracy:.0%}"
-        if _accuracy_metric(self.config.task) == "success":
-            return f"{value} (this task scores success: 100% or 0%)"
-        passed, total = self.eval.get("passed"), self.eval.get("total")
-        counts = f" ({passed} of {total})" if isinstance(passed, int) and isinstance(total, int) else ""
-        return f"{value} = share of the hidden tests passed{counts}"
-
-    def __str__(self) -> str:
-        return self.summary()
-
-    def _repr_html_(self) -> str:  # a compact card in notebooks
-        import html
-
-        return "<pre>" + html.escape(self.summary()) + "</pre>"
-
-
-def load_trial(run_dir: str | Path) -> TrialResult:
-    """Reads a finished run directory back into a TrialResult (no model calls, nothing rerun)."""
-    run_dir = Path(run_dir)
-    for name in (CONFIG_FILE, RESULT_FILE):
-        if not (run_dir / name).exists():
-            raise DataError(f"{run_dir / name} is missing: {run_dir} is not a finished latte_lab run directory")
-    config = read_config(run_dir)
-    payload = read_result(run_dir)
-    row = payload["row"]
-    return TrialResult(
-        config=config, trial_id=payload.get("trial_id", config.trial_id), status=payload.get("status", "ok"),
-        error=payload.get("error"), success=bool(row.get("success")), accuracy=row.get("accuracy"),
-        rounds=int(row.get("total_rounds") or 0), input_tokens=int(row.get("total_input_tokens") or 0),
-        output_tokens=int(row.get("total_output_tokens") or 0),
-        virtual_seconds=float(row.get("wall_clock_with_planning_seconds", row.get("wall_clock_seconds")) or 0.0),
-        real_seconds=float(row.get("real_seconds") or 0.0),
-        reason=row.get("reason", ""), metrics=payload.get("metrics", {}), eval=payload.get("eval", {}), row=row,
-        run_dir=run_dir, event_list=read_jsonl(run_dir / EVENTS_FILE), snapshots=read_snapshots(run_dir),
-    )

@@ -74,6 +74,22 @@ class GraphHistory(Sequence):
         records.append(record)
         return record
 
+    def recording_state(self) -> dict[str, int]:
+        """Where recording stands: how many records, how far into the recorded graph's log, how many deltas since
+        the last keyframe (a team's state at a round's end holds it; :meth:`resume` goes on from it)."""
+        return {"records": len(self.records), "log_pos": self._log_pos, "since_keyframe": self._since_keyframe,
+                "keyframe_every": self.keyframe_every}
+
+    @classmethod
+    def resume(cls, records: Iterable[dict], graph: CoordinationGraph | None, state: dict) -> GraphHistory:
+        """A history holding ``records`` (the first ``state["records"]`` of another's) that records ``graph`` on as
+        the other would have (``state``: its :meth:`recording_state`)."""
+        history = cls(list(records)[:state["records"]], keyframe_every=state["keyframe_every"])
+        if graph is not None:
+            history._graph, history._log_pos = graph, state["log_pos"]
+            history._since_keyframe = state["since_keyframe"]
+        return history
+
     # ----- reading -----
 
     @property
