@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import multiprocessing
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -62,7 +63,9 @@ class Registry:
         self.name_attr = name_attr
         self._builtin_names = dict(builtin or {})
         self._builtin_modules = tuple(dict.fromkeys(self._builtin_names.values()))
-        self._loaded = not self._builtin_modules
+        self._loaded = not self._builtin_modules  # the imports of the built-ins are under way or done
+        self._ready = self._loaded  # ... and done
+        self._load_lock = threading.RLock()  # trials run in threads look names up at once
         self._entries: dict[str, type] = {}
         self._aliases: dict[str, str] = dict(aliases or {})
         _REGISTRIES[kind] = self
@@ -113,10 +116,15 @@ class Registry:
         return cls.__module__ in self._builtin_modules
 
     def _load(self) -> None:
-        if not self._loaded:
-            self._loaded = True  # first, so that a registration during the imports does not recurse
+        if self._ready:
+            return
+        with self._load_lock:  # another thread waits here until the imports are done
+            if self._loaded:  # done, or under way in this very thread (a registration during the imports)
+                return
+            self._loaded = True
             for module in self._builtin_modules:
                 importlib.import_module(module)
+            self._ready = True
 
     # ----- lookups -----
     def names(self) -> list[str]:

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from latte_lab.sandbox import slots
 from latte_lab.schema import TRIAL_COLUMNS
 
 __all__ = ["Evaluation", "accuracy_of", "evaluate_workspace", "results_row", "tampering_found"]
@@ -37,7 +38,8 @@ def evaluate_workspace(task, ws, events: list[dict], emit: Callable[..., object]
     ``tampering`` event per finding. An evaluation that fails is recorded as its error, never raised."""
     found = Evaluation(tampering=tampering_found(task, ws.root, events))
     try:
-        ev = task.evaluate(ws)
+        with slots.held(evaluation=True):  # the hidden suite takes a core, as the trial's own test runs do
+            ev = task.evaluate(ws)
         found.eval = {"passed": ev.passed, "failed": ev.failed, "errors": ev.errors, "total": ev.total,
                       "rate": ev.rate, "per_class": {k: list(v) for k, v in ev.per_class.items()},
                       "missing_outputs": list(ev.missing_outputs), "public_confirmed": ev.public_confirmed,

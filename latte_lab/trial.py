@@ -33,7 +33,7 @@ from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
 from latte_lab.forking import ForkStart, check_intervention, fork_config, parent_config, recorded_rounds
 from latte_lab.graph.history import GraphHistory
-from latte_lab.models import budget
+from latte_lab.models import budget, stop
 from latte_lab.results import Evaluation, accuracy_of, evaluate_workspace, results_row
 from latte_lab.rundir import TrialResult, load_trial
 from latte_lab.sandbox import Sandbox
@@ -298,8 +298,9 @@ class TrialRecorder:
         """(status, one-line error, reason) for the exception that ended the trial (None: it ran to its end)."""
         if exc is None:
             return "ok", None, None
-        if isinstance(exc, KeyboardInterrupt):  # the keyboard, a notebook's stop button or SIGTERM
-            error = str(exc) if isinstance(exc, TrialTerminated) else "interrupted by the user"
+        if isinstance(exc, KeyboardInterrupt | stop.TrialStopped):  # the keyboard, a notebook's stop button,
+            # SIGTERM, or (a trial run in a thread) the stop of its process's trials
+            error = str(exc) if isinstance(exc, TrialTerminated | stop.TrialStopped) else "interrupted by the user"
             self.log.emit("trial_error", error=error, traceback="")
             return "error", error, "interrupted"
         if isinstance(exc, budget.BudgetExceeded):  # its own budget, or its sweep's: a result, not a failure

@@ -15,7 +15,7 @@ PACKAGE = Path(latte_lab.__file__).parent
 TASK_PAYLOADS = ("files", "hidden", "solution", "wrong")  # tasks/<task>/<these>: data the sandbox runs
 # Modules documented through the module that uses them, or implementation details of one feature.
 INTERNAL = {
-    "latte_lab.cli.cache", "latte_lab.cli.figures", "latte_lab.cli.prices", "latte_lab.cli.sweep",  # api/cli.md
+    "latte_lab.cli.cache", "latte_lab.cli.emulate", "latte_lab.cli.figures", "latte_lab.cli.prices", "latte_lab.cli.sweep",  # api/cli.md
     "latte_lab.cli.trial",
     "latte_lab.models.sim.analysis", "latte_lab.models.sim.analysis_report", "latte_lab.models.sim.examples", "latte_lab.models.sim.units", "latte_lab.models.sim.documents", "latte_lab.models.sim.evidence", "latte_lab.models.sim.fixbook", "latte_lab.models.sim.flat",
     "latte_lab.models.sim.lead",

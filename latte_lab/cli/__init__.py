@@ -1,8 +1,8 @@
 """The ``latte-lab`` command.
 
-Each subcommand module (``trial``, ``sweep``, ``cache``, ``runs``, ``show``, ``export``, ``figures``,
-``prices``) registers its subcommands with ``add_parser(subparsers)``, setting ``func(args) -> exit code``;
-the work itself lives in the library. Every subcommand has a description, every option a help text that
+Each subcommand module (``trial``, ``sweep``, ``emulate``, ``cache``, ``runs``, ``show``, ``export``,
+``figures``, ``prices``) registers its subcommands with ``add_parser(subparsers)``, setting
+``func(args) -> exit code``; the work itself lives in the library. Every subcommand has a description, every option a help text that
 says its default (:class:`~latte_lab.cli._common.HelpFormatter` adds it when the text does not), and
 ``tests/test_cli_conventions.py`` keeps it so.
 
@@ -24,12 +24,12 @@ import os
 import sys
 import warnings
 
-from latte_lab.cli import _catalog, cache, export, figures, fork, prices, runs, show, sweep, trial, view
+from latte_lab.cli import _catalog, cache, emulate, export, figures, fork, prices, runs, show, sweep, trial, view
 from latte_lab.cli._common import USAGE_EXIT, Parser, UsageError, VersionAction
 from latte_lab.errors import LatteError
 from latte_lab.rundir import DiskFullError
 
-SUBCOMMAND_MODULES = (trial, fork, sweep, cache, runs, show, export, figures, prices, view, _catalog)
+SUBCOMMAND_MODULES = (trial, fork, sweep, emulate, cache, runs, show, export, figures, prices, view, _catalog)
 
 
 def build_parser() -> argparse.ArgumentParser:

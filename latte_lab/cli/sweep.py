@@ -25,7 +25,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "Rerun the same command to resume; Ctrl-C stops it cleanly. Lists take commas or spaces.",
         epilog="examples:\n  latte-lab sweep --tasks debug,eda --teams latte,static --replicates 5 --jobs 2\n"
         "  latte-lab sweep --tasks textproc --teams latte leader_worker --models openai/gpt-4o --dry-run\n"
-        "  latte-lab sweep --tasks debug --replicates 20 --backend ray --out runs/big")
+        "  latte-lab sweep --tasks debug --replicates 20 --backend ray --out runs/big\n"
+        "  latte-lab sweep --tasks debug --models openai/gpt-4o-mini --replicates 300 --in-flight 60 "
+        "--rate-limit openai=5000/4000000")
     p.add_argument("--tasks", nargs="+", required=True,
                    help="task ids: debug, eda, textproc (latte-lab tasks lists them)")
     p.add_argument("--teams", nargs="+", default=["latte"], help="team ids (latte-lab teams lists them) (default: latte)")
@@ -35,6 +37,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the first replicate; replicate i gets seed + i")
     p.add_argument("--jobs", type=_jobs, default=None,
                    help="worker processes, 1 to 4 per CPU, or auto (default: 1); with Ray, trials in flight")
+    p.add_argument("--in-flight", type=int, default=None, dest="in_flight",
+                   help="keep up to this many trials running at once, as threads of --jobs processes (default: "
+                   "off; one trial per process): for real models, whose trials wait on the network")
+    p.add_argument("--rate-limit", action="append", default=None, dest="rate_limits", metavar="API=RPM/TPM",
+                   help="requests and tokens per minute of a provider API or base URL, e.g. openai=5000/2000000 "
+                   "(- for no limit); repeat for more (default: the configured limits)")
     p.add_argument("--backend", choices=BACKENDS, default=BACKENDS[0],
                    help=f"where trials run: local processes, or a Ray cluster (default: {BACKENDS[0]})")
     p.add_argument("--ray-address", default=None,
@@ -49,7 +57,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="OpenAI-compatible server (vLLM, Ollama, LM Studio) (default: the provider's own endpoint)")
     p.add_argument("--cache", default=DEFAULT_CACHE_MODE, choices=CACHE_MODES, help="response cache mode")
     p.add_argument("--dry-run", action="store_true",
-                   help="print the grid, the trials already finished and the estimated cost, run nothing")
+                   help="print the grid, the trials already finished and the estimated calls, tokens, cost and "
+                   "time of the rest, run nothing")
+    p.add_argument("--estimate-from", default=None,
+                   help="with --dry-run: estimate from the finished trials in this folder (a rehearsal, a pilot) "
+                   "(default: --out)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_sweep)
 
@@ -102,14 +114,18 @@ def results_table(df) -> str:
 
 
 def _sweep(args) -> int:
+    from latte_lab.models.ratelimit import parse_limits
     from latte_lab.sweep import dry_run, run_sweep
 
     grid = _grid(args)
+    limits = parse_limits(",".join(args.rate_limits or []), where="--rate-limit")
     if args.dry_run:
-        print(dry_run(grid, args.out).report())
+        print(dry_run(grid, args.out, n_jobs=args.jobs, in_flight=args.in_flight, rate_limits=limits,
+                      basis=args.estimate_from).report())
         return 0
     df = run_sweep(grid, args.out, n_jobs=args.jobs, backend=args.backend, progress=not args.quiet,
-                   max_dollars=args.max_dollars, ray_address=args.ray_address)
+                   max_dollars=args.max_dollars, ray_address=args.ray_address, in_flight=args.in_flight,
+                   rate_limits=limits)
     stopped = df.attrs["stopped"]
     if args.quiet and not stopped:  # run_sweep prints its summary line with progress or when it stopped
         print(df.attrs["summary"])

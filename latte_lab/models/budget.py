@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from latte_lab.config import FREE_PROVIDERS, parse_model_spec
 from latte_lab.errors import ConfigError, LatteError
+from latte_lab.models import stop
 from latte_lab.models.base import ModelRequest, ModelResponse
 from latte_lab.models.ledger import PRICES_ENV, Price, find_price, load_prices
 
@@ -146,7 +147,9 @@ class BudgetedModel:
                 + response.usage.output_tokens * price.output_per_mtok) / 1e6
 
     def check(self) -> None:
-        """Raises BudgetExceeded when the trial's or the sweep's budget is spent."""
+        """Raises BudgetExceeded when the trial's or the sweep's budget is spent, TrialStopped when the trials of
+        this process were asked to stop (:mod:`latte_lab.models.stop`)."""
+        stop.check()
         with self._lock:
             why = _reached("the trial's", self.max_dollars, self.max_billed_tokens, self.dollars, self.billed_tokens)
         if why is not None:
@@ -172,9 +175,10 @@ class BudgetedModel:
 
 def guard(model, config) -> object:
     """``model`` wrapped in the budgets of a trial (``config``) and of the sweep this process works
-    for; ``model`` itself when neither has one."""
+    for, and in the stop of trials run in threads (:func:`latte_lab.models.stop.arming`); ``model`` itself
+    when none applies."""
     sweep = sweep_budget()
-    if config.max_dollars is None and config.max_billed_tokens is None and sweep is None:
+    if config.max_dollars is None and config.max_billed_tokens is None and sweep is None and not stop.armed():
         return model
     return BudgetedModel(model, config.model, base_url=config.base_url, max_dollars=config.max_dollars,
                          max_billed_tokens=config.max_billed_tokens, sweep=sweep)

@@ -14,7 +14,10 @@ Who shares the pacing depends on where its state lives:
 
 When the provider answers HTTP 429 (seen on every attempt, including the SDK's own retries), the pace
 of that provider halves and every call waits until its ``Retry-After`` has passed; each call that then
-succeeds gives back :data:`RECOVERY_PER_CALL` of the rate.
+succeeds gives back :data:`RECOVERY_PER_CALL` of the rate. A call refused on every attempt of the SDK takes a
+new slot and tries again, up to :data:`RATE_LIMIT_ROUNDS` times in all. Providers announce the account's limits
+in every reply's headers (:data:`LIMIT_HEADERS`); where those are lower than the configured limit, the pace
+follows them, so a limit set above the account's costs a few refused calls, not a study of them.
 
 Limits come from :data:`latte_lab.config.DEFAULT_RATE_LIMITS` (each provider's own API; servers given by
 ``base_url`` are not limited unless named), then ``$LATTE_LAB_RATE_LIMITS``, then :func:`configure` or
@@ -43,6 +46,7 @@ from typing import Any, Protocol
 
 from latte_lab.config import DEFAULT_RATE_LIMITS
 from latte_lab.errors import ConfigError, RateLimitError
+from latte_lab.models import stop
 from latte_lab.models.base import ModelRequest, ModelResponse, estimate_tokens
 
 RATE_LIMITS_ENV = "LATTE_LAB_RATE_LIMITS"  # "openai=500/30000,anthropic=50/30000,<base url>=60/-"
@@ -51,6 +55,10 @@ RECOVERY_PER_CALL = 0.05  # each successful call afterwards gives back 5% of the
 MIN_RATE_FACTOR = 1 / 16  # never slower than 1/16 of the configured limit: a provider outage is an error, not a crawl
 DEFAULT_HOLD_SECONDS = 1.0  # a 429 without Retry-After holds calls this long
 SQLITE_BUSY_MS = 30_000  # a worker waits this long for another's pacing transaction (each takes microseconds)
+# A call still refused for the rate limit after the SDK's own retries waits for a new slot, at the pace each 429
+# has slowed, and tries again, this many times in all: a provider bills no refused call, and a limit set above
+# the account's (the provider refusing what the pacing allows) costs time, not trials.
+RATE_LIMIT_ROUNDS = 6
 LONG_WAIT_SECONDS = 5.0  # a wait this long is worth one warning: the limit may be below what the account allows
 
 
@@ -88,8 +96,9 @@ def as_limit(value: Any, where: str = "rate limit") -> RateLimit:
                       f"got {value!r}")
 
 
-def parse_limits(text: str) -> dict[str, RateLimit]:
-    """``key=rpm/tpm`` pairs separated by commas; ``-`` leaves one of them unlimited."""
+def parse_limits(text: str, where: str = f"${RATE_LIMITS_ENV}") -> dict[str, RateLimit]:
+    """``key=rpm/tpm`` pairs separated by commas; ``-`` leaves one of them unlimited. ``where`` names the
+    text's source in errors."""
     limits = {}
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, sep, value = part.rpartition("=")
@@ -99,7 +108,7 @@ def parse_limits(text: str) -> dict[str, RateLimit]:
                 raise ValueError
             limits[key.strip()] = RateLimit(*(None if v.strip() in ("-", "") else float(v) for v in (rpm, tpm)))
         except ValueError:
-            raise ConfigError(f"${RATE_LIMITS_ENV}: cannot read {part!r}; write provider=rpm/tpm, e.g. "
+            raise ConfigError(f"{where}: cannot read {part!r}; write provider=rpm/tpm, e.g. "
                               "openai=500/30000 (- for unlimited)") from None
     return limits
 
@@ -118,9 +127,23 @@ def limit_key(provider: str, base_url: str | None) -> str:
 
 # --- pacing ---------------------------------------------------------------------------------------------------
 
+def _effective(limit: RateLimit, state: dict) -> RateLimit:
+    """``limit``, lowered to what the provider announced in its replies' headers where that is lower."""
+    announced = state.get("announced")
+    if not announced:
+        return limit
+    rpm, tpm = limit.requests_per_minute, limit.tokens_per_minute
+    if announced[0] and rpm:
+        rpm = min(rpm, announced[0])
+    if announced[1] and tpm:
+        tpm = min(tpm, announced[1])
+    return RateLimit(rpm, tpm)
+
+
 def _reserve(state: dict, limit: RateLimit, now: float, tokens: float) -> float:
     """Reserves the next slot for a call of ``tokens`` tokens in ``state`` (updated in place); returns
     how long the caller waits for it."""
+    limit = _effective(limit, state)
     factor = state.get("factor", 1.0)
     slot = max(now, state.get("hold", 0.0))
     if limit.requests_per_minute:
@@ -136,6 +159,7 @@ def _reserve(state: dict, limit: RateLimit, now: float, tokens: float) -> float:
 
 def _settle(state: dict, limit: RateLimit, extra_tokens: float) -> None:
     """A call used ``extra_tokens`` more (or fewer) than it reserved; a success also restores pace."""
+    limit = _effective(limit, state)
     if limit.tokens_per_minute and "tat_tokens" in state:
         state["tat_tokens"] += extra_tokens * 60.0 / (limit.tokens_per_minute * state.get("factor", 1.0))
     state["factor"] = min(1.0, state.get("factor", 1.0) + RECOVERY_PER_CALL)
@@ -145,6 +169,10 @@ def _throttle(state: dict, now: float, retry_after: float | None) -> None:
     state["factor"] = max(MIN_RATE_FACTOR, state.get("factor", 1.0) * BACKOFF_FACTOR)
     hold = retry_after if retry_after is not None and retry_after >= 0 else DEFAULT_HOLD_SECONDS
     state["hold"] = max(state.get("hold", 0.0), now + hold)
+
+
+def _announce(state: dict, requests_per_minute: float | None, tokens_per_minute: float | None) -> None:
+    state["announced"] = [requests_per_minute, tokens_per_minute]
 
 
 class PacingState(Protocol):
@@ -157,6 +185,7 @@ class PacingState(Protocol):
     def reserve(self, key: str, limit: RateLimit, tokens: float, now: float | None = None) -> float: ...
     def settle(self, key: str, limit: RateLimit, extra_tokens: float) -> None: ...
     def throttle(self, key: str, retry_after: float | None) -> None: ...
+    def announce(self, key: str, requests_per_minute: float | None, tokens_per_minute: float | None) -> None: ...
     def pace(self, key: str) -> float: ...
     def add_spend(self, dollars: float, tokens: int) -> tuple[float, int]: ...
     def spend(self) -> tuple[float, int]: ...
@@ -184,6 +213,10 @@ class MemoryState:
     def throttle(self, key, retry_after):
         with self._lock:
             _throttle(self._states.setdefault(key, {}), time.monotonic(), retry_after)
+
+    def announce(self, key, requests_per_minute, tokens_per_minute):
+        with self._lock:
+            _announce(self._states.setdefault(key, {}), requests_per_minute, tokens_per_minute)
 
     def pace(self, key):
         with self._lock:
@@ -280,6 +313,9 @@ class SqliteState:
     def throttle(self, key, retry_after):
         self._update(key, lambda s: _throttle(s, time.monotonic(), retry_after))
 
+    def announce(self, key, requests_per_minute, tokens_per_minute):
+        self._update(key, lambda s: _announce(s, requests_per_minute, tokens_per_minute))
+
     def pace(self, key):
         return self._load(self._conn(), key).get("factor", 1.0)
 
@@ -324,6 +360,9 @@ class RayState:
 
     def throttle(self, key, retry_after):
         self._call("throttle", key, retry_after)
+
+    def announce(self, key, requests_per_minute, tokens_per_minute):
+        self._call("announce", key, requests_per_minute, tokens_per_minute)
 
     def pace(self, key):
         return self._call("pace", key)
@@ -401,6 +440,7 @@ class Limiter:
 
     def __init__(self, key: str, limit: RateLimit, state: PacingState):
         self.key, self.limit, self.state = key, limit, state
+        self._announced: tuple[float | None, float | None] = (None, None)  # as last passed to the state
 
     def __repr__(self) -> str:
         return (f"Limiter({self.key!r}, rpm={self.limit.requests_per_minute}, tpm={self.limit.tokens_per_minute}, "
@@ -415,8 +455,7 @@ class Limiter:
                 f"{self.key}: a call waits {delay:.0f} s for the rate limit ({_per_minute(self.limit)}); if your "
                 f"account allows more, raise it with run_sweep(rate_limits=...) or ${RATE_LIMITS_ENV}",
                 RuntimeWarning, stacklevel=3)
-        if delay > 0:
-            time.sleep(delay)
+        stop.wait(delay)  # a sleep that a stop of the trials run in threads cuts short
         return max(delay, 0.0)
 
     def settle(self, reserved: float, used: float) -> None:
@@ -426,9 +465,15 @@ class Limiter:
         self.state.throttle(self.key, retry_after)
 
     def on_response(self, response) -> None:
-        """httpx response hook: a 429 slows the pace, whether or not the SDK then retries."""
+        """httpx response hook: a 429 slows the pace, whether or not the SDK then retries; limits the provider
+        announces in its headers below the configured ones lower the pace (:func:`announced_limits`)."""
+        headers = getattr(response, "headers", None) or {}
         if getattr(response, "status_code", None) == 429:
-            self.throttled(retry_after_seconds(response.headers))
+            self.throttled(retry_after_seconds(headers))
+        announced = announced_limits(headers)
+        if announced != (None, None) and announced != self._announced:
+            self._announced = announced
+            self.state.announce(self.key, *announced)
 
 
 def _per_minute(limit: RateLimit) -> str:
@@ -448,6 +493,34 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         except ValueError:
             continue
     return None
+
+
+# The headers in which providers announce the account's limits per minute with every reply: (requests, tokens)
+LIMIT_HEADERS = (("x-ratelimit-limit-requests", "x-ratelimit-limit-tokens"),  # OpenAI and compatible servers
+                 ("anthropic-ratelimit-requests-limit", "anthropic-ratelimit-tokens-limit"))  # Anthropic
+
+
+def announced_limits(headers: Mapping[str, str]) -> tuple[float | None, float | None]:
+    """(requests, tokens) per minute a reply's headers announce (None where they say nothing usable).
+
+    >>> announced_limits({"x-ratelimit-limit-requests": "500", "x-ratelimit-limit-tokens": "200000"})
+    (500.0, 200000.0)
+    >>> announced_limits({"anthropic-ratelimit-tokens-limit": "40000"}), announced_limits({})
+    ((None, 40000.0), (None, None))
+    """
+    found: list[float | None] = [None, None]
+    for names in LIMIT_HEADERS:
+        for i, name in enumerate(names):
+            value = headers.get(name)
+            if value is None or found[i] is not None:
+                continue
+            try:
+                number = float(value)
+            except ValueError:
+                continue
+            if number > 0 and number == number:  # positive, not NaN
+                found[i] = number
+    return found[0], found[1]
 
 
 def http_client(sdk, limiter: Limiter):
@@ -475,18 +548,22 @@ class RateLimitedModel:
 
     def generate(self, request: ModelRequest) -> ModelResponse:
         reserved = prompt_tokens(request)
-        self.limiter.acquire(reserved)
-        try:
-            response = self.inner.generate(request)
-        except RateLimitError:
-            self.limiter.throttled()
-            raise
-        self.limiter.settle(reserved, response.usage.total_tokens)
-        return response
+        for attempt in range(1, RATE_LIMIT_ROUNDS + 1):
+            self.limiter.acquire(reserved)
+            try:
+                response = self.inner.generate(request)
+            except RateLimitError:  # refused on every attempt of the SDK: a slot at the slower pace, and again
+                self.limiter.throttled()
+                if attempt == RATE_LIMIT_ROUNDS:
+                    raise
+                continue
+            self.limiter.settle(reserved, response.usage.total_tokens)
+            return response
+        raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
 
 
 __all__ = [
-    "RATE_LIMITS_ENV", "Limiter", "MemoryState", "PacingState", "RateLimit", "RateLimitedModel", "RayState",
-    "SqliteState", "as_limit", "configure", "current_limits", "current_state", "default_limits", "http_client",
+    "LIMIT_HEADERS", "RATE_LIMITS_ENV", "Limiter", "MemoryState", "PacingState", "RateLimit", "RateLimitedModel", "RayState",
+    "SqliteState", "announced_limits", "as_limit", "configure", "current_limits", "current_state", "default_limits", "http_client",
     "limit_key", "limiter_for", "parse_limits", "prompt_tokens", "retry_after_seconds", "using",
 ]

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import select
 import signal
 import subprocess
 import sys
@@ -27,6 +26,7 @@ from pathlib import Path
 from latte_lab.sandbox.limits import SHM_BYTES, SandboxLimits
 from latte_lab.sandbox.paths import CHILD_SCRIPT, PACKAGE_DIR, covered_dirs, hidden_paths, python_dirs
 from latte_lab.sandbox.request import RunHandle
+from latte_lab.sandbox.threads import readable
 
 REAPER_EXIT_SECONDS = 0.5  # after a run's status: how long to wait for its reaper to exit
 STATUS_MAX_BYTES = 2**16  # one status line
@@ -67,7 +67,7 @@ class ReaperRun(RunHandle):
     def _receive(self, timeout: float | None) -> None:
         if self.returncode is not None or self._status_fd is None:
             return
-        if not select.select([self._status_fd], [], [], timeout)[0]:
+        if not readable(self._status_fd, timeout):
             return
         chunk = os.read(self._status_fd, STATUS_MAX_BYTES)
         self._buffer += chunk
@@ -79,7 +79,7 @@ class ReaperRun(RunHandle):
                 self.returncode = -signal.SIGKILL
             if not self.report.get("orphans"):
                 # The reaper exits right after reporting; wait for that so the kill step finds nothing.
-                if select.select([self._status_fd], [], [], REAPER_EXIT_SECONDS)[0]:
+                if readable(self._status_fd, REAPER_EXIT_SECONDS):
                     os.read(self._status_fd, STATUS_MAX_BYTES)
             self._close_status()
         elif not chunk:

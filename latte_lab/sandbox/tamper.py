@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from latte_lab.sandbox.threads import parse
+
 MAX_SCAN_BYTES = 2 * 2**20  # a larger Python file is not parsed (reported as such)
 CACHED_TEXT_BYTES = 64 * 2**10  # the findings of texts up to this size are kept (1,024 of them at most)
 CONFIG_SECTIONS = {"pytest.ini": None, ".pytest.ini": None, "tox.ini": "[pytest]", "setup.cfg": "[tool:pytest]",
@@ -160,7 +162,7 @@ def _scan_file(rel: str, name: str, text: str, too_large: bool) -> list[Finding]
     if too_large:
         return [*found, Finding("unscanned", rel, 1, f"larger than {MAX_SCAN_BYTES} bytes: not read")]
     try:
-        tree = ast.parse(text)
+        tree = parse(text)
     except (SyntaxError, ValueError):
         return found
     nodes = list(ast.walk(tree))  # walked once, read by every check below

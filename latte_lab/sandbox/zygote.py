@@ -41,7 +41,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import select
 import shutil
 import signal
 import socket
@@ -57,6 +56,7 @@ from pathlib import Path
 from latte_lab.sandbox.paths import FORK_SERVER_SCRIPT, TRUSTED_SERVER_SCRIPT
 from latte_lab.sandbox.process import MARKER_VAR
 from latte_lab.sandbox.request import RunHandle, RunRequest
+from latte_lab.sandbox.threads import readable
 
 USE_ZYGOTE = True  # run pytest in children forked from a pre-warmed server; False: always exec
 ZYGOTE_DISABLE_VAR = "LATTE_LAB_NO_ZYGOTE"  # =1 in the environment also disables it
@@ -212,7 +212,7 @@ class StatusRun(RunHandle):
         (or the status is already in), ``{}`` at end of file or for one that does not parse."""
         if self.returncode is not None or self._sock is None:
             return None
-        if not select.select([self._sock], [], [], timeout)[0]:
+        if not readable(self._sock, timeout):
             return None
         try:
             data = self._sock.recv(65536)
@@ -276,7 +276,7 @@ class ZygoteRun(StatusRun):
         if not message.get("orphans"):
             # The reaper exits right after reporting; wait for that (EOF) so the kill step finds
             # nothing left and returns at once.
-            if select.select([self._sock], [], [], ZYGOTE_REAPER_EXIT_SECONDS)[0]:
+            if readable(self._sock, ZYGOTE_REAPER_EXIT_SECONDS):
                 try:
                     self._sock.recv(16)
                 except OSError:

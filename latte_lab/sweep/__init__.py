@@ -13,6 +13,9 @@ may work in a directory: a second gets a clear error naming the first one's proc
   They share one memo of test runs, ``<out>/.sweep/memo`` (``$LATTE_LAB_MEMO_DIR`` or an enclosing
   ``sharing_memo`` instead, when set): a workspace state that any trial of the sweep, or of an earlier sweep
   in ``out``, has tested runs no session.
+- ``in_flight=N`` (with the local backend): up to N trials running at once as threads of ``n_jobs`` worker
+  processes, for real-model trials, which wait on the network; their sandboxed runs still take one of as
+  many slots as the machine has cores (see :mod:`latte_lab.sweep.inflight`).
 - ``backend="ray"``: one task per trial on a Ray cluster; every run directory comes back to ``out`` on
   the driver (see :mod:`latte_lab.sweep.distributed`).
 - Ctrl-C (a notebook's stop button) or SIGTERM: no queued trial starts, running ones are stopped and
@@ -87,11 +90,31 @@ def _shared_memo(out: Path):
     return contextlib.nullcontext() if default_memo_dir() is not None else sharing_memo(sweepdir.memo_dir(out))
 
 
-def dry_run(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path = "runs/sweep") -> SweepPlan:
+def dry_run(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path = "runs/sweep", *,
+            n_jobs: int | str | None = None, in_flight: int | None = None,
+            rate_limits: Mapping[str, Any] | None = None, basis: str | Path | None = None) -> SweepPlan:
     """What :func:`run_sweep` would do, without running anything: the grid, the trials already finished
-    in ``out`` and an estimated cost of the rest (``print(dry_run(...))``, or ``.table()`` as a DataFrame)."""
+    in ``out`` and an estimate of the rest in calls, tokens, dollars and time at the rate limits
+    (``print(dry_run(...))``, or ``.table()`` as a DataFrame; :mod:`latte_lab.sweep.estimate`). ``n_jobs``,
+    ``in_flight`` and ``rate_limits`` as :func:`run_sweep` takes them; ``basis``: a folder of earlier trials to
+    estimate from (a rehearsal's, a pilot's), instead of ``out``."""
     out = Path(out)
-    return _plan(expand_grid(grid, out), out, settle=False)
+    configs = expand_grid(grid, out)
+    plan = _plan(configs, out, settle=False)
+    if in_flight is not None:
+        from latte_lab.sweep.inflight import check_in_flight
+
+        plan.in_flight = check_in_flight(in_flight, len(configs))
+        plan.jobs = check_jobs("auto" if n_jobs is None else n_jobs, len(configs))
+    else:
+        plan.jobs = check_jobs(1 if n_jobs is None else n_jobs, len(configs))
+    plan.rate_limits = dict(rate_limits or {})
+    plan.limits()  # a bad limit is an error now, not when the report is printed
+    if basis is not None:
+        plan.basis = Path(basis)
+        if not plan.basis.is_dir():
+            raise ConfigError(f"no folder {plan.basis} to estimate from")
+    return plan
 
 
 @contextlib.contextmanager
@@ -118,7 +141,8 @@ def _check_simulated_profiles(configs) -> None:
 def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Path = "runs/sweep", *,
               n_jobs: int | str | None = None, backend: str = "local", progress: bool = True,
               max_dollars: float | None = None, max_billed_tokens: int | None = None,
-              rate_limits: Mapping[str, Any] | None = None, ray_address: str | None = None):
+              rate_limits: Mapping[str, Any] | None = None, ray_address: str | None = None,
+              in_flight: int | None = None):
     """Runs every trial of ``grid`` not already finished in ``out``; returns one row per trial of the
     grid that has one (finished earlier, or run now), in grid order, as a DataFrame. Its
     ``attrs["summary"]`` is the one-line summary (printed with progress or when the sweep stopped early)
@@ -126,8 +150,10 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
 
     ``grid``: see :func:`expand_grid`. ``n_jobs``: worker processes, 1 (the default, in this process) to
     4 per CPU, or ``"auto"`` (one per CPU); with Ray, the most trials in flight (default: the cluster's
-    CPUs). ``max_dollars`` / ``max_billed_tokens``: what this call may bill in all; per-trial budgets are
-    TrialConfig fields, so grid keys. ``rate_limits``: ``{provider or base URL: (rpm, tpm)}`` on top of
+    CPUs). ``in_flight``: keep up to this many trials running at once, as threads of ``n_jobs`` worker
+    processes (default: one per CPU), for real-model trials, which wait on the network rather than compute
+    (:mod:`latte_lab.sweep.inflight`). ``max_dollars`` / ``max_billed_tokens``: what this call may bill in
+    all; per-trial budgets are TrialConfig fields, so grid keys. ``rate_limits``: ``{provider or base URL: (rpm, tpm)}`` on top of
     the defaults (:mod:`latte_lab.models.ratelimit`). ``ray_address``: an existing cluster (``"auto"``,
     ``"ray://host:10001"``); by default a running ``ray.init`` is used, else a local one is started, which
     ends with this process however it ends (:mod:`latte_lab.sweep._ray_watchdog`).
@@ -148,7 +174,14 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
     out = Path(out)
     configs = expand_grid(grid, out)
     _check_simulated_profiles(configs)
-    if backend == "local":
+    if in_flight is not None:
+        from latte_lab.sweep.inflight import check_in_flight
+
+        if backend != "local":
+            raise ConfigError("in_flight is for backend='local'; with Ray, n_jobs is the most trials in flight")
+        in_flight = check_in_flight(in_flight, len(configs))
+        jobs = check_jobs("auto" if n_jobs is None else n_jobs, len(configs))
+    elif backend == "local":
         jobs = check_jobs(1 if n_jobs is None else n_jobs, len(configs))
     elif n_jobs is not None and n_jobs != "auto" and not (isinstance(n_jobs, int) and n_jobs >= 1):
         raise ConfigError(f"with backend='ray', n_jobs is the most trials in flight: a whole number >= 1 or 'auto'; "
@@ -186,6 +219,11 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
                 settings_ray = runner.settings
                 stopped = runner.run(todo, on_row, lambda: None if sweep_budget.unlimited
                                      else sweep_budget.reached(*settings_ray.state.spend()))
+            elif in_flight is not None:
+                from latte_lab.sweep.inflight import InFlightPool
+
+                with _shared_memo(out):  # the workers, started inside, share it
+                    stopped = InFlightPool(in_flight, out, settings, processes=jobs).run(todo, on_row, may_start)
             elif jobs == 1:
                 with settings.applied(), _shared_memo(out):
                     stopped = local.run_serial(todo, out, on_row, may_start)

@@ -22,6 +22,7 @@ from pathlib import Path, PurePosixPath
 
 from latte_lab.config import SANDBOXES
 from latte_lab.errors import ConfigError, WorkspaceError
+from latte_lab.sandbox import slots
 from latte_lab.sandbox.limits import SCRIPT_TIMEOUT_SECONDS, TEST_TIMEOUT_SECONDS, SandboxLimits
 from latte_lab.sandbox.pytest import (
     CACHE_DIR_NAMES,
@@ -351,6 +352,7 @@ class Workspace:
         note = f"read-only files were modified by the run and have been restored: {', '.join(restored)}"
         return dataclasses.replace(run, notes=(*run.notes, note))
 
+    @slots.bounded  # a core each: a sweep with many trials in flight runs as many at once as it has cores
     def run_script(self, path: str, *, timeout: float = SCRIPT_TIMEOUT_SECONDS) -> RunResult:
         """``python <path>`` in the workspace, sandboxed. A missing script raises WorkspaceError."""
         rel, full = self.resolve(path)
@@ -365,6 +367,7 @@ class Workspace:
                                        reuse=True), sandbox=self.backend)
         return self._with_restore_note(run)
 
+    @slots.bounded
     def run_tests(
         self, args: Iterable[str] | None = None, *, timeout: float = TEST_TIMEOUT_SECONDS
     ) -> TestRun:

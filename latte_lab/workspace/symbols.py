@@ -12,12 +12,11 @@ import warnings
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from latte_lab.sandbox.threads import AST_LOCK  # every parse in latte_lab takes it (sim and tasks import it from here)
+
 FILE_SYMBOL = "<file>"  # the whole file changed and could not be split into symbols
 MODULE_SYMBOL = "<module>"  # module-level code outside defs/classes (imports, constants) changed
 SYMBOL_CACHE_SIZE = 64  # parsed files kept; a trial touches a handful of files, each a few KB
-# CPython 3.11's ast module is not safe to use from several threads at once (agents' model calls run in
-# threads): every parse in latte_lab goes through this one lock.
-AST_LOCK = threading.Lock()
 # ---- the outline of a Python file: its top-level statements, parsed once per version ----------------
 
 

@@ -29,6 +29,7 @@ from latte_lab.errors import (
     RateLimitError,
 )
 from latte_lab.models.base import ModelRequest, ModelResponse
+from latte_lab.models.call_header import headers_for
 from latte_lab.models.keys import KEY_HOSTS, endpoint, get_api_key, key_variable, redact
 
 CONTEXT_LENGTH_MARKERS = (
@@ -136,6 +137,7 @@ class SDKModel:
         # where the calls go, decided here (base_url, else the SDK's base URL variable, else the provider's
         # API) and given to the SDK, so that the key chosen for it is the key that reaches it
         target = endpoint(self.key_env, base_url) or self.default_base_url
+        self._target = target
         key = api_key or get_api_key(self.key_env, provider=provider, base_url=target)
         self._sdk = sdk
         self._sdk_error = root_error  # the SDK's own exceptions all derive from it
@@ -152,6 +154,12 @@ class SDKModel:
 
     def _parse(self, reply: Any, *, model: str, latency_s: float, where: str) -> ModelResponse:  # pragma: no cover
         raise NotImplementedError
+
+    def _call_options(self, request: ModelRequest) -> dict[str, Any]:
+        """Options every call passes to the SDK: the call's frame and scope in a header, for a server on this
+        machine only (:mod:`latte_lab.models.call_header`; the provider emulator answers from it)."""
+        headers = headers_for(request, self._target)
+        return {"extra_headers": headers} if headers else {}
 
     def _error(self, exc: BaseException, model: str) -> ModelError:
         return map_sdk_error(

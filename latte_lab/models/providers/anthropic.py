@@ -84,7 +84,8 @@ class AnthropicModel(SDKModel):
                          http_client=http_client)
 
     def _create(self, request: ModelRequest, model: str) -> Any:
-        return self._client.messages.create(**message_params(request, model, send_temperature=self.send_temperature))
+        return self._client.messages.create(**message_params(request, model, send_temperature=self.send_temperature),
+                                           **self._call_options(request))
 
     def _parse(self, reply: Any, *, model: str, latency_s: float, where: str) -> ModelResponse:
         return parse_message(reply, model=model, latency_s=latency_s, where=where)

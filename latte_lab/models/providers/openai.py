@@ -84,7 +84,7 @@ class OpenAIModel(SDKModel):
                          api_key=api_key, max_retries=max_retries, timeout_s=timeout_s, http_client=http_client)
 
     def _create(self, request: ModelRequest, model: str) -> Any:
-        return self._client.chat.completions.create(**chat_params(request, model))
+        return self._client.chat.completions.create(**chat_params(request, model), **self._call_options(request))
 
     def _parse(self, reply: Any, *, model: str, latency_s: float, where: str) -> ModelResponse:
         return parse_completion(reply, model=model, latency_s=latency_s, where=where)

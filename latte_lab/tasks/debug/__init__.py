@@ -26,6 +26,7 @@ import functools
 from importlib import resources
 
 from latte_lab.errors import TaskError
+from latte_lab.sandbox.threads import parse
 from latte_lab.tasks import register
 from latte_lab.tasks.base import EvalResult, Task, WorkUnit
 from latte_lab.tasks.suite import run_hidden_suite
@@ -116,7 +117,7 @@ def _resource(relative: str) -> str:
 
 def top_level_defs(source: str) -> dict[str, str]:
     """Source text of every top-level function in ``source``, by name (decorators excluded)."""
-    tree = ast.parse(source)
+    tree = parse(source)
     return {
         node.name: ast.get_source_segment(source, node)
         for node in tree.body
