@@ -153,7 +153,7 @@ def run_sweep_process(command: list[str], out: Path, cache: Path, *, kill_at: in
 
 def finished(out: Path) -> list[Path]:
     return [p for p in out.iterdir() if p.is_dir() and not p.name.startswith(".")
-            and ll.sweepdir.attempt_of(p.name)[1] is None] if out.is_dir() else []
+            and ll.sweep.sweepdir.attempt_of(p.name)[1] is None] if out.is_dir() else []
 
 
 def rows_of(out: Path) -> dict[str, dict]:

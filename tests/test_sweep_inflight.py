@@ -14,7 +14,7 @@ import pytest
 from sweep_helpers import alive, descendants, finished_dirs, running_dirs, start_script, wait_until
 
 import latte_lab as ll
-from latte_lab import sweepdir
+from latte_lab.sweep import sweepdir
 from latte_lab.models import budget, ratelimit
 from latte_lab.models.emulator import Emulator
 from latte_lab.models.emulator.reconcile import reconcile

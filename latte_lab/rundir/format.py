@@ -100,7 +100,7 @@ def read_jsonl(path: str | Path, *, missing_ok: bool = True) -> list[dict]:
 
 
 def read_snapshots(run_dir: str | Path) -> GraphHistory:
-    """The graph per round of a run directory, read when first used (see :mod:`latte_lab.history`)."""
+    """The graph per round of a run directory, read when first used (see :mod:`latte_lab.graph.history`)."""
     path = Path(run_dir) / SNAPSHOTS_FILE
     return GraphHistory(loader=lambda: read_jsonl(path))
 

@@ -22,7 +22,8 @@ import math
 from collections import Counter
 from pathlib import Path
 
-from latte_lab import rundir, sweepdir
+from latte_lab import rundir
+from latte_lab.sweep import sweepdir
 
 
 def run_dirs(out: str | Path) -> list[Path]:
