@@ -14,11 +14,10 @@ import pytest
 from sweep_helpers import alive, descendants, finished_dirs, running_dirs, start_script, wait_until
 
 import latte_lab as ll
-from latte_lab.sweep import sweepdir
 from latte_lab.models import budget, ratelimit
 from latte_lab.models.emulator import Emulator
 from latte_lab.models.emulator.reconcile import reconcile
-from latte_lab.sweep import expand_grid, inflight, local, run_sweep
+from latte_lab.sweep import expand_grid, inflight, local, run_sweep, sweepdir
 
 SAME = ("total_tokens", "success", "accuracy", "total_rounds")  # what a trial played over the wire shares with its simulated self
 
