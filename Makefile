@@ -65,7 +65,7 @@ SUITE  := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder tests/browse
 # their own, so that what test modules register at import cannot show in them. When a change moves what the
 # pages' examples print (the simulated model's numbers), `make docs-numbers` rewrites them.
 # The documentation site is built strictly (a broken link or a missing docstring reference fails it), with
-# every notebook run, by tests/test_docs_site.py inside the suite. Every test has a time limit (pyproject's
+# every notebook run, by tests/package/test_docs_site.py inside the suite. Every test has a time limit (pyproject's
 # [tool.pytest.ini_options] timeout). The target fails if either fails, and prints the doctests' output if
 # they did.
 DOC_PAGES := docs/*.md docs/concepts/*.md docs/api/cli.md
@@ -109,7 +109,7 @@ figures: $(STAMP)
 # The documentation site, every notebook page with its outputs: docs/hooks.py runs the notebooks first
 # (LATTE_DOCS_EXECUTE=1; nbclient, one kernel per CPU, the simulated model: offline) and draws the paper's
 # figures with latte-lab figures. About a minute on two cores. make test builds the site without running the
-# notebooks (in the background) and tests/test_docs_site.py builds it with them and counts every page's images.
+# notebooks (in the background) and tests/package/test_docs_site.py builds it with them and counts every page's images.
 docs: $(STAMP)
 	env -u PYTHONDONTWRITEBYTECODE LATTE_DOCS_EXECUTE=1 $(BIN)/mkdocs build --strict --site-dir site
 	@echo "open site/index.html (it works from disk), or serve it with: LATTE_DOCS_EXECUTE=1 $(BIN)/mkdocs serve"

@@ -1,5 +1,5 @@
 """The import graph of latte_lab's modules and its cycles: every import statement counts, at module level or
-inside a function (as tests/test_layers.py reads them), and a cycle is a strongly connected group of modules.
+inside a function (as tests/package/test_layers.py reads them), and a cycle is a strongly connected group of modules.
 
 Usage: python benchmarks/import_cycles.py [--repo DIR]  (DIR: a checkout, default this one; run it on an older
 commit's checkout to compare). Prints each cycle's modules; then the cycles between latte_lab's packages

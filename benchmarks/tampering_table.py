@@ -1,4 +1,4 @@
-"""The cheats of tests/cheat_corpus.py against the hidden evaluation, as a table: for each cheat and each backend,
+"""The cheats of tests/sandbox/cheat_corpus.py against the hidden evaluation, as a table: for each cheat and each backend,
 the hidden tests an honest workspace passes against the same workspace with the cheat, and what was recorded of
 the attempt (the evaluation's tampering, the static scan's findings); then one trial per cheat, in which a worker
 writes it into the starting textproc workspace (hidden pass rate, and whether the trial is marked tampered).
@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TABLE = r"""
 import json, sys, tempfile
 from pathlib import Path
-sys.path.insert(0, sys.argv[1])  # the corpus
+sys.path.insert(0, sys.argv[1] + "/sandbox")  # the corpus (this checkout's tests/sandbox)
 import cheat_corpus as cc
 import latte_lab as ll
 from latte_lab.sandbox import bwrap
@@ -72,7 +72,7 @@ with tempfile.TemporaryDirectory() as tmp:
     trials = []
     if hasattr(cc, "JUDGE_CHEATS"):
         from latte_lab.trial import run_trial
-        sys.path.insert(0, sys.argv[1])
+        sys.path.insert(0, sys.argv[1] + "/trial")
         from trial_helpers import script
         for backend in backends:
             start = cc.workspace(tmp / f"{backend}-start", "textproc", backend, 0.0)

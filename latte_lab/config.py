@@ -312,7 +312,7 @@ class TrialConfig(BaseModel):
         registry = sys.modules.get(REGISTRY_MODULES["task"])  # a task of the user's exists only once it is loaded
         if registry is not None and hasattr(registry, "REGISTRY"):
             return registry.REGISTRY.get(self.task).default_max_rounds
-        return DEFAULT_MAX_ROUNDS  # a built-in task's (tests/test_layers.py checks they keep it)
+        return DEFAULT_MAX_ROUNDS  # a built-in task's (tests/package/test_layers.py checks they keep it)
 
     @property
     def lead_idle_limit(self) -> int:

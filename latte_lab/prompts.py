@@ -4,7 +4,7 @@ The teams render what an agent reads through this module (the Lead's view of the
 tasks, the current task and its prerequisites, heartbeat alerts, tool results, assignments and
 documents), and :mod:`latte_lab.models.view` reads a prompt back through it, as a model reading its
 prompt would. A header worded here is worded for both sides, so rewording one cannot blind the
-simulated model. ``parse_x(render_x(...))`` gives back what was rendered (``tests/test_prompts.py``);
+simulated model. ``parse_x(render_x(...))`` gives back what was rendered (``tests/teams/test_prompts.py``);
 each parse returns None for text that is not its block.
 
 The texts are the library's wording of the paper's prompts; the long instructions (system prompts) are

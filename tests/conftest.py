@@ -4,8 +4,21 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+from pathlib import Path
 
 import pytest
+
+# The tests mirror latte_lab's packages, a folder each (tests/sandbox, tests/models, ...), none of them a package:
+# pytest imports a test file by its bare name from its own folder (its default "prepend" import mode), so every
+# basename is unique across folders. Helpers (sandbox_helpers, conftest_models, sweep_helpers, trial_helpers, ...)
+# sit beside the tests that use them and are imported by bare name from any folder, as are the few test modules
+# that others import from (test_trial_real_provider, test_task_eda, test_viewer): every folder goes on sys.path
+# here, before any test file is imported.
+TESTS = Path(__file__).resolve().parent
+for _folder in sorted(TESTS.iterdir(), reverse=True):
+    if _folder.is_dir() and any(_folder.glob("*.py")) and str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 os.environ.setdefault("MPLBACKEND", "Agg")
 os.environ["LATTE_STRICT_EVENTS"] = "1"  # an undeclared event type or field fails the test that emits it
@@ -48,7 +61,7 @@ def pytest_configure(config):
     config._latte_memo_dir = tempfile.mkdtemp(prefix="latte_lab-test-memo-")
     os.environ["LATTE_LAB_MEMO_DIR"] = config._latte_memo_dir
     # The notebooks as the browser test's Run All left them: the documentation site's build shows them rather
-    # than run each notebook a second time (tests/test_docs_site.py, which runs last).
+    # than run each notebook a second time (tests/package/test_docs_site.py, which runs last).
     config._latte_notebook_runs = tempfile.mkdtemp(prefix="latte_lab-test-notebooks-")
     os.environ[NOTEBOOK_RUNS_ENV] = config._latte_notebook_runs
 

@@ -58,7 +58,7 @@ _LAZY = {
     "validate_sim": "latte_lab.analysis.validation",
 }
 # The paper's figures, drawn by viz: their old names here, deprecated (see the module docstring); resolved on first
-# use, so tests/test_layers.py counts them as the one documented reference from analysis up to viz.
+# use, so tests/package/test_layers.py counts them as the one documented reference from analysis up to viz.
 _LAZY_DEPRECATED = {
     "figure2a": "latte_lab.viz.figures",
     "figure2b": "latte_lab.viz.figures",

@@ -11,7 +11,7 @@ Which path uses which library:
   (``smf.ols(formula, data).fit(cov_type="HC3")``, its ``.summary()``, and
   ``anova_lm(..., typ=2, robust="hc3")``) beside :func:`~latte_lab.analysis.stats.cost_regression`, and
   asserts that the two agree.
-- ``tests/test_analysis_inference.py`` checks every function here against ``scipy.stats`` and statsmodels
+- ``tests/analysis/test_analysis_inference.py`` checks every function here against ``scipy.stats`` and statsmodels
   on drawn samples (with a fixed hypothesis seed) and on the published data.
 
 What each function reproduces:

@@ -4,7 +4,7 @@ Each subcommand module (``trial``, ``sweep``, ``emulate``, ``cache``, ``runs``, 
 ``figures``, ``prices``) registers its subcommands with ``add_parser(subparsers)``, setting
 ``func(args) -> exit code``; the work itself lives in the library. Every subcommand has a description, every option a help text that
 says its default (:class:`~latte_lab.cli._common.HelpFormatter` adds it when the text does not), and
-``tests/test_cli_conventions.py`` keeps it so.
+``tests/cli/test_cli_conventions.py`` keeps it so.
 
 An error is one line on stderr, ``latte-lab: error: ...``: exit status 2 when the command line names
 something that is not there (a missing folder, an unknown run; argparse's status for usage errors), 1 for

@@ -102,7 +102,7 @@ REASONS = {
 def _accuracy_metric(task: str) -> str | None:
     """The task's accuracy measure (``success`` or ``hidden_pass_rate``), from the task registry; None for a
     task no longer registered (a run directory read back elsewhere)."""
-    from latte_lab import tasks  # a registry lookup (tests/test_layers.py allows exactly this)
+    from latte_lab import tasks  # a registry lookup (tests/package/test_layers.py allows exactly this)
 
     try:
         return tasks.get(task).accuracy_metric

@@ -15,7 +15,7 @@ pids cgroup of its own, whose cap is set before each run to the sandbox's own pr
 each run the init kills whatever an earlier run left, removes its System V IPC objects, empties the workspace, ``/tmp`` and ``/dev/shm``, and
 copies the host's workspace in again; after it, it kills every process the run left and hands the workspace
 back as a one-off sandbox does (docs/concepts/sandbox.md reviews what one run could leave for the next, with a
-probe for each item in tests/test_sandbox_reuse_probes.py). The differences, none visible to a task's suite: in test runs pytest is
+probe for each item in tests/sandbox/test_sandbox_reuse_probes.py). The differences, none visible to a task's suite: in test runs pytest is
 imported before the run starts (as with the fork server), ``/proc/1/cmdline`` names this init rather than
 ``_child.py``, process ids grow from run to run, and a test run's directory is the process's stage
 (under ``/var/tmp``) rather than its workspace's, which its output is shown with instead. (The kernel's user keyring is shared by every

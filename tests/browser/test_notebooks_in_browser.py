@@ -9,7 +9,7 @@ task graph and pressing Run, compared with Leader-Worker, shows both result rows
 form's button shows that trial's viewer under it. A screenshot of each notebook is saved in
 ``$LATTE_BROWSER_SHOTS`` (default ``figures/browser/``). Each notebook, once its checks pass, is saved as Run
 All left it into ``$LATTE_TEST_NOTEBOOK_RUNS`` (tests/conftest.py makes that folder for the session), where
-tests/test_docs_site.py's build shows it rather than run it again.
+tests/package/test_docs_site.py's build shows it rather than run it again.
 
 Playwright comes from pip (the dev extra) and drives the system chromium (``/usr/bin/chromium``; no browser
 download). ``.ci/run`` installs both; where either is missing the test is skipped and says which.

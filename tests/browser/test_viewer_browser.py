@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "viz"))  # test_viewer
 from test_viewer import SCRIPT, inject_script, make_trial, stitch  # noqa: E402
 
 from latte_lab.viz import viewer  # noqa: E402

@@ -192,7 +192,7 @@ def test_every_drawing_function_a_notebook_calls_is_checked_here():
 
     import nbformat
 
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     sys.path.insert(0, str(root / "docs"))
     import hooks
 

@@ -28,7 +28,7 @@ from conftest_models import FakeProvider
 import latte_lab as ll
 from latte_lab.analysis import stats
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 STEP_TIMEOUT_S = 300  # one build, install or command; each takes seconds, this only stops a hang
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(4 * STEP_TIMEOUT_S)]  # build, install, then commands
 LATTE_ENV_PREFIXES = ("LATTE_",)  # LATTE_PUBLISHED_DIR, LATTE_LAB_PRICES, LATTE_PAPER_REFERENCE, ...

@@ -163,7 +163,7 @@ def _hidden_done(result, task) -> int:
 def test_hidden_work_grows_the_latte_graph_and_static_leaves_it_undone(tmp_path, task):
     """textproc's tokenizer defect shows only when the description's sample review is run. (eda's hidden
     fact, the satisfaction placeholder, goes into a unit the description names, config.py's MISSING_VALUES,
-    once the data profile has shown it: tests/test_simulated_ablations_data.py.)"""
+    once the data profile has shown it: tests/models/test_simulated_ablations_data.py.)"""
     seeds = (0, 1, 2)
     latte = [run(tmp_path / f"l{s}", task, "latte", seed=s, max_rounds=30) for s in seeds]
     static = [run(tmp_path / f"s{s}", task, "static", seed=s, max_rounds=30) for s in seeds]

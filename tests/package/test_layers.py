@@ -76,7 +76,7 @@ def rank_of(name: str) -> tuple[int, int]:
             if (name == prefix or name.startswith(prefix + ".")) and len(prefix) > best_len:
                 best, best_len = (i, j), len(prefix)
     if best is None:
-        raise AssertionError(f"latte_lab.{name} is in no layer: add it to LAYERS in tests/test_layers.py "
+        raise AssertionError(f"latte_lab.{name} is in no layer: add it to LAYERS in tests/package/test_layers.py "
                              "(and to DESIGN.md's layer list)")
     return best
 

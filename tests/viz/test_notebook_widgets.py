@@ -2,7 +2,7 @@
 once, then, for each option of each dropdown (the others left at their defaults), sets the widget, runs the
 cells that depend on it with a short trial, and fails on any error output. Only one dropdown moves at a time,
 so a notebook costs (sum of its options) short trials, not their product. Notebook 02's team dropdowns run
-from tests/test_notebook_widgets_teams.py, so that the suite's two workers share the notebooks' options."""
+from tests/viz/test_notebook_widgets_teams.py, so that the suite's two workers share the notebooks' options."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from nbclient import NotebookClient
 import latte_lab as ll
 from latte_lab.config import BUILTIN_TASKS, BUILTIN_TEAMS  # what a kernel knows: tests may register more here
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 MAX_ROUNDS = 3  # enough for every team to act and for every drawing to have something in it
 CELL_TIMEOUT_S = 120
 

@@ -15,7 +15,7 @@ import pytest
 
 import latte_lab as ll
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "docs"))
 import doc_examples  # noqa: E402  (docs/ is not a package)
 

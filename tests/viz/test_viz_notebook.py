@@ -14,7 +14,7 @@ import pytest
 import latte_lab as ll
 from latte_lab.teaching import run_notebook
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs"))
 import hooks  # noqa: E402  (docs/ is not a package)
 
 SETUP = """import latte_lab as ll

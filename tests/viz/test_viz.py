@@ -263,7 +263,7 @@ def test_no_notebook_writes_into_the_repository():
 
     import nbformat
 
-    for path in sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb")):
+    for path in sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb")):
         for cell in nbformat.read(path, as_version=4).cells:
             if cell.cell_type == "code":
                 strings = [n.value for n in ast.walk(ast.parse(cell.source))

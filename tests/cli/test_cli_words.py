@@ -16,7 +16,7 @@ from latte_lab.cli import trial as trial_cli
 from latte_lab.cli.sweep import results_table
 from latte_lab.rundir import REASONS, TrialResult
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _result(task: str, *, success: bool, reason: str, accuracy: float | None, claimed: bool | None = None,

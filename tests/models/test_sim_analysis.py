@@ -2,7 +2,7 @@
 from the report of a script the agent ran, never copied from a reference.
 
 The script runs with the real interpreter on the eda task's data; the findings and the summary composed from
-its report are judged by eda's hidden suite, run in-process as ``tests/test_task_eda.py`` does. With the
+its report are judged by eda's hidden suite, run in-process as ``tests/tasks/test_task_eda.py`` does. With the
 placeholder declared the composed deliverables pass every hidden test; without it they fail the tests that
 need it, as an analyst who never noticed it would.
 """

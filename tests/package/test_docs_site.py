@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted(p.stem for p in (REPO / "notebooks").glob("*.ipynb"))
 REPRODUCE = "reproduce.html"
 PAPER_FIGURES = ("figure2a", "figure2b", "figure3a", "figure3b", "figure3c", "figure4")

@@ -17,7 +17,7 @@ import pytest  # noqa: E402
 import latte_lab as ll  # noqa: E402
 from latte_lab import teaching  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "teaching" / "04_teaching_scheduling.ipynb"
 STUDENT = ROOT / "notebooks" / "04_teaching_scheduling.ipynb"
 

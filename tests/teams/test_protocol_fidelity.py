@@ -16,7 +16,7 @@ from latte_lab.trial import run_trial
 
 SOLUTION = ll.tasks.get("debug").reference_solution()["signal_toolkit.py"]
 EDIT = f'<edit_file path="signal_toolkit.py">{SOLUTION}</edit_file>'
-FIDELITY_DOC = Path(__file__).resolve().parents[1] / "docs" / "fidelity.md"
+FIDELITY_DOC = Path(__file__).resolve().parents[2] / "docs" / "fidelity.md"
 
 
 def run(tmp_path, model, team="latte", rounds=8, **kw):
@@ -379,11 +379,11 @@ def test_fidelity_table_covers_every_switch_and_no_row_is_silent():
 
 
 def test_fidelity_table_names_tests_that_exist():
-    tests_dir = Path(__file__).parent
+    tests_dir = Path(__file__).resolve().parents[1]  # tests/, every folder of it
     named = set(re.findall(r"`(test_\w+)`", FIDELITY_DOC.read_text(encoding="utf-8")))
     assert named
     defined = set()
-    for path in tests_dir.glob("test_*.py"):
+    for path in tests_dir.rglob("test_*.py"):
         defined |= set(re.findall(r"^def (test_\w+)", path.read_text(encoding="utf-8"), re.MULTILINE))
     assert named <= defined, sorted(named - defined)
 

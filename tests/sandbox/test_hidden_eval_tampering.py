@@ -5,7 +5,7 @@ The judge runs the hidden tests in a process that never runs workspace code (lat
 aimed at the evaluation's own process (a test function's code swapped, the verdict plugin forged through the
 session's frames, pytest patched or exited from), at its comparisons (an object equal to everything) or at its
 files (the reference solution, read through sys.path or an editable finder) reach only the workspace's own
-process. The corpus is tests/cheat_corpus.py; benchmarks/tampering_table.py prints the same as a table."""
+process. The corpus is tests/sandbox/cheat_corpus.py; benchmarks/tampering_table.py prints the same as a table."""
 
 from __future__ import annotations
 
@@ -78,7 +78,7 @@ def test_objects_that_equal_everything_score_as_objects_that_do_not(tmp_path, ba
 def test_the_solution_is_nowhere_a_workspace_can_look(tmp_path):
     """The fourth cheat looked for the reference solution through sys.path, .pth lines and editable finders, and
     ran it: from inside the evaluation it finds nothing (latte_lab's task folders are hidden from every run that
-    runs workspace code; tests/test_hidden_material.py searches the whole way on both backends and installs)."""
+    runs workspace code; tests/sandbox/test_hidden_material.py searches the whole way on both backends and installs)."""
     code, _ = JUDGE_CHEATS["read_solution"]
     ws = workspace(tmp_path / "ws", "textproc", "local", 0.5)
     ws.write("finder.py", code + "\ndef found():\n    return FOUND\n", agent="Dev1")

@@ -1,7 +1,7 @@
 """No process that runs agent or workspace code can read a task's reference solution, hidden tests or planted
 data (latte_lab/sandbox/paths.py): searched for from an agent's script and from workspace code inside a hidden
 evaluation, on both backends, by latte_lab.tasks.hidden_search (sys.path, .pth lines, editable finders,
-site-packages, /proc/*/cwd and /proc/*/root). This checkout is an editable install; tests/test_wheel_install.py
+site-packages, /proc/*/cwd and /proc/*/root). This checkout is an editable install; tests/package/test_wheel_install.py
 runs the same search from a wheel install."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The simulated model: profiles, splicing, generic slips, the role policy on hand-built views,
 determinism, and whole trials on the engine. What the model knows and the hidden work it finds are
-tested in tests/test_simulated_knowledge.py."""
+tested in tests/models/test_simulated_knowledge.py."""
 
 from __future__ import annotations
 

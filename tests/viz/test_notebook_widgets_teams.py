@@ -1,4 +1,4 @@
-"""Notebook 02's two team dropdowns, every option (tests/test_notebook_widgets.py has the rest: a file of its
+"""Notebook 02's two team dropdowns, every option (tests/viz/test_notebook_widgets.py has the rest: a file of its
 own, so that another of the suite's workers runs it)."""
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "latte_lab"
+PACKAGE = Path(__file__).resolve().parents[2] / "latte_lab"
 
 
 def _imported_after(statement: str) -> set[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import latte_lab
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PACKAGE = Path(latte_lab.__file__).parent
 TASK_PAYLOADS = ("files", "hidden", "solution", "wrong")  # tasks/<task>/<these>: data the sandbox runs
 # Modules documented through the module that uses them, or implementation details of one feature.

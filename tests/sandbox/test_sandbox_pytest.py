@@ -55,7 +55,8 @@ def test_run_pytest_with_extra_files_leaves_workspace_untouched(project):
 
 def test_exec_path_and_zygote_give_the_same_test_run(project, monkeypatch):
     # Test runs use the pytest fork server by default; the exec path stays available (and is the
-    # fallback). tests/test_zygote.py covers parity on every task suite and the sandbox guarantees.
+    # fallback). tests/sandbox/test_sandbox_zygote_parity.py covers parity on every task suite,
+    # test_sandbox_zygote_guarantees.py the sandbox guarantees.
     monkeypatch.delenv(zygote.ZYGOTE_DISABLE_VAR, raising=False)
     runs = {}
     for mode, disabled in (("exec", "1"), ("zygote", "0")):

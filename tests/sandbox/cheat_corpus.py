@@ -1,5 +1,5 @@
 """Ways an agent could try to raise its hidden score without doing the work, as workspace files: the corpus the
-tampering tests (tests/test_hidden_eval_tampering.py) and the table of benchmarks/tampering_table.py run.
+tampering tests (tests/sandbox/test_hidden_eval_tampering.py) and the table of benchmarks/tampering_table.py run.
 
 Each cheat is a module an agent writes and makes a module the tests import import first (:func:`with_import`), or
 a file that changes how Python or pytest start (:data:`STARTUP_FILES`), or a rewrite of unsolved code
