@@ -159,3 +159,32 @@ def make_request(provider="openai", model="gpt-4o", text="hello", *, agent="Dev1
         provider=provider, model=model, system="You are a test agent.", messages=[Message("user", text)],
         base_url=base_url, scope=Scope(seed=seed, agent=agent, call_index=call_index), **kw,
     )
+
+
+class ProtocolServer(FakeProvider):
+    """A scripted provider that answers like a (very small) LATTE team on the debug task: the Lead plans one
+    task, a worker claims it and writes the task's reference module (a test fixture, not an agent model)."""
+
+    @property
+    def solution(self) -> str:
+        import latte_lab as ll
+
+        return ll.tasks.get("debug").reference_solution()["signal_toolkit.py"]
+
+    def default_body(self, path, body):
+        from latte_lab import prompts
+
+        last = body["messages"][-1]["content"]
+        if isinstance(last, list):  # Anthropic content blocks
+            last = "".join(b.get("text", "") for b in last)
+        if "PLANNING" in last:
+            text = 'Plan.\n<discover_task id="t1" title="Fix the module">Fix every bug.</discover_task>'
+        elif prompts.READY_HEADER in last:
+            text = 'Taking it. <claim_task id="t1" />'
+        elif prompts.TASK_HEADER in last:
+            text = f'<edit_file path="signal_toolkit.py">{self.solution}</edit_file>\n<complete_task id="t1" />'
+        else:
+            text = "Nothing to change."
+        if path.endswith("/messages"):
+            return anthropic_body(text, model=body["model"])
+        return openai_body(text, model=body["model"])

@@ -9,8 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest_models import FakeProvider, Reply, fake_server_fixture, make_request  # noqa: F401 - fixture
-from test_trial_real_provider import ProtocolServer
+from conftest_models import FakeProvider, ProtocolServer, Reply, fake_server_fixture, make_request  # noqa: F401 - fixture
 
 import latte_lab as ll
 from latte_lab.errors import AuthenticationError, MissingAPIKeyError

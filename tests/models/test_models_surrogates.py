@@ -8,8 +8,7 @@ import dataclasses
 import hashlib
 
 import pytest
-from conftest_models import FakeProvider, Reply, anthropic_body, make_request, openai_body
-from test_trial_real_provider import ProtocolServer
+from conftest_models import FakeProvider, ProtocolServer, Reply, anthropic_body, make_request, openai_body
 
 import latte_lab as ll
 from latte_lab.models import (
