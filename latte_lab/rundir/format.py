@@ -47,8 +47,14 @@ LEDGER_FILE = "ledger.csv"
 RESULT_FILE = "result.json"
 STATE_FILE = "state.jsonl"  # the trial's state at each round's end, from which a fork starts (latte_lab.teams.state)
 WORKSPACE_DIR = "workspace"
+# A sweep folder: its finished trials' run directories, and its own area (latte_lab.sweep.sweepdir) in which the
+# trials run until they end.
+SWEEP_DIR = ".sweep"
+RUNNING_DIR = "running"
 
 __all__ = [
+    "RUNNING_DIR",
+    "SWEEP_DIR",
     "CALLS_FILE", "CONFIG_FILE", "EVENTS_FILE", "LEDGER_FILE", "RESULT_FILE", "SNAPSHOTS_FILE", "STATE_FILE",
     "WORKSPACE_DIR",
     "DiskFullError", "JsonlAppender", "RunWriter", "check_writable_dir", "disk_full_message", "finished_row",

@@ -38,7 +38,9 @@ from latte_lab.rundir import (
     FAILED_INFIX,
     FINAL_STATUSES,
     RESULT_FILE,
+    RUNNING_DIR,
     SPECIAL_FILES,
+    SWEEP_DIR,
     attempt_of,
     describe_special,
     failed_result,
@@ -59,8 +61,6 @@ __all__ = [
     "set_aside", "walk_run_dir",
 ]
 
-SWEEP_DIR = ".sweep"
-RUNNING_DIR = "running"
 MEMO_DIR = "memo"
 LOCK_FILE = "lock"
 KILLED_ERROR = "the sweep stopped before this attempt finished (its process was killed); run the sweep again"

@@ -23,14 +23,13 @@ from collections import Counter
 from pathlib import Path
 
 from latte_lab import rundir
-from latte_lab.sweep import sweepdir
 
 
 def run_dirs(out: str | Path) -> list[Path]:
     """Every run directory of a sweep folder: trials, attempts, and the running area's leftovers."""
     out = Path(out)
     found = [p for p in sorted(out.iterdir()) if p.is_dir() and not p.name.startswith(".")] if out.is_dir() else []
-    running = sweepdir.running_dir(out)
+    running = out / rundir.SWEEP_DIR / rundir.RUNNING_DIR  # where a sweep's trials run until they end
     if running.is_dir():
         found += [p for p in sorted(running.iterdir()) if p.is_dir()]
     return [p for p in found if (p / rundir.CALLS_FILE).exists() or (p / rundir.CONFIG_FILE).exists()]
