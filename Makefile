@@ -1,6 +1,6 @@
 # `make demo` and `make test` work on a fresh machine with only Python 3.11+ and make: each creates .venv
 # when missing and installs the locked environment (uv.lock, every extra) into it first. uv does the
-# installing; it is bootstrapped into .venv with pip, at the version pinned in pyproject's dev extra.
+# installing; it is bootstrapped into .venv with pip, at the version pinned in pyproject's dev dependency group.
 # After changing dependencies in pyproject.toml, run `make lock` and commit uv.lock with the change.
 # The authors' published data ships in latte_lab/data/published; set LATTE_PUBLISHED_DIR to use another copy.
 PYTHON ?= python3
@@ -16,7 +16,7 @@ export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDoc
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@test -n "$(UV_VERSION)" || { echo 'pyproject.toml pins no "uv==<version>" in the dev extra' >&2; exit 1; }
+	@test -n "$(UV_VERSION)" || { echo 'pyproject.toml pins no "uv==<version>" in the dev dependency group' >&2; exit 1; }
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
 # --locked: refuse to install when uv.lock no longer matches pyproject.toml, rather than resolve anew.

@@ -37,6 +37,7 @@ from latte_lab.models import budget
 from latte_lab.results import Evaluation, accuracy_of, evaluate_workspace, results_row
 from latte_lab.rundir import TrialResult, load_trial
 from latte_lab.sandbox import Sandbox
+from latte_lab.schema import SCHEMA_VERSION
 from latte_lab.teams.engine import Team
 from latte_lab.teams.state import StateWriter
 
@@ -234,7 +235,7 @@ class TrialRecorder:
         self.team = team_class(config.team)(first, self.task, ws, self.model, self.log, seed=first.seed,
                                             trial_id=first.trial_id)
         self.log.emit("run_start", trial_id=self.trial_id, task=self.task.id, team=config.team, model=config.model,
-                      seed=config.seed, n_workers=config.n_workers)
+                      seed=config.seed, n_workers=config.n_workers, schema_version=SCHEMA_VERSION)
         if start is None or start.saved is None:
             self.team.setup()
             return self.team

@@ -86,6 +86,7 @@ def installed(tmp_path_factory):
     src.mkdir()
     shutil.copy(REPO / "pyproject.toml", src)
     shutil.copy(REPO / "README.md", src)
+    shutil.copy(REPO / "LICENSE", src)
     shutil.copytree(REPO / "latte_lab", src / "latte_lab",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root / "dist", src],

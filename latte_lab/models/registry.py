@@ -77,16 +77,13 @@ def _provider_model(provider: str, name: str, **kwargs) -> Model:
     from latte_lab.models import ratelimit
 
     limiter = ratelimit.limiter_for(provider, kwargs.get("base_url"))
+    from latte_lab.errors import require_extra
+
+    sdk = require_extra(provider, provider, f"the model '{provider}/{name}'")  # the extra is named as the SDK
     if provider == "openai":
-        import openai
-
         from latte_lab.models.providers.openai import OpenAIModel as cls
-        sdk = openai
     else:
-        import anthropic
-
         from latte_lab.models.providers.anthropic import AnthropicModel as cls
-        sdk = anthropic
     if limiter is None:
         return cls(name, **kwargs)
     kwargs.setdefault("http_client", ratelimit.http_client(sdk, limiter))

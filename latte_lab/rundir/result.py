@@ -16,6 +16,7 @@ from pathlib import Path
 from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError, LatteError
 from latte_lab.graph.history import GraphHistory
+from latte_lab.schema import SCHEMA_VERSION
 from latte_lab.rundir.format import (
     CONFIG_FILE,
     EVENTS_FILE,
@@ -77,8 +78,8 @@ def failed_result(run_dir: str | Path, error: str, *, reason: str = "error", kee
         except DataError:  # keep the damaged file beside the new one: nothing is lost
             os.replace(result, result.with_name(RESULT_FILE + ".damaged"))
     row.update(status="error", error=error, reason=reason, run_dir=str(run_dir), source="latte_lab")
-    return {"trial_id": row.get("trial_id"), "status": "error", "reason": reason, "error": error, "row": row,
-            "metrics": {}, "eval": {}}
+    return {"schema_version": SCHEMA_VERSION, "trial_id": row.get("trial_id"), "status": "error", "reason": reason,
+            "error": error, "row": row, "metrics": {}, "eval": {}}
 
 
 # --- a trial read back --------------------------------------------------------------------------------------

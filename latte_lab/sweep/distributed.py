@@ -168,11 +168,9 @@ def remote_trial(payload: str, settings: SweepSettings, entries: dict) -> dict:
 
 
 def import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("backend='ray' needs Ray: pip install 'latte_lab[distributed]'") from None
-    return ray
+    from latte_lab.errors import require_extra
+
+    return require_extra("ray", "distributed", "backend='ray'")
 
 
 def _entries(configs: list[TrialConfig]) -> dict:
@@ -332,6 +330,6 @@ class RayRunner:
         """An attempt whose run directory never reached the driver: its config and a result saying why."""
         path = sweepdir.running_dir(self.out) / cfg.trial_id
         path.mkdir(parents=True, exist_ok=True)
-        (path / rundir.CONFIG_FILE).write_text(cfg.to_json(), encoding="utf-8")
+        (path / rundir.CONFIG_FILE).write_text(rundir.config_json(cfg), encoding="utf-8")
         sweepdir.mark_failed(path, error, reason=reason)
         return rundir.read_result(sweepdir.finish_attempt(path, self.out, cfg.trial_id))["row"]
