@@ -16,7 +16,6 @@ from pathlib import Path
 from latte_lab.config import TrialConfig
 from latte_lab.errors import DataError, LatteError
 from latte_lab.graph.history import GraphHistory
-from latte_lab.schema import SCHEMA_VERSION
 from latte_lab.rundir.format import (
     CONFIG_FILE,
     EVENTS_FILE,
@@ -27,6 +26,7 @@ from latte_lab.rundir.format import (
     read_result,
     read_snapshots,
 )
+from latte_lab.schema import SCHEMA_VERSION
 
 __all__ = ["FAILED_INFIX", "FINAL_STATUSES", "REASONS", "TrialResult", "attempt_of", "failed_result", "is_finished",
            "load_trial"]
@@ -192,7 +192,18 @@ class TrialResult:
 
 
 def load_trial(run_dir: str | Path) -> TrialResult:
-    """Reads a finished run directory back into a TrialResult (no model calls, nothing rerun)."""
+    """Reads a finished run directory back into a TrialResult (no model calls, nothing rerun).
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        A finished run directory (``config.json`` and ``result.json``).
+
+    Returns
+    -------
+    TrialResult
+        The trial as :func:`~latte_lab.trial.run_trial` returned it.
+    """
     run_dir = Path(run_dir)
     for name in (CONFIG_FILE, RESULT_FILE):
         if not (run_dir / name).exists():

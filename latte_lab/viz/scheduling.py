@@ -82,6 +82,7 @@ def plot_makespan(df: pd.DataFrame, *, ax=None, title: str | None = None):
     """Makespan against the number of workers per policy (mean over seeds, 95% interval), with the
     critical path and total work / N lower bounds; ``df`` is :func:`compare` output for one workload."""
     import matplotlib.pyplot as plt
+
     from latte_lab.errors import require_extra
 
     sns = require_extra("seaborn", "lab", "plot_makespan")
