@@ -4,7 +4,6 @@ find its damage and repair it."""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from latte_lab.errors import ConfigError
