@@ -189,7 +189,7 @@ class: $(STAMP)
 	  "(from any folder: pip install -r path/to/requirements.txt; in a hosted notebook: %pip install -r requirements.txt)," \
 	  "then open the notebooks with Jupyter. Everything runs offline on the simulated model; no API key is needed." \
 	  "Size: this zip is about $$size kB; the install downloads latte_lab's core and lab dependencies (numpy, pandas," \
-	  "matplotlib, scipy, JupyterLab, ...: about 100 packages, 400-500 MB installed, fewer where Jupyter is already there)." \
+	  "matplotlib, scipy, JupyterLab, ...: about 120 packages, 550 MB installed, fewer where Jupyter is already there)." \
 	  > $(CLASS_DIR)/latte-lab-class/README.txt
 	rm -f $(CLASS_DIR)/latte-lab-class.zip
 	cd $(CLASS_DIR) && $(abspath $(BIN))/python -m zipfile -c latte-lab-class.zip latte-lab-class
