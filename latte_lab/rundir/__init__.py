@@ -22,6 +22,7 @@ Its parts: :mod:`~latte_lab.rundir.format` (the files, written whole and read ba
 its trial ended) and :mod:`~latte_lab.rundir.run` (:func:`read_run`: the records as the versioned data contract). Every name of them is here too.
 """
 
+from latte_lab.rundir.contract import contract_markdown  # noqa: F401 - the data contract's page
 from latte_lab.rundir.format import *  # noqa: F403
 from latte_lab.rundir.format import DISK_FULL_ERRNOS, RESERVE_FILE, RESULT_RESERVE_BYTES, SHORT_ROW_FIELDS  # noqa: F401
 from latte_lab.rundir.format import __all__ as _format_names
