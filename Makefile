@@ -12,7 +12,7 @@ UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
-.PHONY: demo test test-fast test-lowest lint bench compare-waits figures docs docs-numbers lock lab sensitivity clean class calibrate validate-sim
+.PHONY: demo test test-fast test-lowest data-contract lint bench compare-waits figures docs docs-numbers lock lab sensitivity clean class calibrate validate-sim
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -105,6 +105,11 @@ test-lowest: | $(UV)
 	env -u PYTHONDONTWRITEBYTECODE MPLBACKEND=Agg $(LOWEST)/bin/python -m pytest -q -p no:cacheprovider \
 	  -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(LOWEST_TESTS)
 
+# docs/data-contract.md, generated from latte_lab/events.py and latte_lab.schema.TRIAL_COLUMNS (tests/test_data_contract.py
+# fails when it is out of date): after declaring an event type or a results column, run it and commit the page.
+data-contract: $(STAMP)
+	$(BIN)/python -c "from latte_lab.rundir.contract import main; main(['docs/data-contract.md'])"
+
 # JupyterLab from .venv, so the notebooks' kernel is the project's Python with latte_lab installed.
 # LAB_ARGS passes options through, e.g. make lab LAB_ARGS="--ip=0.0.0.0 --port=8899 --no-browser".
 # As root (a container, a hosted machine) JupyterLab refuses to start without --allow-root: it is added then.
@@ -178,6 +183,7 @@ class: $(STAMP)
 	rm -rf $(CLASS_DIR)/latte-lab-class $(CLASS_DIR)/latte-lab-class.zip
 	mkdir -p $(CLASS_DIR)/latte-lab-class
 	$(BIN)/python -m pip wheel -q --no-deps --no-build-isolation --disable-pip-version-check . -w $(CLASS_DIR)/latte-lab-class
+	rm -rf build/lib build/bdist.*  # setuptools' staging copy: the tasks' hidden material must live only in the package
 	for nb in $(CLASS_NOTEBOOKS); do cp notebooks/$$nb.ipynb $(CLASS_DIR)/latte-lab-class/; done
 	cd $(CLASS_DIR)/latte-lab-class && wheel=$$(ls latte_lab-*.whl) && version=$${wheel#latte_lab-} && \
 	  printf '%s\n' "# latte_lab from the wheel beside this file, with the core and the lab extra (JupyterLab, widgets)." \

@@ -98,7 +98,7 @@ def test_the_parquet_export_carries_the_schema_version(run_dir, tmp_path, capsys
 def test_the_data_contract_page_is_generated_and_up_to_date():
     page = (REPO / "docs" / "data-contract.md").read_text(encoding="utf-8")
     assert page == contract_markdown(), ("docs/data-contract.md is out of date: "
-                                         "python -m latte_lab.rundir.contract docs/data-contract.md")
+                                         "make data-contract")
     for column in TRIAL_COLUMNS:
         assert f"| `{column}` |" in page
     for name in ll.events.BUILTIN_EVENT_TYPES:

@@ -7,7 +7,7 @@ row, the events and the model calls, with the schema version they were written w
 versions were recorded reads as version ``"0"``; one of a newer major version is refused in one line.
 
 >>> from importlib.resources import files                           # doctest: +SKIP
->>> run = read_run("runs/debug-latte-s0-6ce190142a")                # doctest: +SKIP
+>>> run = read_run("runs/my-trial")                                 # doctest: +SKIP
 >>> run.schema_version, run.config.team, run.row["success"], len(run.events), len(run.calls)  # doctest: +SKIP
 ('1.0', 'latte', True, 412, 61)
 """
