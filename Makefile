@@ -1,6 +1,6 @@
 # `make demo` and `make test` work on a fresh machine with only Python 3.11+ and make: each creates .venv
 # when missing and installs the locked environment (uv.lock, every extra) into it first. uv does the
-# installing; it is bootstrapped into .venv with pip, at the version pinned in pyproject's dev extra.
+# installing; it is bootstrapped into .venv with pip, at the version pinned in pyproject's dev dependency group.
 # After changing dependencies in pyproject.toml, run `make lock` and commit uv.lock with the change.
 # The authors' published data ships in latte_lab/data/published; set LATTE_PUBLISHED_DIR to use another copy.
 PYTHON ?= python3
@@ -12,11 +12,11 @@ UV_VERSION := $(shell sed -n 's/.*"uv==\([^"]*\)".*/\1/p' pyproject.toml)
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 export NO_MKDOCS_2_WARNING := 1  # mkdocs-material's notice about a future MkDocs, printed on every build
 
-.PHONY: demo test test-fast lint bench compare-waits figures docs docs-numbers lock lab sensitivity clean class calibrate validate-sim
+.PHONY: demo test test-fast test-lowest data-contract lint bench compare-waits figures docs docs-numbers lock lab sensitivity clean class calibrate validate-sim
 
 $(UV):
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	@test -n "$(UV_VERSION)" || { echo 'pyproject.toml pins no "uv==<version>" in the dev extra' >&2; exit 1; }
+	@test -n "$(UV_VERSION)" || { echo 'pyproject.toml pins no "uv==<version>" in the dev dependency group' >&2; exit 1; }
 	$(BIN)/python -m pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
 # --locked: refuse to install when uv.lock no longer matches pyproject.toml, rather than resolve anew.
@@ -82,6 +82,33 @@ test: $(STAMP)
 test-fast: $(STAMP)
 	$(PYTEST) $(DOCTESTS)
 	$(PYTEST) $(SUITE) -m "not slow"
+
+# The lowest versions pyproject.toml allows (uv --resolution lowest-direct: every direct dependency at its lower
+# bound, the core, the openai, anthropic and parquet extras, and the test tools), in a venv of their own
+# (.venv-lowest, made anew each time), running the quick tests of the core, the providers' SDKs, the run
+# directory, sweeps, the command line and the analysis: the lower bounds are tested versions. CI runs it beside
+# make test. About two minutes the first time on two cores (the downloads), then one.
+LOWEST := .venv-lowest
+LOWEST_TESTS := tests/graph/test_graph.py tests/teams/test_actions.py tests/trial/test_events.py tests/rundir/test_rundir.py \
+                tests/rundir/test_data_contract.py tests/package/test_packaging.py tests/trial/test_trial_runner.py tests/sweep/test_sweep.py \
+                tests/models/test_models_providers.py tests/models/test_models_key_routing.py tests/trial/test_trial_real_provider.py \
+                tests/models/test_models_cache.py tests/sandbox/test_sandbox_pytest.py tests/cli/test_cli.py tests/cli/test_cli_runs.py \
+                tests/analysis/test_analysis_published.py tests/analysis/test_analysis_own.py tests/package/test_api_docstrings.py
+test-lowest: | $(UV)
+	rm -rf $(LOWEST)
+	env -u VIRTUAL_ENV $(UV) venv -q --python $(BIN)/python $(LOWEST)
+	env -u VIRTUAL_ENV $(UV) pip install -q --python $(LOWEST)/bin/python --resolution lowest-direct \
+	  -e '.[openai,anthropic,parquet]' 'hypothesis>=6.90' 'pytest-timeout>=2.2' 'pytest-xdist>=3.5'
+	@$(LOWEST)/bin/python -c "import importlib.metadata as m; print('lowest:', ', '.join(f'{p} {m.version(p)}' \
+	  for p in ('numpy', 'pandas', 'networkx', 'matplotlib', 'scipy', 'pydantic', 'tqdm', 'psutil', 'pytest', \
+	  'openai', 'anthropic', 'pyarrow', 'python-dotenv')))"
+	env -u PYTHONDONTWRITEBYTECODE MPLBACKEND=Agg $(LOWEST)/bin/python -m pytest -q -p no:cacheprovider \
+	  -n $(TEST_WORKERS) --dist loadfile -m "not slow" $(LOWEST_TESTS)
+
+# docs/data-contract.md, generated from latte_lab/events.py and latte_lab.schema.TRIAL_COLUMNS (tests/rundir/test_data_contract.py
+# fails when it is out of date): after declaring an event type or a results column, run it and commit the page.
+data-contract: $(STAMP)
+	$(BIN)/python -c "from latte_lab.rundir.contract import main; main(['docs/data-contract.md'])"
 
 # JupyterLab from .venv, so the notebooks' kernel is the project's Python with latte_lab installed.
 # LAB_ARGS passes options through, e.g. make lab LAB_ARGS="--ip=0.0.0.0 --port=8899 --no-browser".
@@ -156,13 +183,23 @@ class: $(STAMP)
 	rm -rf $(CLASS_DIR)/latte-lab-class $(CLASS_DIR)/latte-lab-class.zip
 	mkdir -p $(CLASS_DIR)/latte-lab-class
 	$(BIN)/python -m pip wheel -q --no-deps --no-build-isolation --disable-pip-version-check . -w $(CLASS_DIR)/latte-lab-class
+	rm -rf build/lib build/bdist.*  # setuptools' staging copy: the tasks' hidden material must live only in the package
 	for nb in $(CLASS_NOTEBOOKS); do cp notebooks/$$nb.ipynb $(CLASS_DIR)/latte-lab-class/; done
-	cd $(CLASS_DIR)/latte-lab-class && ls latte_lab-*.whl | sed 's|^|./|' > requirements.txt
-	printf '%s\n' "latte_lab notebooks for a class. Install (Python 3.11+): pip install -r requirements.txt" \
-	  "(in a hosted notebook: %pip install -r requirements.txt), then open the notebooks with Jupyter." \
-	  "Everything runs offline on the simulated model; no API key is needed." > $(CLASS_DIR)/latte-lab-class/README.txt
+	cd $(CLASS_DIR)/latte-lab-class && wheel=$$(ls latte_lab-*.whl) && version=$${wheel#latte_lab-} && \
+	  printf '%s\n' "# latte_lab from the wheel beside this file, with the core and the lab extra (JupyterLab, widgets)." \
+	  "# pip reads --find-links relative to this file, so this works from any folder: pip install -r <path>/requirements.txt" \
+	  "--find-links ." "latte_lab[lab]==$${version%%-*}" > requirements.txt
+	cd $(CLASS_DIR) && $(abspath $(BIN))/python -m zipfile -c latte-lab-class.zip latte-lab-class
+	size=$$(du -k $(CLASS_DIR)/latte-lab-class.zip | cut -f1); \
+	  printf '%s\n' "latte_lab notebooks for a class. Install (Python 3.11+): pip install -r requirements.txt" \
+	  "(from any folder: pip install -r path/to/requirements.txt; in a hosted notebook: %pip install -r requirements.txt)," \
+	  "then open the notebooks with Jupyter. Everything runs offline on the simulated model; no API key is needed." \
+	  "Size: this zip is about $$size kB; the install downloads latte_lab's core and lab dependencies (numpy, pandas," \
+	  "matplotlib, scipy, JupyterLab, ...: about 120 packages, 550 MB installed, fewer where Jupyter is already there)." \
+	  > $(CLASS_DIR)/latte-lab-class/README.txt
+	rm -f $(CLASS_DIR)/latte-lab-class.zip
 	cd $(CLASS_DIR) && $(abspath $(BIN))/python -m zipfile -c latte-lab-class.zip latte-lab-class
 	@ls -l $(CLASS_DIR)/latte-lab-class.zip; echo "teacher's edition (run, with its answers) and answer key: $(CLASS_DIR)/teacher/"
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis site
+	rm -rf $(VENV) $(LOWEST) .pytest_cache .hypothesis site

@@ -32,8 +32,6 @@ from latte_lab.errors import (
     WorkspaceError,
 )
 
-__version__ = "0.1.0"
-
 # Public names resolved on first use, so `import latte_lab` does not import pandas, matplotlib or the
 # provider SDKs until a notebook needs them.
 _LAZY = {
@@ -50,6 +48,7 @@ _LAZY = {
     "fork": "latte_lab.trial",
     "fork_sweep": "latte_lab.sweep.forks",
     "load_trial": "latte_lab.trial",
+    "read_run": "latte_lab.rundir",
     "run_sweep": "latte_lab.sweep",
     "load_published": "latte_lab.analysis.loaders",
     "load_runs": "latte_lab.analysis.loaders",
@@ -88,7 +87,21 @@ if not any(isinstance(finder, _MovedModules) for finder in sys.meta_path):
     sys.meta_path.append(_MovedModules())
 
 
+def _installed_version() -> str:
+    """The installed distribution's version (pyproject.toml's, the one source); ``0+unknown`` for a copy of
+    the source that was never installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("latte_lab")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
 def __getattr__(name: str):
+    if name == "__version__":
+        value = globals()["__version__"] = _installed_version()
+        return value
     if name in _LAZY:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
@@ -132,6 +145,7 @@ __all__ = [
     "load_trial",
     "make_model",
     "parse_actions",
+    "read_run",
     "render_action",
     "replay",
     "run_sweep",

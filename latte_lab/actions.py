@@ -393,7 +393,18 @@ def _build(tag: str, attrs: dict[str, str], body: str | None) -> Action:
 
 
 def parse_actions(text: str) -> ParseResult:
-    """Parse the actions of one model reply; never raises (non-text input gives one error entry)."""
+    """Parse the actions of one model reply; never raises (non-text input gives one error entry).
+
+    Parameters
+    ----------
+    text : str
+        One model reply.
+
+    Returns
+    -------
+    ParseResult
+        ``.actions`` (in reply order) and ``.errors`` (one entry per malformed or unknown tag).
+    """
     result = ParseResult()
     if not isinstance(text, str):
         result.errors.append(ParseError("", f"expected the reply text, got {type(text).__name__}", 0, ""))
@@ -549,6 +560,16 @@ def render_action(action: Action) -> str:
     """The tag text for ``action``; parsing it gives back an equal action, or ActionRenderError is raised.
 
     The check is done by parsing the rendered text, so every limit of the syntax is caught exactly.
+
+    Parameters
+    ----------
+    action : Action
+        One action, as :func:`parse_actions` returns them.
+
+    Returns
+    -------
+    str
+        Its tag text.
     """
     text = _render_unchecked(action)
     back = parse_actions(text)

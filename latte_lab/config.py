@@ -177,7 +177,8 @@ class TrialConfig(BaseModel):
     cache: CacheMode = DEFAULT_CACHE_MODE
     """Response cache mode for real providers: read_write, replay (a miss is an error), off."""
     cache_path: str | None = None
-    """Response cache file; None uses $LATTE_LAB_CACHE or ~/.cache/latte_lab/responses.sqlite."""
+    """Response cache file; None uses $LATTE_LAB_CACHE, else $XDG_CACHE_HOME/latte_lab/responses.sqlite, else
+    ~/.cache/latte_lab/responses.sqlite."""
     runs_dir: str = "runs"
     """Directory that receives one run directory per trial."""
     max_retries: int = Field(DEFAULT_MAX_RETRIES, ge=0)

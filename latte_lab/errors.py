@@ -67,3 +67,41 @@ class CacheMissError(ModelError):
 
 class DataError(LatteError):
     """A data file (published results, run directory) is missing or malformed."""
+
+
+class MissingExtraError(ConfigError):
+    """A feature needs a package of an optional extra that is not installed; the message is one line naming
+    the extra to install."""
+
+
+def require_extra(module: str, extra: str, feature: str):
+    """Imports ``module`` for ``feature``, or raises :class:`MissingExtraError`, one line naming the extra.
+
+    Parameters
+    ----------
+    module : str
+        The module to import, e.g. ``"openai"``.
+    extra : str
+        The latte_lab extra that installs it (``lab``, ``openai``, ``anthropic``, ``parquet``, ``distributed``).
+    feature : str
+        What needs it, as the message's subject, e.g. ``"the model 'openai/gpt-4o'"``.
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    >>> require_extra("json", "lab", "a test").__name__
+    'json'
+    >>> require_extra("no_such_module_xyz", "lab", "the trial form")
+    Traceback (most recent call last):
+    ...
+    latte_lab.errors.MissingExtraError: the trial form needs the no_such_module_xyz package: pip install 'latte-lab[lab]'
+    """
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        package = module.split(".")[0]
+        raise MissingExtraError(f"{feature} needs the {package} package: pip install 'latte-lab[{extra}]'") from None

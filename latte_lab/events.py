@@ -33,8 +33,9 @@ from latte_lab.errors import LatteError
 COMMON_FIELDS = ("type", "seq", "round", "t", "ts")
 """Fields every event carries, set by :class:`EventLog`."""
 
-VOLATILE_EVENT_FIELDS = ("ts", "real_seconds", "cached", "test_cached")
-"""Event fields that legitimately differ between a trial and its replay (wall time, memo/cache hits)."""
+VOLATILE_EVENT_FIELDS = ("ts", "real_seconds", "cached", "test_cached", "schema_version")
+"""Event fields that legitimately differ between a trial and its replay (wall time, memo/cache hits, and the
+data contract's version when a newer latte_lab replays an older run)."""
 
 REPLY_LOG_CHARS = 2000
 """The released logger's cut of ``agent_reply`` text (``n_chars_logged``; reference §7.2)."""
@@ -170,7 +171,9 @@ class EventLog:
 # --- the declared event types --------------------------------------------------------------------------------
 
 # trial engine
-register("run_start", "trial_id task team model seed n_workers", "the trial began")
+register("run_start", "trial_id task team model seed n_workers",
+         "the trial began; the first event (schema_version: the data contract's, latte_lab.schema.SCHEMA_VERSION)",
+         optional="schema_version")
 register("run_end", "reason success tests_passed rounds",
          "the trial ended; reason is how (all_tasks_done, max_rounds, error, interrupted, ...)")
 register("fork_point", "parent fork_round changes",
@@ -244,6 +247,9 @@ register("synthesize", "agent text", "the Lead's synthesis of results")
 register("certify_complete", "agent accepted", "an agent declared the work complete (accepted: tests pass)")
 register("phase_start", "phase", "the pipeline entered a phase")
 register("publish", "sender topic text", "a pipeline role published a document")
+
+BUILTIN_EVENT_TYPES = tuple(EVENT_TYPES)
+"""The event types latte_lab itself declares (the data contract's; a team of your own may add more)."""
 
 ACTION_EVENT_TYPES = frozenset({
     "edit_file", "read_file", "run_script", "run_tests", "discover_task", "assign_task", "claim_task",

@@ -19,6 +19,50 @@ from latte_lab.config import TASK_ALIASES, TEAM_ALIASES
 from latte_lab.errors import DataError
 from latte_lab.events import OPERATOR_EVENT_TYPES
 
+# --- the data contract's version --------------------------------------------------------------------
+
+SCHEMA_VERSION = "1.0"
+"""The version of latte_lab's data contract: the files of a run directory (config.json, result.json, the
+event types of events.jsonl, calls.jsonl) and the results columns (:data:`TRIAL_COLUMNS`). It is written into
+config.json, result.json, the first event (``run_start``) and the Parquet export's metadata. The minor number
+grows when something is added (an event type, a column, an optional field): older readers can still read it.
+The major number grows when something is renamed, removed or changes meaning: :func:`latte_lab.read_run`
+refuses a run of a newer major version. A run written before versioning reads as version ``0``."""
+
+UNVERSIONED = "0"
+"""The schema version of a run directory written before latte_lab recorded one."""
+
+
+def schema_major(version: str | None) -> int:
+    """The major number of a schema version string (``"1.0"`` -> 1; None or ``"0"`` -> 0).
+
+    >>> schema_major("1.0"), schema_major(None), schema_major("2")
+    (1, 0, 2)
+    """
+    if version is None:
+        return 0
+    head = str(version).split(".", 1)[0]
+    if not head.isdigit():
+        raise DataError(f"schema_version {version!r} is not a version number such as {SCHEMA_VERSION!r}")
+    return int(head)
+
+
+def check_schema_version(version: str | None, where: str) -> str:
+    """``version`` (``"0"`` when None) if this latte_lab reads it; a one-line DataError for a newer major.
+
+    >>> check_schema_version(None, "x"), check_schema_version("1.3", "x")
+    ('0', '1.3')
+    >>> check_schema_version("9.0", "runs/a")
+    Traceback (most recent call last):
+    ...
+    latte_lab.errors.DataError: runs/a has data schema 9.0, newer than this latte_lab reads (1.x and older): upgrade latte_lab (pip install -U latte-lab)
+    """
+    if schema_major(version) > schema_major(SCHEMA_VERSION):
+        raise DataError(f"{where} has data schema {version}, newer than this latte_lab reads "
+                        f"({schema_major(SCHEMA_VERSION)}.x and older): upgrade latte_lab (pip install -U latte-lab)")
+    return UNVERSIONED if version is None else str(version)
+
+
 # --- names ------------------------------------------------------------------------------------------
 
 TEAM_ORDER = ("latte", "leader_worker", "decentralized", "static", "metagpt", "pipeline")

@@ -34,10 +34,12 @@ from latte_lab.events import ACTION_EVENT_TYPES, VOLATILE_EVENT_FIELDS, EventLog
 from latte_lab.forking import ForkStart, check_intervention, fork_config, parent_config, recorded_rounds
 from latte_lab.graph.history import GraphHistory
 from latte_lab.models import budget, stop
+from latte_lab.models.ledger import dollars_without_calls
 from latte_lab.results import Evaluation, accuracy_of, evaluate_workspace, results_row
 from latte_lab.rundir import TrialResult, load_trial
 from latte_lab.sandbox import Sandbox
 from latte_lab.sandbox.paths import note_runs_dir
+from latte_lab.schema import SCHEMA_VERSION
 from latte_lab.teams.engine import Team
 from latte_lab.teams.state import StateWriter
 
@@ -78,13 +80,28 @@ def run_trial(config: TrialConfig | dict, *, model=None, runs_dir: str | Path | 
     end of round ``fork_round`` and runs on under its changes; ``model`` is then the model of its rounds after the
     fork point (no call reaches any model before).
 
-    ``model`` overrides the model built from ``config.model`` (tests pass a scripted model).
-    ``progress=True`` shows a progress bar over rounds with the latest round's state (frontier, who ran,
-    actions, tests); a callable receives that state as a dict after every round instead
-    (``progress=print_round`` prints it as one line per round).
-    A trial that fails (API errors after retries, a bug) still returns a result with ``status="error"``
+    ``progress=print_round`` prints each round's state (frontier, who ran, actions, tests) as one line. A trial that
+    fails (API errors after retries, a bug) still returns a result with ``status="error"``
     and keeps its partial events. A model that cannot be built (a missing API key), or a machine where no
     test can run, raises before any run directory is created.
+
+    Parameters
+    ----------
+    config : TrialConfig or dict
+        The trial: a :class:`~latte_lab.config.TrialConfig`, or a dict of its fields.
+    model : Model, optional
+        A model to use instead of the one ``config.model`` names (a scripted model in tests, a wrapped one).
+    runs_dir : str or Path, optional
+        Where the run directory goes (default: ``config.runs_dir``).
+    progress : bool or callable, optional
+        True: a progress bar over rounds; a callable: called with each round's summary dict; False: silent.
+    run_name : str, optional
+        The run directory's name (default: the trial id; ``-2``, ``-3`` ... when taken).
+
+    Returns
+    -------
+    TrialResult
+        Its outcome, metrics, results row, events, graph per round and run directory.
     """
     from latte_lab import tasks
     from latte_lab.sandbox.pytest import runner_missing
@@ -121,9 +138,29 @@ def fork(run_dir: str | Path, at_round: int, *, model_override=None, runs_dir: s
     that round with the operators' own preconditions, then applied through the team as the Lead's own
     reply would be.
 
-    ``model_override``: a model object to use instead of the one built from the fork's config for the rounds
-    after the fork point (a scripted one, in tests). No call reaches it, or any model, before then. The fork's run
-    directory goes beside the parent's, in ``forks/`` (or ``runs_dir``).
+    No call reaches ``model_override``, or any model, before the fork point.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        The recorded trial to fork (a finished run directory with its ``state.jsonl`` or ``calls.jsonl``).
+    at_round : int
+        The round after which the fork leaves its parent (0: after planning).
+    model_override : Model, optional
+        A model object for the rounds after the fork point instead of the one its config names (tests).
+    runs_dir : str or Path, optional
+        Where the fork's run directory goes (default: ``forks/`` beside the parent's).
+    progress : bool or callable, optional
+        As for :func:`run_trial`.
+    run_name : str, optional
+        The fork's run directory name (default: its trial id).
+    **changes
+        The fork's changes: TrialConfig fields and their new values (``model=``, ``seed=``, ...).
+
+    Returns
+    -------
+    TrialResult
+        The fork, run to its end; its config names ``parent`` and ``fork_round``.
     """
     if "model" in changes and not isinstance(changes["model"], str):
         raise ConfigError(f"model= is the fork's model spec, a string such as 'simulated/careful' (got a "
@@ -139,20 +176,6 @@ def fork(run_dir: str | Path, at_round: int, *, model_override=None, runs_dir: s
     target = Path(runs_dir) if runs_dir is not None else run_dir.parent / "forks"
     name = run_name or f"{run_dir.name}-fork{at_round}-{config.trial_id.rsplit('-', 1)[-1]}"
     return run_trial(config, model=model_override, runs_dir=target, run_name=name, progress=progress)
-
-
-def _dollars_without_calls(config: TrialConfig) -> float:
-    """The dollars of a trial whose ledger holds no call (it stopped before the first, or every call so far was
-    its parent's): nothing, for a model with a price; unknown (NaN) for one without, as for every other trial
-    of that model (the simulated model's), so that a trial's dollars never depend on how far it got."""
-    from latte_lab.config import parse_model_spec
-    from latte_lab.models.ledger import find_price, load_prices
-
-    try:
-        provider, name = parse_model_spec(config.model, base_url=config.base_url)
-        return 0.0 if find_price(load_prices(), name, provider) is not None else math.nan
-    except (LatteError, OSError):  # an unreadable price table: unknown, as the ledger would say
-        return math.nan
 
 
 def play_rounds(team: Team, recorder: TrialRecorder) -> None:
@@ -236,7 +259,7 @@ class TrialRecorder:
         self.team = team_class(config.team)(first, self.task, ws, self.model, self.log, seed=first.seed,
                                             trial_id=first.trial_id)
         self.log.emit("run_start", trial_id=self.trial_id, task=self.task.id, team=config.team, model=config.model,
-                      seed=config.seed, n_workers=config.n_workers)
+                      seed=config.seed, n_workers=config.n_workers, schema_version=SCHEMA_VERSION)
         if start is None or start.saved is None:
             self.team.setup()
             return self.team
@@ -462,7 +485,7 @@ def _finish(config, task, team, log: EventLog, writer: rundir.RunWriter, status:
     row = results_row(
         config, task, metrics, status=status, error=error, reason=reason, success=success, accuracy=accuracy,
         claimed=claimed, tampered=bool(found.tampering), ev=found.eval, cost=cost,
-        dollars=cost.get("dollars", math.nan) if cost.get("calls") else _dollars_without_calls(config),
+        dollars=cost.get("dollars", math.nan) if cost.get("calls") else dollars_without_calls(config),
         rounds=rounds, done=done, total=total, input_tokens=tokens_in, output_tokens=tokens_out,
         virtual_seconds=team.vclock if team is not None else None, real_seconds=real_seconds, run_dir=writer.path)
     payload = {"trial_id": config.trial_id, "status": status, "reason": reason, "error": error, "row": row,
@@ -545,7 +568,22 @@ def replay_verdict(original: TrialResult, again: TrialResult) -> tuple[bool, str
 
 def replay(run_dir: str | Path, *, runs_dir: str | Path | None = None,
            progress: bool | Callable[[dict], None] | None = False) -> TrialResult:
-    """Reruns a trial from its cassette alone: zero model calls, the same events and result."""
+    """Reruns a trial from its cassette alone: zero model calls, the same events and result.
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        The run directory of the trial to replay (its ``config.json`` and ``calls.jsonl`` are enough).
+    runs_dir : str or Path, optional
+        Where the replay's run directory goes (default: ``replays/`` beside ``run_dir``).
+    progress : bool or callable, optional
+        As for :func:`run_trial`.
+
+    Returns
+    -------
+    TrialResult
+        The replayed trial; its events and result equal the recorded ones.
+    """
     from latte_lab.models.cassette import CassetteModel
 
     run_dir = Path(run_dir)

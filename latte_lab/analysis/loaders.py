@@ -276,6 +276,16 @@ def load_published(path=None) -> TrialData:
     (or ``$LATTE_PUBLISHED_DIR`` when set).
 
     Raises DataError naming the file when a required file is missing or malformed.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The authors' ``experiments/`` folder (default: ``$LATTE_PUBLISHED_DIR``, else the bundled copy).
+
+    Returns
+    -------
+    TrialData
+        ``.trials`` (one row per trial, :data:`~latte_lab.schema.TRIAL_COLUMNS`) and the other tidy frames.
     """
     from latte_lab import data
 
@@ -392,6 +402,18 @@ def load_runs(out_dir, include_errors: bool = False) -> TrialData:
     off or not JSON) is left out with a one-line warning naming it and the damage; the returned
     ``TrialData.damaged`` lists each as ``{"path", "reason"}``, and so does ``trials.attrs["damaged"]``
     (a list, empty when nothing is damaged; pandas keeps ``attrs`` through most operations on the frame).
+
+    Parameters
+    ----------
+    out_dir : str or Path
+        A folder holding run directories (searched recursively): a sweep, or ``runs/``.
+    include_errors : bool, optional
+        Keep trials whose status is not ``ok`` (default: False, as the published data has no crashed trials).
+
+    Returns
+    -------
+    TrialData
+        The same frames as :func:`load_published`, for these runs.
     """
     import warnings
 

@@ -24,12 +24,27 @@ import os
 import sys
 import warnings
 
-from latte_lab.cli import _catalog, cache, emulate, export, figures, fork, prices, runs, show, sweep, trial, view
+from latte_lab.cli import (
+    _catalog,
+    cache,
+    emulate,
+    export,
+    figures,
+    fork,
+    notebooks,
+    prices,
+    runs,
+    show,
+    sweep,
+    trial,
+    view,
+)
 from latte_lab.cli._common import USAGE_EXIT, Parser, UsageError, VersionAction
 from latte_lab.errors import LatteError
 from latte_lab.rundir import DiskFullError
 
-SUBCOMMAND_MODULES = (trial, fork, sweep, emulate, cache, runs, show, export, figures, prices, view, _catalog)
+SUBCOMMAND_MODULES = (trial, fork, sweep, emulate, cache, runs, show, export, figures, prices, view, notebooks,
+                      _catalog)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -86,16 +86,11 @@ class VersionAction(argparse.Action):
 
 
 def installed_version() -> str:
-    """The version of the installed ``latte-lab`` distribution; the package's own ``__version__`` when it
-    runs from a source tree that was never installed."""
-    from importlib.metadata import PackageNotFoundError, version
+    """The version of the installed ``latte_lab`` distribution (``latte_lab.__version__``, read from its
+    metadata); ``0+unknown (not installed)`` when it runs from a source tree that was never installed."""
+    from latte_lab import __version__
 
-    try:
-        return version("latte-lab")
-    except PackageNotFoundError:
-        from latte_lab import __version__
-
-        return f"{__version__} (not installed)"
+    return __version__ if __version__ != "0+unknown" else f"{__version__} (not installed)"
 
 
 def default_runs_dir() -> str:

@@ -4,18 +4,17 @@ find its damage and repair it."""
 from __future__ import annotations
 
 import argparse
-import os
 from pathlib import Path
 
 from latte_lab.errors import ConfigError
-from latte_lab.models.cache import CACHE_ENV, DEFAULT_CACHE_PATH, ResponseCache
+from latte_lab.models.cache import CACHE_ENV, DEFAULT_CACHE_PATH, ResponseCache, default_cache_path
 from latte_lab.models.cache_check import check_cache, repair_cache
 from latte_lab.models.cassette import import_cassettes
 
 
 def _path_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--path", default=None,
-                        help=f"cache file (default: ${CACHE_ENV}, else {DEFAULT_CACHE_PATH})")
+                        help=f"cache file (default: ${CACHE_ENV}, else $XDG_CACHE_HOME/latte_lab/responses.sqlite, else {DEFAULT_CACHE_PATH})")
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -39,7 +38,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     if args.cache_file and args.path and Path(args.cache_file) != Path(args.path):
         raise ConfigError(f"two cache files given ({args.cache_file} and --path {args.path}); give one")
-    path = Path(args.cache_file or args.path or os.environ.get(CACHE_ENV) or DEFAULT_CACHE_PATH).expanduser()
+    path = Path(args.cache_file or args.path).expanduser() if (args.cache_file or args.path) else default_cache_path()
     if args.repair:
         repair = repair_cache(path, quick=args.quick)
         print("\n".join(repair.check.lines() + repair.lines()))
@@ -79,7 +78,7 @@ def add_parser(subparsers) -> None:
                            description="Report damaged pages and rows that do not decode in the response cache "
                            "(exit status 1 when damaged); --repair copies every readable row into a fresh file.")
     check.add_argument("cache_file", nargs="?", metavar="PATH",
-                       help=f"cache file (default: ${CACHE_ENV}, else {DEFAULT_CACHE_PATH})")
+                       help=f"cache file (default: ${CACHE_ENV}, else $XDG_CACHE_HOME/latte_lab/responses.sqlite, else {DEFAULT_CACHE_PATH})")
     _path_arg(check)
     check.add_argument("--quick", action="store_true",
                        help="PRAGMA quick_check instead of integrity_check (does not match indexes to the table)")

@@ -16,7 +16,7 @@ from pathlib import Path
 from latte_lab.cli._common import UsageError
 from latte_lab.errors import LatteError
 
-__all__ = ["FORMATS", "add_parser", "output_format", "write_table"]
+__all__ = ["FORMATS", "PARQUET_SCHEMA_KEY", "add_parser", "output_format", "write_table"]
 
 FORMATS = {".parquet": "parquet", ".csv": "csv"}
 """File suffix -> format written."""
@@ -64,11 +64,7 @@ def write_table(trials, path: str | Path) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if kind == "parquet":
-            try:
-                trials.to_parquet(tmp, index=False)
-            except ImportError as exc:
-                raise LatteError(f"writing Parquet needs pyarrow ({exc}); pip install pyarrow, or write a "
-                                 ".csv") from None
+            _write_parquet(trials, tmp)
         else:
             trials.to_csv(tmp, index=False)
         os.replace(tmp, path)
@@ -77,6 +73,24 @@ def write_table(trials, path: str | Path) -> Path:
     finally:
         tmp.unlink(missing_ok=True)
     return path
+
+
+PARQUET_SCHEMA_KEY = b"latte_lab.schema_version"
+"""The key of the Parquet file's metadata holding :data:`latte_lab.schema.SCHEMA_VERSION`."""
+
+
+def _write_parquet(trials, path: Path) -> None:
+    """The table as Parquet (pyarrow, the ``parquet`` extra), the data contract's version in its metadata."""
+    from latte_lab.errors import require_extra
+    from latte_lab.schema import SCHEMA_VERSION
+
+    pa = require_extra("pyarrow", "parquet", "writing Parquet")
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(trials, preserve_index=False)
+    table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                           PARQUET_SCHEMA_KEY: SCHEMA_VERSION.encode("ascii")})
+    pq.write_table(table, path)
 
 
 def run(args) -> int:

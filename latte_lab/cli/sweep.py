@@ -48,6 +48,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ray-address", default=None,
                    help="an existing Ray cluster (auto, ray://host:10001) (default: a local cluster started for "
                    "the sweep)")
+    p.add_argument("--ray-cpus", type=float, default=1,
+                   help="CPUs each trial reserves on its Ray node (default: 1)")
+    p.add_argument("--ray-memory", default=None,
+                   help="memory each trial reserves on its Ray node, e.g. 2G or 512M (default: none reserved)")
+    p.add_argument("--ray-retries", type=int, default=None,
+                   help="runs of a trial on another node after its node was lost; each trial is still recorded "
+                   "once (default: 3)")
     p.add_argument("--out", default="runs/sweep", help="sweep directory (default: runs/sweep)")
     p.add_argument("--max-dollars", type=float, default=None, help="stop once the sweep has billed this much (default: no limit)")
     p.add_argument("--max-rounds", type=int, default=None, help="round budget per trial (default: the task's)")
@@ -125,7 +132,8 @@ def _sweep(args) -> int:
         return 0
     df = run_sweep(grid, args.out, n_jobs=args.jobs, backend=args.backend, progress=not args.quiet,
                    max_dollars=args.max_dollars, ray_address=args.ray_address, in_flight=args.in_flight,
-                   rate_limits=limits)
+                   rate_limits=limits, ray_cpus=args.ray_cpus, ray_memory=args.ray_memory,
+                   ray_retries=args.ray_retries)
     stopped = df.attrs["stopped"]
     if args.quiet and not stopped:  # run_sweep prints its summary line with progress or when it stopped
         print(df.attrs["summary"])

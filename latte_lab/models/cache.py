@@ -42,6 +42,20 @@ _log = logging.getLogger(__name__)
 
 CACHE_ENV = "LATTE_LAB_CACHE"
 DEFAULT_CACHE_PATH = Path("~/.cache/latte_lab/responses.sqlite")
+"""The default cache file where ``$XDG_CACHE_HOME`` is not set (:func:`default_cache_path`)."""
+
+
+def default_cache_path() -> Path:
+    """The cache file when none is given: ``$LATTE_LAB_CACHE``, else ``$XDG_CACHE_HOME/latte_lab/responses.sqlite``
+    (the XDG base directory of the user's caches, when set to an absolute path), else
+    ``~/.cache/latte_lab/responses.sqlite``; ``~`` expanded (tests/models/test_models_cache.py tries each)."""
+    explicit = os.environ.get(CACHE_ENV, "").strip()
+    if explicit:
+        return Path(explicit).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    if xdg and os.path.isabs(os.path.expanduser(xdg)):  # the spec: a relative value is ignored
+        return Path(xdg).expanduser() / "latte_lab" / "responses.sqlite"
+    return DEFAULT_CACHE_PATH.expanduser()
 BUSY_TIMEOUT_MS = 60_000  # writers wait up to a minute for the lock; four sweep processes queue, never fail
 INIT_ATTEMPTS = 20  # schema creation can race with another process converting the file to WAL
 
@@ -91,8 +105,7 @@ class ResponseCache:
     """
 
     def __init__(self, path: str | os.PathLike | None = None, *, read_only: bool | None = None):
-        raw = path if path is not None else os.environ.get(CACHE_ENV) or DEFAULT_CACHE_PATH
-        self.path = Path(raw).expanduser()
+        self.path = Path(path).expanduser() if path is not None else default_cache_path()
         self.writes_off: str | None = None  # why new responses are not stored, once they are not
         if read_only is None and not _writable(self.path):
             self.writes_off = (f"the response cache {self.path} is read-only: it serves stored responses and "

@@ -46,8 +46,11 @@ def load_env(path: str | os.PathLike | None = None) -> str | None:
     with _env_lock:
         if _env_loaded and path is None:
             return None
-        from dotenv import find_dotenv, load_dotenv
-
+        try:
+            from dotenv import find_dotenv, load_dotenv
+        except ImportError:  # python-dotenv comes with the openai and anthropic extras; without it, no .env
+            _env_loaded = True
+            return None
         found = str(path) if path is not None else find_dotenv(usecwd=True)
         if found:
             load_dotenv(found, override=False)

@@ -185,3 +185,17 @@ class CostLedger:
             "list_dollars": total(rows, "list_dollars") if rows else 0.0,
             "notes": notes,
         }
+
+
+def dollars_without_calls(config) -> float:
+    """The dollars of a trial whose ledger holds no call (it stopped before the first, or every call so far was
+    its parent's): nothing, for a model with a price; unknown (NaN) for one without, as for every other trial
+    of that model (the simulated model's), so that a trial's dollars never depend on how far it got."""
+    from latte_lab.config import parse_model_spec
+    from latte_lab.errors import LatteError
+
+    try:
+        provider, name = parse_model_spec(config.model, base_url=config.base_url)
+        return 0.0 if find_price(load_prices(), name, provider) is not None else math.nan
+    except (LatteError, OSError):  # an unreadable price table: unknown, as the ledger would say
+        return math.nan

@@ -340,8 +340,11 @@ class RayState:
     def __init__(self, actor=None):
         if actor is None:
             import ray
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-            actor = ray.remote(num_cpus=0)(MemoryState).remote()
+            # on the driver's node: a worker node lost mid-sweep must not take the sweep's shared state with it
+            here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=True)
+            actor = ray.remote(num_cpus=0, scheduling_strategy=here)(MemoryState).remote()
         self.actor = actor
 
     def __repr__(self) -> str:

@@ -43,6 +43,29 @@ def make_model(
     cache) unless ``cache_mode='off'``. In ``replay`` mode no provider client is built, so no API key is
     needed and no network call can happen. The simulated model is free and deterministic, so it is
     cached only when a cache is passed explicitly. ``opts`` go to the model's constructor.
+
+    Parameters
+    ----------
+    spec : str
+        ``simulated``, ``simulated/<profile>``, ``openai/<model>``, ``anthropic/<model>``, or a model name with
+        ``base_url`` (every form: :data:`latte_lab.config.SPEC_FORMS`).
+    base_url : str, optional
+        An OpenAI-compatible server (vLLM, Ollama, ...).
+    cache : ResponseCache or str or PathLike, optional
+        The response cache, or its path (default: ``$LATTE_LAB_CACHE``, else the user cache folder).
+    cache_mode : str, optional
+        ``read_write`` (default), ``replay`` (a miss is an error) or ``off``.
+    max_retries : int, optional
+        The SDK's retries of a failed call (default 2).
+    timeout_s : float, optional
+        Seconds one call may take (default 600).
+    **opts
+        Options of the provider's model class (``temperature`` handling, an ``http_client``, ...).
+
+    Returns
+    -------
+    Model
+        A model with ``generate(request) -> response``, wrapped in the response cache.
     """
     check_cache_mode(cache_mode)
     if max_retries < 0 or timeout_s <= 0:
@@ -77,16 +100,13 @@ def _provider_model(provider: str, name: str, **kwargs) -> Model:
     from latte_lab.models import ratelimit
 
     limiter = ratelimit.limiter_for(provider, kwargs.get("base_url"))
+    from latte_lab.errors import require_extra
+
+    sdk = require_extra(provider, provider, f"the model '{provider}/{name}'")  # the extra is named as the SDK
     if provider == "openai":
-        import openai
-
         from latte_lab.models.providers.openai import OpenAIModel as cls
-        sdk = openai
     else:
-        import anthropic
-
         from latte_lab.models.providers.anthropic import AnthropicModel as cls
-        sdk = anthropic
     if limiter is None:
         return cls(name, **kwargs)
     kwargs.setdefault("http_client", ratelimit.http_client(sdk, limiter))

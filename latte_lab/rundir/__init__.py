@@ -2,7 +2,7 @@
 
 A run directory ``<runs_dir>/<trial_id>/`` holds:
 
-- ``config.json``: the :class:`~latte_lab.config.TrialConfig`.
+- ``config.json``: ``schema_version`` and the :class:`~latte_lab.config.TrialConfig`.
 - ``events.jsonl``: one event per line, appended as it happens. The event types and their fields are
   declared in :mod:`latte_lab.events` (``latte_lab.events.describe()`` prints them as a table).
 - ``snapshots.jsonl``: the graph per round for graph teams (round 0 = after planning), as keyframes and
@@ -18,16 +18,19 @@ A run directory ``<runs_dir>/<trial_id>/`` holds:
   replaced by what they were.
 
 Its parts: :mod:`~latte_lab.rundir.format` (the files, written whole and read back), :mod:`~latte_lab.rundir.special`
-(symlinks and special files) and :mod:`~latte_lab.rundir.result` (a trial read back, and what a result says of how
-its trial ended). Every name of them is here too.
+(symlinks and special files), :mod:`~latte_lab.rundir.result` (a trial read back, and what a result says of how
+its trial ended) and :mod:`~latte_lab.rundir.run` (:func:`read_run`: the records as the versioned data contract). Every name of them is here too.
 """
 
+from latte_lab.rundir.contract import contract_markdown  # noqa: F401 - the data contract's page
 from latte_lab.rundir.format import *  # noqa: F403
 from latte_lab.rundir.format import DISK_FULL_ERRNOS, RESERVE_FILE, RESULT_RESERVE_BYTES, SHORT_ROW_FIELDS  # noqa: F401
 from latte_lab.rundir.format import __all__ as _format_names
 from latte_lab.rundir.result import *  # noqa: F403
 from latte_lab.rundir.result import __all__ as _result_names
+from latte_lab.rundir.run import *  # noqa: F403
+from latte_lab.rundir.run import __all__ as _run_names
 from latte_lab.rundir.special import *  # noqa: F403
 from latte_lab.rundir.special import __all__ as _special_names
 
-__all__ = [*_format_names, *_result_names, *_special_names]
+__all__ = [*_format_names, *_result_names, *_run_names, *_special_names]

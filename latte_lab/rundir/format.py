@@ -38,6 +38,7 @@ from typing import Any
 from latte_lab.config import TrialConfig
 from latte_lab.errors import ConfigError, DataError
 from latte_lab.graph.history import GraphHistory
+from latte_lab.schema import SCHEMA_VERSION, check_schema_version
 
 CONFIG_FILE = "config.json"
 EVENTS_FILE = "events.jsonl"
@@ -57,7 +58,7 @@ __all__ = [
     "SWEEP_DIR",
     "CALLS_FILE", "CONFIG_FILE", "EVENTS_FILE", "LEDGER_FILE", "RESULT_FILE", "SNAPSHOTS_FILE", "STATE_FILE",
     "WORKSPACE_DIR",
-    "DiskFullError", "JsonlAppender", "RunWriter", "check_writable_dir", "disk_full_message", "finished_row",
+    "DiskFullError", "JsonlAppender", "RunWriter", "check_writable_dir", "config_json", "disk_full_message", "finished_row",
     "is_disk_full", "iter_jsonl", "iter_snapshots", "new_run_dir", "promote", "read_config", "read_json", "read_jsonl",
     "read_result", "read_snapshots", "write_json_atomic",
 ]
@@ -138,6 +139,7 @@ def read_config(run_dir: str | Path) -> TrialConfig:
     """The TrialConfig a run directory was made with."""
     path = Path(run_dir) / CONFIG_FILE
     data = read_json(path)
+    check_schema_version(data.pop("schema_version", None), str(path))
     try:
         return TrialConfig(**data)
     except (TypeError, ValueError) as exc:
@@ -166,6 +168,11 @@ def finished_row(run_dir: str | Path) -> dict | None:
 
 
 # --- writing ------------------------------------------------------------------------------------------------
+
+def config_json(config: TrialConfig) -> str:
+    """config.json's text: ``schema_version`` (:data:`latte_lab.schema.SCHEMA_VERSION`), then the config's fields."""
+    return json.dumps({"schema_version": SCHEMA_VERSION, **json.loads(config.to_json())}, indent=2)
+
 
 DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
 RESULT_RESERVE_BYTES = 32 * 1024
@@ -377,7 +384,7 @@ class RunWriter:
 
     def write_config(self, config: TrialConfig) -> None:
         try:
-            _write_atomic(self.path / CONFIG_FILE, config.to_json())
+            _write_atomic(self.path / CONFIG_FILE, config_json(config))
         except OSError as exc:
             self._give_up(exc)
 
@@ -413,6 +420,7 @@ class RunWriter:
         instead: status ``error``, the one-line error, the scalar results row, no metrics.
         """
         reserve = self.path / RESERVE_FILE
+        payload = {"schema_version": SCHEMA_VERSION, **payload}
         try:
             _write_atomic(self.path / RESULT_FILE, json.dumps(payload, indent=2, default=_json_default))
         except OSError as exc:
@@ -453,8 +461,8 @@ def _short_result(payload: dict, disk_full: str, fields: Iterable[str] | None = 
         row = {k: row.get(k) for k in fields}
     # a trial whose record did not fit is an error, not a result
     row.update(status="error", error=error, reason="error", success=False, accuracy=None)
-    return {"trial_id": payload.get("trial_id"), "status": "error", "reason": "error", "error": error, "row": row,
-            "metrics": {}, "eval": {},
+    return {"schema_version": SCHEMA_VERSION, "trial_id": payload.get("trial_id"), "status": "error",
+            "reason": "error", "error": error, "row": row, "metrics": {}, "eval": {},
             "note": "written to the reserved space: the disk was full, so the metrics were left out"}
 
 

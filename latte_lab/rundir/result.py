@@ -26,6 +26,7 @@ from latte_lab.rundir.format import (
     read_result,
     read_snapshots,
 )
+from latte_lab.schema import SCHEMA_VERSION
 
 __all__ = ["FAILED_INFIX", "FINAL_STATUSES", "REASONS", "TrialResult", "attempt_of", "failed_result", "is_finished",
            "load_trial"]
@@ -77,8 +78,8 @@ def failed_result(run_dir: str | Path, error: str, *, reason: str = "error", kee
         except DataError:  # keep the damaged file beside the new one: nothing is lost
             os.replace(result, result.with_name(RESULT_FILE + ".damaged"))
     row.update(status="error", error=error, reason=reason, run_dir=str(run_dir), source="latte_lab")
-    return {"trial_id": row.get("trial_id"), "status": "error", "reason": reason, "error": error, "row": row,
-            "metrics": {}, "eval": {}}
+    return {"schema_version": SCHEMA_VERSION, "trial_id": row.get("trial_id"), "status": "error", "reason": reason,
+            "error": error, "row": row, "metrics": {}, "eval": {}}
 
 
 # --- a trial read back --------------------------------------------------------------------------------------
@@ -191,7 +192,18 @@ class TrialResult:
 
 
 def load_trial(run_dir: str | Path) -> TrialResult:
-    """Reads a finished run directory back into a TrialResult (no model calls, nothing rerun)."""
+    """Reads a finished run directory back into a TrialResult (no model calls, nothing rerun).
+
+    Parameters
+    ----------
+    run_dir : str or Path
+        A finished run directory (``config.json`` and ``result.json``).
+
+    Returns
+    -------
+    TrialResult
+        The trial as :func:`~latte_lab.trial.run_trial` returned it.
+    """
     run_dir = Path(run_dir)
     for name in (CONFIG_FILE, RESULT_FILE):
         if not (run_dir / name).exists():

@@ -142,7 +142,8 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
               n_jobs: int | str | None = None, backend: str = "local", progress: bool = True,
               max_dollars: float | None = None, max_billed_tokens: int | None = None,
               rate_limits: Mapping[str, Any] | None = None, ray_address: str | None = None,
-              in_flight: int | None = None):
+              in_flight: int | None = None, ray_cpus: float = 1, ray_memory: int | str | None = None,
+              ray_retries: int | None = None, ray_runtime_env: dict | str | None = "auto"):
     """Runs every trial of ``grid`` not already finished in ``out``; returns one row per trial of the
     grid that has one (finished earlier, or run now), in grid order, as a DataFrame. Its
     ``attrs["summary"]`` is the one-line summary (printed with progress or when the sweep stopped early)
@@ -156,11 +157,51 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
     all; per-trial budgets are TrialConfig fields, so grid keys. ``rate_limits``: ``{provider or base URL: (rpm, tpm)}`` on top of
     the defaults (:mod:`latte_lab.models.ratelimit`). ``ray_address``: an existing cluster (``"auto"``,
     ``"ray://host:10001"``); by default a running ``ray.init`` is used, else a local one is started, which
-    ends with this process however it ends (:mod:`latte_lab.sweep._ray_watchdog`).
+    ends with this process however it ends (:mod:`latte_lab.sweep._ray_watchdog`). ``ray_cpus`` /
+    ``ray_memory``: what each trial reserves on its node (CPUs, default 1; memory as bytes or ``"2G"``, default
+    none); ``ray_retries``: runs of a trial on another node after its node was lost (default 3; never recorded
+    twice); ``ray_runtime_env``: ``"auto"`` ships this latte_lab package to the nodes when joining a cluster by
+    address, ``"package"`` always, None never, a dict is Ray's runtime_env with the package added
+    (:mod:`latte_lab.sweep.distributed`).
 
     Refused before any trial runs, in one line: an ``out`` where nothing can be written (a file, a
     read-only file system), a grid with an empty list or a value listed twice (:func:`expand_grid`), and
     an unknown simulated profile.
+
+    Parameters
+    ----------
+    grid : dict or iterable of TrialConfig or dict
+        ``{field: value or [values], "replicates": n}`` (see :func:`expand_grid`), or the configs themselves.
+    out : str or Path, optional
+        The sweep directory (default ``runs/sweep``).
+    n_jobs : int or str, optional
+        Local worker processes (default 1; ``"auto"``: one per CPU); with Ray, the most trials in flight.
+    backend : str, optional
+        ``local`` (default) or ``ray``.
+    progress : bool, optional
+        A progress bar and the summary line (default True).
+    max_dollars : float, optional
+        What this call may bill in all.
+    max_billed_tokens : int, optional
+        Tokens this call may bill in all.
+    rate_limits : mapping, optional
+        ``{provider or base URL: (rpm, tpm)}`` on top of the defaults.
+    ray_address : str, optional
+        An existing Ray cluster (default: the running ``ray.init``, else a local cluster).
+    ray_cpus : float, optional
+        CPUs each trial reserves on its node (default 1).
+    ray_memory : int or str, optional
+        Memory each trial reserves (bytes, or ``"2G"``; default none).
+    ray_retries : int, optional
+        Runs of a trial on another node after its node was lost (default 3).
+    ray_runtime_env : dict or str, optional
+        ``"auto"`` (default), ``"package"``, None or a Ray runtime_env dict.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One results row per trial of the grid that has one, in grid order; ``attrs["summary"]`` and
+        ``attrs["stopped"]``.
     """
     import pandas as pd
 
@@ -174,6 +215,13 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
     out = Path(out)
     configs = expand_grid(grid, out)
     _check_simulated_profiles(configs)
+    ray_options = None
+    if backend == "ray":  # Ray installed and its options sound, before any trial or progress bar
+        from latte_lab.sweep.distributed import DEFAULT_RETRIES, RayOptions, import_ray
+
+        import_ray()
+        ray_options = RayOptions(ray_cpus, ray_memory, DEFAULT_RETRIES if ray_retries is None else ray_retries,
+                                 ray_runtime_env)
     if in_flight is not None:
         from latte_lab.sweep.inflight import check_in_flight
 
@@ -199,6 +247,11 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
         for suffix in ("", "-wal", "-shm"):  # this call's spend starts at zero
             Path(f"{state_path}{suffix}").unlink(missing_ok=True)
         settings = local.SweepSettings(limits, ratelimit.SqliteState(state_path), sweep_budget)
+        runner = None
+        if backend == "ray" and todo:  # joins or starts the cluster: a failure is one line, before the progress bar
+            from latte_lab.sweep.distributed import RayRunner
+
+            runner = RayRunner(out, settings, todo, n_jobs=n_jobs, address=ray_address, options=ray_options)
         bar = SweepProgress(len(configs), list(plan.done.values()), enabled=progress and bool(todo))
         stopped = None
 
@@ -212,10 +265,7 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
         try:
             if not todo:
                 pass
-            elif backend == "ray":
-                from latte_lab.sweep.distributed import RayRunner
-
-                runner = RayRunner(out, settings, todo, n_jobs=n_jobs, address=ray_address)
+            elif runner is not None:
                 settings_ray = runner.settings
                 stopped = runner.run(todo, on_row, lambda: None if sweep_budget.unlimited
                                      else sweep_budget.reached(*settings_ray.state.spend()))

@@ -10,9 +10,17 @@ Symlinks and special files an agent left do not travel: ``special_files.json`` s
 on the local backend (:mod:`latte_lab.sweep.sweepdir`). An archive that cannot be unpacked is recorded as the
 trial's attempt with status ``error``, never as a finished trial, and the sweep goes on.
 
-Rate limits and the sweep's budget are shared through one small actor
+Rate limits and the sweep's budget are shared through one small actor on the driver's node
 (:class:`latte_lab.models.ratelimit.RayState`). Teams and tasks registered in importable modules are
-registered again on the nodes; the nodes need latte_lab and those modules installed.
+registered again on the nodes.
+
+Each trial asks for :class:`RayOptions` ``cpus`` and ``memory`` (``--ray-cpus``, ``--ray-memory``). A trial
+whose node is lost (the node dies, its worker is killed) is run again on another node, up to ``retries`` times:
+a trial runs in a temporary directory of its node and only its returned archive lands, once, on the driver, so
+a retried trial is never lost nor recorded twice. The ``runtime_env`` ships this driver's latte_lab package
+(``py_modules``) to the nodes when the sweep joins a cluster by address (``"auto"``), so the nodes need only
+Python and latte_lab's dependencies, not latte_lab itself; a dict is passed to Ray as it is, with the package
+added to its ``py_modules``.
 """
 
 from __future__ import annotations
@@ -42,6 +50,84 @@ from latte_lab.errors import ConfigError, DataError, LatteError
 from latte_lab.sweep.local import GRACE_SECONDS, INTERRUPTED_ERROR, POLL_SECONDS, SweepSettings
 
 FREE_MODELS = ("simulated", "scripted")  # no provider calls, nothing to merge into a cache
+DEFAULT_RETRIES = 3  # runs of a trial on another node after its node was lost (Ray's max_retries)
+MEMORY_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_memory(value: int | float | str | None) -> int | None:
+    """Bytes from ``2G``, ``512M``, ``1.5g``, ``1048576`` (None: no memory reserved); a ConfigError of one line
+    otherwise.
+
+    >>> parse_memory("2G"), parse_memory("512m"), parse_memory(1024), parse_memory(None)
+    (2147483648, 536870912, 1024, None)
+    """
+    if value is None:
+        return None
+    text = str(value).strip().lower().removesuffix("b").removesuffix("i")
+    unit = text[-1:] if text[-1:] in MEMORY_UNITS and text[-1:] else ""
+    try:
+        amount = float(text[:len(text) - len(unit)]) * MEMORY_UNITS[unit]
+    except ValueError:
+        amount = -1
+    if amount <= 0:
+        raise ConfigError(f"ray memory {value!r} is not an amount of memory such as 2G, 512M or a number of bytes")
+    return int(amount)
+
+
+class RayOptions:
+    """What each trial asks of a Ray cluster: ``cpus`` (default 1), ``memory`` (bytes or ``2G``; default none
+    reserved), ``retries`` after a lost node (default :data:`DEFAULT_RETRIES`) and ``runtime_env`` (``"auto"``,
+    ``"package"``, ``None`` or a dict: see the module docstring)."""
+
+    def __init__(self, cpus: float = 1, memory: int | str | None = None, retries: int = DEFAULT_RETRIES,
+                 runtime_env: dict | str | None = "auto"):
+        if not isinstance(cpus, int | float) or isinstance(cpus, bool) or cpus <= 0:
+            raise ConfigError(f"ray cpus per trial must be a number > 0; got {cpus!r}")
+        if not isinstance(retries, int) or isinstance(retries, bool) or retries < 0:
+            raise ConfigError(f"ray retries must be a whole number >= 0; got {retries!r}")
+        if not (runtime_env in (None, "auto", "package") or isinstance(runtime_env, dict)):
+            raise ConfigError(f"ray runtime_env must be 'auto', 'package', None or a dict; got {runtime_env!r}")
+        self.cpus, self.memory, self.retries, self.runtime_env = cpus, parse_memory(memory), retries, runtime_env
+
+    def env_for(self, joined_by_address: bool) -> dict | None:
+        """The job's runtime_env when this sweep starts Ray (None: the nodes' own environment); Ray takes a
+        local package to upload only at ``ray.init``."""
+        import latte_lab
+
+        ship = self.runtime_env == "package" or isinstance(self.runtime_env, dict) or (
+            self.runtime_env == "auto" and joined_by_address)
+        if not ship:
+            return None
+        env = dict(self.runtime_env) if isinstance(self.runtime_env, dict) else {}
+        package = str(Path(latte_lab.__file__).resolve().parent)
+        env["py_modules"] = [*env.get("py_modules", []), package]
+        return env
+
+
+CONNECT_TIMEOUT_S = 5.0  # a cluster's head answers at once; Ray itself retries a dead address for minutes
+
+
+def check_reachable(address: str) -> None:
+    """A ``host:port`` address whose port does not answer is a one-line ConfigError at once (``ray.init`` would
+    retry it for minutes, logging each try); ``auto`` and ``ray://`` addresses are left to Ray."""
+    host, sep, port = address.rpartition(":")
+    if address == "auto" or "://" in address or not sep or not port.isdigit():
+        return
+    try:
+        socket.create_connection((host or "127.0.0.1", int(port)), timeout=CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise ConfigError(init_failed_message(address, exc)) from None
+
+
+def init_failed_message(address: str | None, exc: BaseException) -> str:
+    """One line for a ``ray.init`` that failed: where, Ray's first line, and what to check."""
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    if address:
+        return (f"could not connect to the Ray cluster at {address!r} ({first[:200]}); check that its head is "
+                "running (ray status), that the address and port are right, and that this Ray and Python version "
+                "match the cluster's")
+    return (f"could not start a local Ray cluster ({first[:200]}); check free memory and /tmp space, that no stale "
+            "Ray processes are left (ray stop), or join a running cluster with ray_address / --ray-address")
 
 
 def pack(run_dir: Path) -> bytes:
@@ -168,11 +254,9 @@ def remote_trial(payload: str, settings: SweepSettings, entries: dict) -> dict:
 
 
 def import_ray():
-    try:
-        import ray
-    except ImportError:
-        raise ConfigError("backend='ray' needs Ray: pip install 'latte_lab[distributed]'") from None
-    return ray
+    from latte_lab.errors import require_extra
+
+    return require_extra("ray", "distributed", "backend='ray'")
 
 
 def _entries(configs: list[TrialConfig]) -> dict:
@@ -227,23 +311,44 @@ class RayRunner:
     """Runs a sweep's trials as Ray tasks and lands each run directory in ``out`` on the driver."""
 
     def __init__(self, out: Path, settings: SweepSettings, configs: list[TrialConfig], *,
-                 n_jobs: int | str | None = None, address: str | None = None):
+                 n_jobs: int | str | None = None, address: str | None = None, options: RayOptions | None = None):
         self.ray = import_ray()
         self.out = out
         self.entries = _entries(configs)
-        if not self.ray.is_initialized():
-            if address is None:
-                before = _children()
-                self.ray.init(include_dashboard=False)
-                watch_local_cluster([p for p in _children() - before if _is_ray(p)])
-            else:
-                self.ray.init(address=address)
+        options = options or RayOptions()
+        if self.ray.is_initialized() and options.runtime_env == "package":
+            raise ConfigError("ray_runtime_env='package' ships latte_lab when the sweep starts Ray, but Ray is already "
+                              "initialized: call ray.shutdown() first, or pass runtime_env={'py_modules': "
+                              "[latte_lab]} to your own ray.init")
+        started = not self.ray.is_initialized()
+        if started:
+            address = address or os.environ.get("RAY_ADDRESS") or None
+            env = options.env_for(joined_by_address=address is not None)
+            try:
+                if address is None:
+                    before = _children()
+                    self.ray.init(include_dashboard=False, runtime_env=env)
+                    watch_local_cluster([p for p in _children() - before if _is_ray(p)])
+                else:
+                    check_reachable(address)
+                    self.ray.init(address=address, runtime_env=env)
+            except ConfigError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - Ray raises ConnectionError, RuntimeError, bare Exception
+                raise ConfigError(init_failed_message(address, exc)) from None
         from latte_lab.models.ratelimit import RayState
 
         self.settings = SweepSettings(settings.limits, RayState(), settings.budget)
-        cpus = int(self.ray.cluster_resources().get("CPU", 1))
-        self.in_flight = n_jobs if isinstance(n_jobs, int) and not isinstance(n_jobs, bool) else max(1, cpus)
-        self.remote = self.ray.remote(num_cpus=1, max_retries=0)(remote_trial)
+        cpus = self.ray.cluster_resources().get("CPU", 1)
+        slots = max(1, int(cpus // options.cpus))
+        self.in_flight = n_jobs if isinstance(n_jobs, int) and not isinstance(n_jobs, bool) else slots
+        # retry_exceptions stays False: a trial that raised is an answer, not a lost node, and is not run again
+        remote_options = {"num_cpus": options.cpus, "max_retries": options.retries, "retry_exceptions": False}
+        if options.memory is not None:
+            remote_options["memory"] = options.memory
+        if isinstance(options.runtime_env, dict) and not started:  # Ray already running: per task, as given
+            remote_options["runtime_env"] = options.runtime_env
+        self.remote = self.ray.remote(**remote_options)(remote_trial)
 
     def run(self, todo: list[TrialConfig], on_row: Callable[[dict], None],
             may_start: Callable[[], str | None]) -> str | None:
@@ -332,6 +437,6 @@ class RayRunner:
         """An attempt whose run directory never reached the driver: its config and a result saying why."""
         path = sweepdir.running_dir(self.out) / cfg.trial_id
         path.mkdir(parents=True, exist_ok=True)
-        (path / rundir.CONFIG_FILE).write_text(cfg.to_json(), encoding="utf-8")
+        (path / rundir.CONFIG_FILE).write_text(rundir.config_json(cfg), encoding="utf-8")
         sweepdir.mark_failed(path, error, reason=reason)
         return rundir.read_result(sweepdir.finish_attempt(path, self.out, cfg.trial_id))["row"]

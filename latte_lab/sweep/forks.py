@@ -18,6 +18,24 @@ def fork_sweep(run_dir: str | Path, at_round: int, grid: dict[str, list], *, out
     (exactly once, resumable, local or Ray: ``sweep_options``). Returns its DataFrame, with ``parent`` and
     ``fork_round`` columns.
 
+    Parameters
+    ----------
+    run_dir : str or Path
+        The recorded trial to fork.
+    at_round : int
+        The round after which every fork leaves it.
+    grid : dict
+        ``{field: [values]}``: every combination is one fork's changes.
+    out : str or Path, optional
+        The sweep directory (default: ``forks/<run dir name>-fork<at_round>`` beside ``run_dir``).
+    **sweep_options
+        Passed to :func:`~latte_lab.sweep.run_sweep` (``n_jobs``, ``backend``, ``progress``, ...).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One results row per fork, in grid order.
+
     >>> fork_sweep("runs/debug-latte-s0-033bd68aea", 20, {"seed": list(range(20)),
     ...            "heartbeat_rule": ["paper", "released"]}, n_jobs=2)            # doctest: +SKIP
     """

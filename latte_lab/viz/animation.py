@@ -103,7 +103,10 @@ class TrialAnimation:
         on screen at once, however many frames, but it needs a running kernel to play."""
         import io
 
-        import ipywidgets as w
+        from latte_lab.errors import require_extra
+
+
+        w = require_extra("ipywidgets", "lab", "the round-by-round player")
 
         cache: dict[int, bytes] = {}
 

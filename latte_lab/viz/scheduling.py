@@ -82,7 +82,10 @@ def plot_makespan(df: pd.DataFrame, *, ax=None, title: str | None = None):
     """Makespan against the number of workers per policy (mean over seeds, 95% interval), with the
     critical path and total work / N lower bounds; ``df`` is :func:`compare` output for one workload."""
     import matplotlib.pyplot as plt
-    import seaborn as sns
+
+    from latte_lab.errors import require_extra
+
+    sns = require_extra("seaborn", "lab", "plot_makespan")
 
     if ax is None:
         _, ax = plt.subplots(figsize=(6.5, 4))
@@ -127,7 +130,9 @@ def explore(spec: WorkloadSpec, *, n_workers: int = 4, straggler_p: float = 0.2,
     The figure for the default values is displayed as an ordinary output (so it shows in a static render
     of the notebook); moving a slider replaces it in place through its display id.
     """
-    import ipywidgets as w
+    from latte_lab.errors import require_extra
+
+    w = require_extra("ipywidgets", "lab", "the scheduling explorer")
     from IPython.display import display
 
     import latte_lab.viz.style as style

@@ -46,10 +46,10 @@ def _provider_keys() -> dict[str, str]:
 
 def server_models(base_url: str) -> list[str]:
     """The models an OpenAI-compatible server (vLLM, Ollama, LM Studio) lists at ``base_url``."""
-    from openai import OpenAI
-
+    from latte_lab.errors import require_extra
     from latte_lab.models.keys import base_url_api_key
 
+    OpenAI = require_extra("openai", "openai", "listing a server's models").OpenAI
     client = OpenAI(base_url=base_url, api_key=base_url_api_key(),  # never OPENAI_API_KEY: see models.keys
                     timeout=SERVER_LIST_TIMEOUT_S, max_retries=0)
     return sorted(m.id for m in client.models.list())
@@ -97,7 +97,9 @@ class TrialForm:
     compare on, ``.results`` holds both)."""
 
     def __init__(self, *, runs_dir: str = "runs", models: tuple[str, ...] | None = None, **defaults: Any):
-        import ipywidgets as w
+        from latte_lab.errors import require_extra
+
+        w = require_extra("ipywidgets", "lab", "the trial form")
 
         from latte_lab import tasks, teams
 
@@ -161,7 +163,9 @@ class TrialForm:
     def run(self):
         """Runs the configured trial (and the comparison team, if ticked) and shows the results; returns the
         TrialResult, or None when it could not run (the form says why in one line)."""
-        import ipywidgets as w
+        from latte_lab.errors import require_extra
+
+        w = require_extra("ipywidgets", "lab", "the trial form")
         from IPython.display import display
 
         self.output.clear_output()
@@ -246,7 +250,9 @@ def _viewer_toggle(res):
     :mod:`latte_lab.viz.viewer`) in the notebook, under it, and hides it again; the page is built when first
     shown. A notebook server cannot open a ``file://`` link, so the page is shown inline (it also goes beside
     the run directory, for a browser: ``latte-lab view RUN --serve``)."""
-    import ipywidgets as w
+    from latte_lab.errors import require_extra
+
+    w = require_extra("ipywidgets", "lab", "the trial form")
     from IPython.display import display
 
     button = w.Button(description="show the trial viewer", icon="eye", layout=w.Layout(width="220px"))

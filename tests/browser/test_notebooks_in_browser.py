@@ -11,7 +11,7 @@ form's button shows that trial's viewer under it. A screenshot of each notebook 
 All left it into ``$LATTE_TEST_NOTEBOOK_RUNS`` (tests/conftest.py makes that folder for the session), where
 tests/package/test_docs_site.py's build shows it rather than run it again.
 
-Playwright comes from pip (the dev extra) and drives the system chromium (``/usr/bin/chromium``; no browser
+Playwright comes from pip (the dev dependency group) and drives the system chromium (``/usr/bin/chromium``; no browser
 download). ``.ci/run`` installs both; where either is missing the test is skipped and says which.
 """
 
@@ -44,7 +44,7 @@ TOKEN = "latte-browser-test"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(SERVER_START_S + RUN_ALL_S + RUN_TRIAL_S)]
 
 playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]' (or pip install playwright)")
+    "playwright.sync_api", reason="playwright is not installed: uv sync (the dev dependency group), or pip install playwright")
 if not Path(CHROMIUM).is_file():
     pytest.skip(f"chromium not found at {CHROMIUM}: apt-get install -y chromium (or set LATTE_CHROMIUM)",
                 allow_module_level=True)

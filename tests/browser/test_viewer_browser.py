@@ -34,7 +34,7 @@ LOAD_S = 2.0  # the issue's bar for a 300-round page
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
 playwright_api = pytest.importorskip(
-    "playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]' (or pip install playwright)")
+    "playwright.sync_api", reason="playwright is not installed: uv sync (the dev dependency group), or pip install playwright")
 if not Path(CHROMIUM).is_file():
     pytest.skip(f"chromium not found at {CHROMIUM}: apt-get install -y chromium (or set LATTE_CHROMIUM)",
                 allow_module_level=True)

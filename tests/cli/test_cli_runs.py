@@ -311,7 +311,7 @@ def test_dollars_do_not_depend_on_how_far_a_trial_got(tmp_path):
     """A simulated trial that failed before its first model call has no price either (not 0.00)."""
     import math
 
-    from latte_lab.trial import _dollars_without_calls
+    from latte_lab.models.ledger import dollars_without_calls as _dollars_without_calls
 
     assert math.isnan(_dollars_without_calls(ll.TrialConfig(task="debug", model="simulated/careful")))
     assert _dollars_without_calls(ll.TrialConfig(task="debug", model="openai/gpt-4o")) == 0.0

@@ -280,3 +280,20 @@ def test_a_view_is_read_from_the_requests_own_prompt_when_first_asked_for():
     given = AgentView(task="debug", role="lead", agent="Lead")
     assert dataclasses.replace(lazy, view=given).view is given  # a view given is kept as it is
     assert ModelRequest(provider="x", model="y", system="", messages=[], view=given).view is given
+
+
+def test_the_default_cache_honours_latte_lab_cache_then_xdg_cache_home_then_home(monkeypatch, tmp_path):
+    from latte_lab.models.cache import CACHE_ENV, default_cache_path
+
+    monkeypatch.delenv(CACHE_ENV, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+    assert default_cache_path() == tmp_path / "home" / ".cache" / "latte_lab" / "responses.sqlite"
+    monkeypatch.setenv("XDG_CACHE_HOME", "relative/ignored")  # the XDG spec: a relative path is ignored
+    assert default_cache_path() == tmp_path / "home" / ".cache" / "latte_lab" / "responses.sqlite"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_path() == tmp_path / "xdg" / "latte_lab" / "responses.sqlite"
+    with ResponseCache() as cache:  # and the cache opens there
+        assert cache.path == tmp_path / "xdg" / "latte_lab" / "responses.sqlite"
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "mine.sqlite"))
+    assert default_cache_path() == tmp_path / "mine.sqlite"

@@ -5,8 +5,9 @@ The environment is made as a user's would be: ``uv pip install <wheel>`` resolve
 dependencies (no ``--no-deps``, no borrowed site-packages), held to the locked versions by constraints
 exported from uv.lock (``uv export``), so the test is repeatable; uv's cache, filled when the project's own
 environment was installed, serves the downloads. A dependency missing from pyproject.toml is then missing
-here. From there it runs the offline demo (which must succeed), prints the prices, regenerates Table 2 from
-the bundled published data, runs a priced trial and runs notebook 03; the only latte_lab it can import is
+here. The core install alone (no extra) runs the offline demo (which must succeed), exports and views it, and
+names the missing extra of an OpenAI model in one line; with the openai and lab extras added, it prints the
+prices, regenerates Table 2 from the bundled published data, runs a priced trial and runs notebook 03; the only latte_lab it can import is
 the installed wheel, so every bundled file must have been packaged and found as a package resource.
 """
 
@@ -78,6 +79,9 @@ def _clean_env(home: Path, **extra) -> dict:
     return env
 
 
+_BUILD: dict = {}  # what the installed fixture built, for with_extras
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory):
     """(venv bin folder, a working folder outside the repository, a clean environment)."""
@@ -86,6 +90,7 @@ def installed(tmp_path_factory):
     src.mkdir()
     shutil.copy(REPO / "pyproject.toml", src)
     shutil.copy(REPO / "README.md", src)
+    shutil.copy(REPO / "LICENSE", src)
     shutil.copytree(REPO / "latte_lab", src / "latte_lab",
                     ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info"))
     _run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", root / "dist", src],
@@ -102,7 +107,8 @@ def installed(tmp_path_factory):
     uv_env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "PYTHONPATH")}
     _run([uv, "venv", "-q", "--python", sys.executable, venv], cwd=root, env=uv_env)
     install = _run([uv, "pip", "install", "--python", venv / "bin" / "python", "--constraint", constraints,
-                    wheel], cwd=root, env=uv_env, stderr=True)
+                    wheel], cwd=root, env=uv_env, stderr=True)  # the core only: no extra
+    _BUILD.update(uv=uv, wheel=wheel, constraints=constraints, venv=venv, uv_env=uv_env, root=root)
     fresh_site = Path(sysconfig.get_path("purelib", vars={"base": str(venv), "platbase": str(venv)}))
     assert not list(fresh_site.glob("*.pth")) or all("latte" not in p.read_text() and str(REPO) not in p.read_text()
                                                       for p in fresh_site.glob("*.pth"))
@@ -117,17 +123,40 @@ def installed(tmp_path_factory):
 
 
 def test_the_demo_succeeds(installed):
-    """The first thing a new user runs: an offline trial that must succeed (pytest came with the wheel)."""
+    """The first thing a new user runs: an offline trial that must succeed (pytest came with the wheel), on the
+    core install (no extra)."""
     bin_dir, work, env = installed
     out = _run([bin_dir / "latte-lab", "demo", "--runs-dir", work / "demo"], cwd=work, env=env)
     print(out)
     assert ": SUCCESS (" in out, out
 
 
-@pytest.fixture(scope="module")
-def slow_commands(installed):
-    """``latte-lab figures`` and notebook 03, started together while the quick tests run."""
+def test_the_core_install_exports_views_and_names_a_missing_extra_in_one_line(installed):
     bin_dir, work, env = installed
+    (run,) = (work / "demo").iterdir()
+    _run([bin_dir / "latte-lab", "export", work / "demo", "-o", work / "demo.csv"], cwd=work, env=env)
+    _run([bin_dir / "latte-lab", "view", run], cwd=work, env=env)
+    assert (work / "demo.csv").stat().st_size > 0 and (run / "view.html").is_file()
+    proc = subprocess.run([bin_dir / "latte-lab", "run", "--task", "debug", "--model", "openai/gpt-4o", "--max-rounds",
+                           "1", "--runs-dir", work / "no-sdk"], cwd=work, env=env, capture_output=True, text=True,
+                          timeout=STEP_TIMEOUT_S, check=False)
+    assert proc.returncode == 1 and proc.stderr == (
+        "latte-lab: error: the model 'openai/gpt-4o' needs the openai package: pip install 'latte-lab[openai]'\n")
+
+
+@pytest.fixture(scope="module")
+def with_extras(installed):
+    """The same environment with the openai and lab extras added (the priced trial, notebook 03)."""
+    b = _BUILD
+    _run([b["uv"], "pip", "install", "--python", b["venv"] / "bin" / "python", "--constraint", b["constraints"],
+          f"latte_lab[openai,lab] @ {b['wheel'].as_uri()}"], cwd=b["root"], env=b["uv_env"])
+    return installed
+
+
+@pytest.fixture(scope="module")
+def slow_commands(with_extras):
+    """``latte-lab figures`` and notebook 03, started together while the quick tests run."""
+    bin_dir, work, env = with_extras
     notebook = REPO / "notebooks" / "03_reproduce_paper.ipynb"
     commands = {
         "figures": Command([bin_dir / "latte-lab", "figures", "--out", work / "figures"], cwd=work, env=env),
@@ -150,8 +179,8 @@ def test_prints_the_bundled_prices(installed, slow_commands):
     assert gpt4o.split()[2:4] == ["2.50", "10.00"]
 
 
-def test_runs_a_priced_trial(installed, slow_commands):
-    bin_dir, work, env = installed
+def test_runs_a_priced_trial(with_extras, slow_commands):
+    bin_dir, work, env = with_extras
     server = FakeProvider().start()  # answers every call with 11 input and 7 output tokens
     try:
         out = _run([bin_dir / "latte-lab", "run", "--task", "debug", "--model", "openai/gpt-4o-mini",

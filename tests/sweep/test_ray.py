@@ -82,6 +82,14 @@ def _keys(cache_path) -> set[str]:
         return {row[0] for row in conn.execute("SELECT key FROM responses")}
 
 
+class Nodes(list):
+    """The module cluster's nodes' disks (a list, as the tests read it), and the cluster itself."""
+
+    def __init__(self, disks, cluster):
+        super().__init__(disks)
+        self.cluster = cluster
+
+
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
     disks = [tmp_path_factory.mktemp("node-a-disk"), tmp_path_factory.mktemp("node-b-disk")]
@@ -98,7 +106,7 @@ def cluster(tmp_path_factory):
             time.sleep(2)
     ray.init(address=c.address)
     try:
-        yield disks
+        yield Nodes(disks, c)
     finally:
         ray.shutdown()
         c.shutdown()
@@ -203,3 +211,42 @@ def test_a_run_dir_archive_round_trips_and_refuses_members_leaving_it(tmp_path):
         unpack(evil.getvalue(), tmp_path / "evil")
     assert not (tmp_path / "escaped.txt").exists()
 
+
+
+def test_a_node_killed_mid_sweep_loses_no_trial_and_records_none_twice(cluster, tmp_path_factory, tmp_path):
+    """A third node joins the module's cluster; once a trial runs on it (its staging directory appears on the
+    node's disk) the node is killed. Ray runs that trial again on another node (ray_retries), and every trial
+    of the grid lands on the driver exactly once: finished, one run directory each, no failed attempt. The
+    trials get latte_lab from the driver through the runtime_env (ray_runtime_env="package")."""
+    import threading
+
+    ray.shutdown()  # the sweep joins the cluster itself, shipping latte_lab in the job's runtime_env
+    disk = tmp_path_factory.mktemp("node-c-disk")
+    node = cluster.cluster.add_node(num_cpus=1, env_vars={"TMPDIR": str(disk),
+                                                          "LATTE_LAB_CACHE": str(disk / "cache.sqlite")})
+    cluster.cluster.wait_for_nodes()
+    grid = {"task": "debug", "team": "latte", "replicates": 6, "max_rounds": 8, "sandbox": "local"}
+    out = tmp_path / "ray"
+    found: dict = {}
+    sweep = threading.Thread(target=lambda: found.update(df=ll.run_sweep(
+        grid, out=out, backend="ray", progress=False, ray_address=cluster.cluster.address, ray_retries=2,
+        ray_runtime_env="package")))
+    sweep.start()
+    wait_until(lambda: any(disk.glob("latte_lab-ray-*")) or not sweep.is_alive(), "a trial runs on the third node")
+    assert sweep.is_alive(), "the sweep ended before a trial ran on the third node"
+    cluster.cluster.remove_node(node)  # kills its raylet and the trial running there
+    killed = time.monotonic()
+    sweep.join(timeout=240)
+    assert not sweep.is_alive(), "the sweep did not finish after the node was killed"
+    df = found["df"]
+    assert len(df) == 6 and df["trial_id"].is_unique and (df["status"] == "ok").all(), \
+        df[["trial_id", "status", "error"]].to_dict("records")
+    landed = sorted(p.name for p in out.iterdir() if not p.name.startswith("."))
+    assert landed == sorted(df["trial_id"]), landed  # one run directory per trial: no attempt kept aside
+    for trial_id in landed:
+        run = ll.read_run(out / trial_id)
+        assert run.status == "ok" and run.row["trial_id"] == trial_id
+        assert [e["type"] for e in run.events].count("run_start") == 1
+    ray.shutdown()
+    print(f"node killed; the sweep finished {time.monotonic() - killed:.1f} s later with {len(df)} trials, "
+          f"each once")

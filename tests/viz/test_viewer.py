@@ -195,6 +195,72 @@ def test_serve_binds_loopback(runs, tmp_path):
         server.server_close()
 
 
+def _get(url: str, host: str | None = None) -> tuple[int, bytes]:
+    import http.client
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=5)
+    try:
+        conn.putrequest("GET", parts.path or "/", skip_host=host is not None)
+        if host is not None:
+            conn.putheader("Host", host)
+        conn.endheaders()
+        reply = conn.getresponse()
+        return reply.status, reply.read()
+    finally:
+        conn.close()
+
+
+def test_serve_gives_the_viewer_pages_only_never_workspace_files_or_calls(runs):
+    run_dir = runs["latte"]
+    page = viewer.build_page(run_dir)  # view.html inside the run directory, beside calls.jsonl and workspace/
+    server = viewer.serve(page, open_browser=False, block=False)
+    try:
+        base = server.url.rsplit("/", 1)[0]
+        assert _get(server.url)[0] == 200 and b"latte-data" in _get(base + "/")[1]
+        for path in ("calls.jsonl", "config.json", "result.json", "events.jsonl", "workspace/signal_toolkit.py",
+                     "workspace/", "..%2Fconfig.json", "%2Fetc%2Fpasswd", "workspace%2Fsignal_toolkit.py"):
+            assert (run_dir / path.split("%2F")[0]).exists() or "%2F" in path
+            status, body = _get(f"{base}/{path}")
+            assert status == 404 and b"def " not in body and b"messages" not in body, (path, status)
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_serve_gives_a_sweeps_trial_pages_beside_its_table(runs, tmp_path):
+    import shutil
+
+    sweep = tmp_path / "sweep"
+    shutil.copytree(runs["latte"], sweep / runs["latte"].name)
+    page = viewer.build_page(sweep)
+    server = viewer.serve(page, open_browser=False, block=False)
+    try:
+        base = server.url.rsplit("/", 1)[0]
+        trial_page = next(p.name for p in sweep.glob("*.html") if p.name != page.name)
+        assert _get(f"{base}/{trial_page}")[0] == 200
+        assert _get(f"{base}/{runs['latte'].name}/calls.jsonl")[0] == 404
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_serve_refuses_a_host_header_that_is_not_its_loopback_address(runs, tmp_path):
+    page = viewer.build_page(runs["latte"], tmp_path / "p.html")
+    server = viewer.serve(page, open_browser=False, block=False)
+    try:
+        port = server.server_address[1]
+        assert _get(server.url, host=f"127.0.0.1:{port}")[0] == 200
+        assert _get(server.url, host=f"localhost:{port}")[0] == 200
+        for host in ("evil.example:80", f"evil.example:{port}", "127.0.0.1", f"127.0.0.1:{port + 1}", ""):
+            status, body = _get(server.url, host=host)
+            assert status == 403 and b"latte-data" not in body, host
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
 def test_transcript_widget(runs):
     pytest.importorskip("ipywidgets")
     w = ll.viz.transcript(runs["latte"], round=5)

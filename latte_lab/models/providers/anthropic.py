@@ -76,8 +76,9 @@ class AnthropicModel(SDKModel):
         http_client: Any = None,
         send_temperature: bool = True,
     ):
-        import anthropic
+        from latte_lab.errors import require_extra
 
+        anthropic = require_extra("anthropic", "anthropic", f"the model 'anthropic/{model}'")
         self.send_temperature = send_temperature
         super().__init__(anthropic, anthropic.Anthropic, anthropic.AnthropicError, model, provider="anthropic",
                          base_url=base_url, api_key=api_key, max_retries=max_retries, timeout_s=timeout_s,

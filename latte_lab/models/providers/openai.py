@@ -78,8 +78,9 @@ class OpenAIModel(SDKModel):
         http_client: Any = None,
         provider: str = "openai",
     ):
-        import openai
+        from latte_lab.errors import require_extra
 
+        openai = require_extra("openai", "openai", f"the model '{provider}/{model}'")
         super().__init__(openai, openai.OpenAI, openai.OpenAIError, model, provider=provider, base_url=base_url,
                          api_key=api_key, max_retries=max_retries, timeout_s=timeout_s, http_client=http_client)
 

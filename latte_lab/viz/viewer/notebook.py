@@ -96,7 +96,9 @@ def transcript(result_or_run_dir: Any, round: int | None = None):
     >>> w = ll.viz.transcript(res)          # doctest: +SKIP
     >>> w.children[0].value = 5             # doctest: +SKIP
     """
-    import ipywidgets as widgets
+    from latte_lab.errors import require_extra
+
+    widgets = require_extra("ipywidgets", "lab", "the transcript widget")
 
     data = trial_data(_run_dir_of(result_or_run_dir))
     texts = data.pop("T")

@@ -172,19 +172,29 @@ def _run_dir_of(obj: Any) -> Path:
 
 
 def serve(page: str | Path, *, open_browser: bool = True, block: bool = True):
-    """Serve ``page``'s folder on 127.0.0.1 (an ephemeral port; loopback only) and open the page in a browser
+    """Serve the viewer's pages on 127.0.0.1 (an ephemeral port; loopback only) and open ``page`` in a browser
     (nothing happens where there is none). Returns the server when ``block`` is False; otherwise serves
-    until interrupted."""
-    import functools
+    until interrupted.
+
+    Only the viewer's own pages are served: ``page`` and, for a sweep's table, the trial pages beside it
+    (``<trial id>.html`` for each run directory there); never a run's workspace files, ``calls.jsonl`` or
+    anything else in the folder (404). A request whose ``Host`` header is not this server's loopback
+    ``host:port`` (``127.0.0.1`` or ``localhost``) is refused (403), so a web page elsewhere cannot reach it
+    through a DNS name rebound to 127.0.0.1."""
     import http.server
     import threading
     import urllib.parse
     import webbrowser
 
     page = Path(page).resolve()
-    handler = functools.partial(_QuietHandler, directory=str(page.parent))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    url = f"http://127.0.0.1:{server.server_address[1]}/{urllib.parse.quote(page.name)}"
+    folder = page.parent
+    allowed = {page.name} | {f"{d.name}.html" for d in folder.iterdir() if d.is_dir()
+                             and (folder / f"{d.name}.html").is_file()}
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ViewerHandler)
+    port = server.server_address[1]
+    server.viewer = (folder, frozenset(allowed), page.name,  # type: ignore[attr-defined]
+                     frozenset({f"127.0.0.1:{port}", f"localhost:{port}"}))
+    url = f"http://127.0.0.1:{port}/{urllib.parse.quote(page.name)}"
     server.url = url  # type: ignore[attr-defined]
     print(f"serving {url} (Ctrl-C stops)", flush=True)
     if open_browser:
@@ -207,9 +217,45 @@ def serve(page: str | Path, *, open_browser: bool = True, block: bool = True):
 def _handler_base():
     import http.server
 
-    return http.server.SimpleHTTPRequestHandler
+    return http.server.BaseHTTPRequestHandler
 
 
-class _QuietHandler(_handler_base()):  # type: ignore[misc]
+class _ViewerHandler(_handler_base()):  # type: ignore[misc]
+    """GET and HEAD of the viewer's pages only (see :func:`serve`), for the loopback Host only."""
+
+    def do_GET(self):  # noqa: N802 - the base class's name
+        self._answer(body=True)
+
+    def do_HEAD(self):  # noqa: N802 - the base class's name
+        self._answer(body=False)
+
+    def _answer(self, body: bool) -> None:
+        import urllib.parse
+
+        folder, allowed, index, hosts = self.server.viewer
+        if self.headers.get("Host", "").strip().lower() not in hosts:
+            return self._refuse(403, "this server answers only to its loopback address (Host header refused)")
+        name = urllib.parse.unquote(urllib.parse.urlsplit(self.path).path).lstrip("/") or index
+        target = folder / name
+        if name not in allowed or target.is_symlink() or not target.is_file():
+            return self._refuse(404, "not a viewer page")
+        data = target.read_bytes()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def _refuse(self, code: int, why: str) -> None:
+        data = why.encode("utf-8")
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain; charset=utf-8")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(data)
+
     def log_message(self, format, *args):  # noqa: A002 - the base class's name
         pass
