@@ -87,7 +87,12 @@ def unit_id(symbol: str) -> str:
 
 
 def named(name: str, text: str) -> bool:
-    return re.search(rf"(?<![\w]){re.escape(name)}(?![\w])", text) is not None
+    return _name_pattern(name).search(text) is not None
+
+
+@functools.lru_cache(maxsize=4096)
+def _name_pattern(name: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w]){re.escape(name)}(?![\w])")
 
 
 def _parse(text: str) -> ast.Module:
@@ -96,6 +101,7 @@ def _parse(text: str) -> ast.Module:
         return ast.parse(text)
 
 
+@functools.lru_cache(maxsize=8192)  # a pure function of the text, asked of the same bodies every turn
 def is_stub(text: str) -> bool:
     """Whether a function's body is a placeholder (``raise NotImplementedError``, ``pass``, ``...``, TODO)."""
     try:
@@ -367,6 +373,12 @@ def defined_names(text: str) -> list[str]:
     >>> defined_names("- rms(xs): sqrt(mean(x**2)).\\n- sentences: Tokenizer().split(text)")
     ['rms', 'sentences']
     """
+    return list(_defined_names(text))
+
+
+@functools.lru_cache(maxsize=2048)  # a pure function of the text; the same sections are read every turn
+def _defined_names(text: str) -> tuple[str, ...]:
+    """The names of :func:`defined_names`, as a tuple (cached)."""
     found: list[tuple[int, str]] = []
     for pattern in _DEFINITIONS:
         for m in pattern.finditer(text):
@@ -374,7 +386,8 @@ def defined_names(text: str) -> list[str]:
     first = {}
     for i, n in sorted(found):
         first.setdefault(n, i)
-    return [n for n in sorted(first, key=first.get) if n not in _BUILTINS and n not in _NOT_NAMES and not keyword.iskeyword(n)]
+    return tuple(n for n in sorted(first, key=first.get)
+                 if n not in _BUILTINS and n not in _NOT_NAMES and not keyword.iskeyword(n))
 
 
 def _new_file_symbols(cat: Catalogue, f: str, text: str) -> list[str] | None:
