@@ -203,6 +203,9 @@ LAYOUT = """() => [...document.querySelectorAll('.trial')].map(t => {
   const canvas = t.querySelector('.graph .canvas'), svg = canvas && canvas.querySelector('svg');
   return {col: box(t), canvas: canvas && [canvas.clientWidth, canvas.scrollWidth], svg: svg && svg.getBoundingClientRect().width,
           lanes: [...t.querySelectorAll('.lane')].map(box), bundles: t.querySelectorAll('.graph path.bundle').length,
+          // the drawing's right edge against its labels' (the browser's font, not the layout's, sets their width)
+          drawn: svg && svg.viewBox.baseVal.x + svg.viewBox.baseVal.width,
+          labels: svg && Math.max(...[...svg.querySelectorAll('text')].map(x => { const b = x.getBBox(); return b.x + b.width; })),
           counts: [...t.querySelectorAll('.graph .bundle-count')].map(e => e.textContent)};
 })"""
 
@@ -220,6 +223,7 @@ def test_the_graph_fits_its_panel_and_every_lane_is_on_screen_at_1400_px(browser
             width, scrolled = col["canvas"]
             assert col["svg"] <= width + 1 and scrolled <= width + 1, col  # the graph fits: no scrolling to see it
             assert col["lanes"] and all(right <= VIEWPORT_1400["width"] for _, right in col["lanes"]), col
+            assert col["labels"] <= col["drawn"], col  # no node's label cut at the drawing's edge
         full = cols[0]  # the whole LATTE trial: its fix-the-tests node waits on every other node
         assert full["bundles"] >= 1 and any(c.endswith("deps, bundled") for c in full["counts"]), full
         page.screenshot(path=shots / f"{which}_1400.png")

@@ -90,9 +90,13 @@ function frameAt(g, r) { let best = g.frames[0]; for (const f of g.frames) if (f
 const BUNDLE_MIN = 6;  // a node with more dependency edges than this gets them bundled into one arrow
 const BUNDLE_GAP = 34;  // px left of the node where its bundled edges meet
 const ZOOM_STEP = 1.25;
+const LABEL_CHAR_PX = 6.2;  // at most one character of a node's 10 px label, in the page's sans-serif font
 function graphView(tr, r, onNode, sel, redraw) {
   const g = tr.graph; if (!g) return el("div", {class: "muted"}, "no coordination graph (this team keeps none)");
-  const f = frameAt(g, r), pad = 14, rad = g.node_px / 2, W = g.w + 2 * pad, H = g.h + 2 * pad;
+  const f = frameAt(g, r), pad = 14, rad = g.node_px / 2, H = g.h + 2 * pad;
+  // the browser draws the labels, wider than the layout measured them: the drawing reaches the longest one
+  const right = Math.max(g.w, ...g.nodes.map(n => n.x + rad + 3 + LABEL_CHAR_PX * Math.min(n.title.length, 28)));
+  const W = right + 2 * pad;
   tr.zoom = tr.zoom || 1;  // 1: the whole graph fits the panel's width (never larger than drawn)
   const svg = sv("svg", {viewBox: `${-pad} ${-pad} ${W} ${H}`, preserveAspectRatio: "xMinYMin meet", "data-w": W});
   svg.style.width = `calc(${tr.zoom} * min(100%, ${W}px))`;
