@@ -186,6 +186,9 @@ def run_sweep(grid: dict[str, Any] | Iterable[TrialConfig | dict], out: str | Pa
         Tokens this call may bill in all.
     rate_limits : mapping, optional
         ``{provider or base URL: (rpm, tpm)}`` on top of the defaults.
+    in_flight : int, optional
+        Keep up to this many trials running at once as threads of ``n_jobs`` worker processes (default: one
+        per CPU), for real-model trials (local backend only; default None: one trial per worker process).
     ray_address : str, optional
         An existing Ray cluster (default: the running ``ray.init``, else a local cluster).
     ray_cpus : float, optional

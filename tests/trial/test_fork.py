@@ -154,7 +154,7 @@ def test_forking_a_run_that_is_not_there_is_a_usage_error(tmp_path, capsys):
 
     assert main(["fork", str(tmp_path / "nope"), "--at", "3"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"latte-lab: error: no trial {tmp_path / 'nope'}") and err.count("\n") == 1
+    assert err.startswith(f"latte-lab: error: no run directory {tmp_path / 'nope'}") and err.count("\n") == 1
 
 
 @pytest.mark.parametrize(("changes", "message"), [
