@@ -50,6 +50,7 @@ from latte_lab.sweep.local import (
     kill_tree,
     run_attempt,
     settle_attempt,
+    shutdown_workers,
 )
 
 MAX_IN_FLIGHT = 1024  # trials at once; memory is the limit (docs/concepts/real-studies.md gives the figure per trial)
@@ -357,18 +358,7 @@ class InFlightPool:
                 signal.signal(signal.SIGINT, previous)
 
     def _shutdown(self) -> None:
-        for worker in self.workers:
-            with contextlib.suppress(OSError, ValueError):
-                worker.conn.send(None)
-        deadline = time.monotonic() + JOIN_SECONDS
-        for worker in self.workers:
-            worker.proc.join(max(0.0, deadline - time.monotonic()))
-            if worker.proc.is_alive():
-                kill_tree(worker.proc.pid)
-                worker.proc.join(1)
-            with contextlib.suppress(OSError):
-                worker.conn.close()
-        self.workers.clear()
+        shutdown_workers(self.workers)
 
 
 __all__ = ["GRACE_SECONDS", "MAX_IN_FLIGHT", "InFlightPool", "check_in_flight", "cores", "open_files_limit",

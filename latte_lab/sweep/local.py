@@ -368,18 +368,24 @@ class LocalPool:
                 signal.signal(signal.SIGINT, previous)
 
     def _shutdown(self) -> None:
-        for worker in self.workers:
-            with contextlib.suppress(OSError, ValueError):
-                worker.conn.send(None)
-        deadline = time.monotonic() + JOIN_SECONDS
-        for worker in self.workers:
-            worker.proc.join(max(0.0, deadline - time.monotonic()))
-            if worker.proc.is_alive():
-                kill_tree(worker.proc.pid)
-                worker.proc.join(1)
-            with contextlib.suppress(OSError):
-                worker.conn.close()
-        self.workers.clear()
+        shutdown_workers(self.workers)
+
+
+def shutdown_workers(workers: list) -> None:
+    """Ask each worker process (``.proc``, ``.conn``) to stop, wait up to JOIN_SECONDS in all, kill the tree of any
+    still running, close their pipes and empty ``workers``: the end of a local pool and of an in-flight pool."""
+    for worker in workers:
+        with contextlib.suppress(OSError, ValueError):
+            worker.conn.send(None)
+    deadline = time.monotonic() + JOIN_SECONDS
+    for worker in workers:
+        worker.proc.join(max(0.0, deadline - time.monotonic()))
+        if worker.proc.is_alive():
+            kill_tree(worker.proc.pid)
+            worker.proc.join(1)
+        with contextlib.suppress(OSError):
+            worker.conn.close()
+    workers.clear()
 
 
 @contextlib.contextmanager

@@ -149,9 +149,10 @@ def test_the_help_examples_fork_with_another_model(parent, tmp_path):
         assert main([*argv, "--runs-dir", str(tmp_path / f"other{i}"), "--quiet"]) == 0, line
 
 
-def test_forking_a_run_that_is_not_there_is_a_usage_error(tmp_path, capsys):
+def test_forking_a_run_that_is_not_there_is_a_usage_error(tmp_path, capsys, monkeypatch):
     from latte_lab.cli import main
 
+    monkeypatch.chdir(tmp_path)  # no runs/ folder here: the message is about the path (with one it lists trials)
     assert main(["fork", str(tmp_path / "nope"), "--at", "3"]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"latte-lab: error: no run directory {tmp_path / 'nope'}") and err.count("\n") == 1
